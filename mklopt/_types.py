@@ -1,0 +1,165 @@
+"""Records exchanged between oracles, outer methods and the driver.
+
+All records are frozen dataclasses with a fixed set of fields: no field
+depends on which method produced it, so code that reads a ``Result`` never
+has to ask which solver ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["OracleAnswer", "Progress", "Result", "Oracle", "OuterMethod"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class OracleAnswer:
+    """What an inner oracle returns for one kernel-weight vector.
+
+    Attributes
+    ----------
+    w : ndarray of shape (n_kernels,)
+        The weights the oracle was called with.
+    value : float
+        ``J(w) = f(w, alpha)``, the SVM dual objective at the returned
+        ``alpha`` (DESIGN section 1).
+    grad : ndarray of shape (n_kernels,)
+        ``-q / 2``, a subgradient of ``J`` at ``w``.
+    q : ndarray of shape (n_kernels,)
+        ``q_k = v' K_k v`` with ``v = alpha * y``.
+    alpha : ndarray of shape (n_samples,)
+        Dual variables, feasible: ``0 <= alpha <= C`` and ``y' alpha = 0``.
+    bias : float
+        Offset of the decision function ``sum_i alpha_i y_i K(x_i, x) + bias``.
+    support : ndarray of int64
+        Indices with ``alpha_i > 0``.
+    n_solver_iter : int
+        Iterations of the inner solver.
+    sum_alpha : float
+        ``1' alpha``, kept so that dual values need not touch ``alpha``.
+    """
+
+    w: NDArray[np.float64]
+    value: float
+    grad: NDArray[np.float64]
+    q: NDArray[np.float64]
+    alpha: NDArray[np.float64]
+    bias: float
+    support: NDArray[np.int64]
+    n_solver_iter: int = 0
+    sum_alpha: float = float("nan")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Progress:
+    """One row of a run's history, recorded after every oracle call.
+
+    Attributes
+    ----------
+    iteration : int
+        Outer iterations completed, as the method counts them.
+    elapsed : float
+        Wall-clock seconds since the run started.
+    n_oracle_calls : int
+        Oracle calls so far (this one included).
+    value : float
+        ``J(w)`` at the point just evaluated.
+    lower, upper : float
+        The method's bounds on the optimum (``-inf`` when it has none; the
+        upper bound is the best value found).
+    gap : float
+        Certified duality gap of the best point: ``upper - max_j D(alpha_j)``
+        (``nan`` where the formulation has no dual value).
+    rel_gap : float
+        ``gap / |upper|``.
+    weights : ndarray of shape (n_kernels,)
+        The point just evaluated.
+    """
+
+    iteration: int
+    elapsed: float
+    n_oracle_calls: int
+    value: float
+    lower: float
+    upper: float
+    gap: float
+    rel_gap: float
+    weights: NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Result:
+    """Outcome of :func:`mklopt.solve`: the best point found and how the run went.
+
+    Attributes
+    ----------
+    weights : ndarray of shape (n_kernels,)
+        Effective kernel weights of the best point (what the oracle saw).
+    alpha : ndarray of shape (n_samples,)
+        Dual variables at the best point.
+    bias : float
+        Bias of the decision function at the best point.
+    value : float
+        ``J(weights)``.
+    gap, rel_gap : float
+        Certified duality gap of the best point, absolute and relative.
+    lower : float
+        Best lower bound on the optimum known at the end (``-inf`` if none).
+    n_iter : int
+        Outer iterations.
+    n_oracle_calls : int
+        Oracle calls.
+    converged : bool
+        True when a convergence criterion (a gap or weight change) fired.
+    reason : str
+        What stopped the run.
+    history : tuple of Progress
+        One row per oracle call.
+    elapsed : float
+        Wall-clock seconds of the run.
+    extra : dict
+        Method-specific variables (for example ``lam`` and ``gamma`` of the
+        grouped formulation, or the boosting ensemble).
+    """
+
+    weights: NDArray[np.float64]
+    alpha: NDArray[np.float64] | None
+    bias: float
+    value: float
+    gap: float
+    rel_gap: float
+    lower: float
+    n_iter: int
+    n_oracle_calls: int
+    converged: bool
+    reason: str
+    history: tuple[Progress, ...]
+    elapsed: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Oracle(Protocol):
+    """An inner oracle: maps kernel weights to an :class:`OracleAnswer`."""
+
+    n_kernels: int
+    n_calls: int
+
+    def __call__(self, w: NDArray, warm_start: NDArray | None = None) -> Any: ...
+
+
+@runtime_checkable
+class OuterMethod(Protocol):
+    """The ask/tell protocol every outer method follows (DESIGN section 4)."""
+
+    def start(self, oracle: Oracle) -> None: ...
+
+    def ask(self) -> NDArray: ...
+
+    def tell(self, query: NDArray, answer: Any) -> None: ...
+
+    def bounds(self) -> tuple[float, float]: ...

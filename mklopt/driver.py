@@ -1,0 +1,122 @@
+"""The generic driver: any outer method against any oracle (DESIGN section 5)."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+import numpy as np
+
+from ._types import Progress, Result
+from .stopping import DualityGap, MaxIter, Stop, as_criterion
+
+__all__ = ["solve"]
+
+log = logging.getLogger("mklopt")
+
+
+def solve(oracle, method, stop=None, callback=None, warm_start=None):
+    """Run an outer ``method`` against an ``oracle`` until ``stop`` holds.
+
+    Parameters
+    ----------
+    oracle : callable
+        ``oracle(w, warm_start=alpha) -> answer``, e.g.
+        :class:`mklopt.oracles.SVMDual`.
+    method : MethodBase
+        An outer method (ask/tell); it is (re)started here.
+    stop : StopCriterion or callable, default=DualityGap(1e-2) | MaxIter(500)
+        Checked after every oracle call; see :mod:`mklopt.stopping`.
+    callback : callable, optional
+        ``callback(progress)`` after every oracle call; raising
+        ``StopIteration`` ends the run with reason ``"callback"``.
+    warm_start : ndarray, optional
+        Dual variables to warm-start the first oracle call.
+
+    Returns
+    -------
+    Result
+        The best point found, how the run ended and one history row per
+        oracle call. A run ended by ``KeyboardInterrupt`` or a time limit still
+        returns the best point found so far (``converged=False``).
+
+    Notes
+    -----
+    The driver alone warm-starts the oracle (with the previous answer's
+    ``alpha``), times the run and counts oracle calls. Every row's ``gap`` is
+    the duality gap of the best point so far, computed by the method's
+    :class:`~mklopt.domains.Domain`.
+    """
+    if stop is None:
+        stop = DualityGap(1e-2) | MaxIter(500)
+    stop = as_criterion(stop)
+    if callback is not None and not callable(callback):
+        raise TypeError("callback must be callable, taking one Progress row")
+    stop.reset()
+    method.start(oracle)
+    history = []
+    calls0 = getattr(oracle, "n_calls", 0)
+    warm = warm_start
+    verdict = None
+    t0 = time.perf_counter()
+    try:
+        while verdict is None:
+            query = method.ask()
+            answer = oracle(query, warm_start=warm)
+            method.tell(query, answer)
+            warm = getattr(answer, "alpha", None)
+            lower, upper = method.bounds()
+            best = method.best
+            gap = float(method.best_gap)
+            value_best = best.value if best is not None else math.nan
+            row = Progress(
+                iteration=method.n_iter,
+                elapsed=time.perf_counter() - t0,
+                n_oracle_calls=getattr(oracle, "n_calls", len(history) + 1) - calls0,
+                value=float(answer.value),
+                lower=float(lower),
+                upper=float(upper),
+                gap=gap,
+                rel_gap=gap / abs(value_best) if value_best else math.nan,
+                weights=np.array(method.query_weights(query), dtype=np.float64),
+            )
+            history.append(row)
+            if callback is not None:
+                try:
+                    callback(row)
+                except StopIteration:
+                    verdict = Stop("callback", False)
+                    break
+            verdict = method.stop or stop(row)
+    except KeyboardInterrupt:
+        verdict = Stop("interrupted", False)
+        log.warning("run interrupted; returning the best point found so far")
+    elapsed = time.perf_counter() - t0
+    return _result(method, oracle, history, verdict, elapsed, calls0)
+
+
+def _result(method, oracle, history, verdict, elapsed, calls0):
+    best = method.best
+    if best is None:
+        raise RuntimeError(
+            f"the run stopped ({verdict.reason}) before any point was evaluated; nothing to return"
+        )
+    lower = method.bounds()[0]
+    gap = float(method.best_gap)
+    return Result(
+        weights=np.array(method.best_w, dtype=np.float64),
+        alpha=getattr(best, "alpha", None),
+        bias=float(getattr(best, "bias", math.nan)),
+        value=float(best.value),
+        gap=gap,
+        rel_gap=gap / abs(best.value) if best.value else math.nan,
+        lower=float(max(lower, method.best_dual)),
+        n_iter=method.n_iter,
+        n_oracle_calls=getattr(oracle, "n_calls", len(history)) - calls0,
+        converged=bool(verdict.converged),
+        reason=verdict.reason,
+        history=tuple(history),
+        elapsed=elapsed,
+        extra=method.extra(),
+    )

@@ -1,0 +1,11 @@
+"""Outer methods: each one file, registered under a short name.
+
+Adding a method is one file plus one import line below; the contract suite
+in ``tests/methods/test_contract.py`` then runs it automatically.
+"""
+
+from ._base import METHODS, MethodBase, get_method, register
+
+__all__ = ["METHODS", "MethodBase", "get_method", "register"]
+
+# one import per method (each registers itself) ------------------------------
