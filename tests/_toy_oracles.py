@@ -59,3 +59,57 @@ class PiecewiseLinearOracle:
         )
         assert res.status == 0
         return float(res.fun), res.x[:m]
+
+
+class SmoothQuadraticOracle:
+    """``J(w) = max_a s'a - 1/2 sum_k w_k a'M_k a = s'(sum_k w_k M_k)^{-1} s / 2``.
+
+    An unconstrained stand-in for the SVM dual: ``J`` is smooth and convex on
+    the simplex, the maximiser ``a*(w)`` is exact, so ``D(a) = s'a - max_k
+    a'M_k a / 2`` is an exact lower bound and the L1 optimum is the QCQP
+    ``max_a s'a - t/2, a'M_k a <= t`` (``exact_l1_optimum``, by cvxpy).
+    """
+
+    def __init__(self, s, M):
+        self.s = np.asarray(s, dtype=float)
+        self.M = np.asarray(M, dtype=float)  # (n_kernels, r, r), positive definite
+        self.n_kernels = self.M.shape[0]
+        self.n_samples = self.M.shape[1]
+        self.n_calls = 0
+
+    @classmethod
+    def random(cls, n_kernels, dim=5, seed=0):
+        rng = np.random.default_rng(seed)
+        B = rng.normal(size=(n_kernels, dim, dim))
+        M = np.einsum("kij,klj->kil", B, B) + 0.1 * np.eye(dim)
+        M *= rng.uniform(0.2, 2.0, size=(n_kernels, 1, 1))
+        return cls(rng.normal(size=dim), M)
+
+    def __call__(self, w, warm_start=None):
+        self.n_calls += 1
+        w = np.asarray(w, dtype=float)
+        A = np.tensordot(w, self.M, axes=1)
+        a = np.linalg.solve(A, self.s)
+        q = np.einsum("i,kij,j->k", a, self.M, a)
+        sa = float(self.s @ a)
+        return OracleAnswer(
+            w=w.copy(),
+            value=sa - 0.5 * float(w @ q),
+            grad=-0.5 * q,
+            q=q,
+            alpha=a,
+            bias=0.0,
+            support=np.arange(a.size, dtype=np.int64),
+            n_solver_iter=1,
+            sum_alpha=sa,
+        )
+
+    def exact_l1_optimum(self):
+        import cvxpy as cp
+
+        a = cp.Variable(self.n_samples)
+        t = cp.Variable()
+        cons = [cp.quad_form(a, cp.psd_wrap(Mk)) <= t for Mk in self.M]
+        prob = cp.Problem(cp.Maximize(self.s @ a - t / 2), cons)
+        prob.solve(solver=cp.CLARABEL)
+        return float(prob.value)

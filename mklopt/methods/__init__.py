@@ -6,6 +6,7 @@ in ``tests/methods/test_contract.py`` then runs it automatically.
 
 from ._base import METHODS, MethodBase, get_method, register
 
-__all__ = ["METHODS", "MethodBase", "get_method", "register"]
+__all__ = ["METHODS", "MethodBase", "get_method", "register", "Subgradient"]
 
 # one import per method (each registers itself) ------------------------------
+from .subgradient import Subgradient  # noqa: E402
