@@ -113,3 +113,27 @@ class SmoothQuadraticOracle:
         prob = cp.Problem(cp.Maximize(self.s @ a - t / 2), cons)
         prob.solve(solver=cp.CLARABEL)
         return float(prob.value)
+
+    def exact_optimum(self, domain):
+        """``J* = max_a s'a - h(q(a)) / 2`` for the formulation of ``domain`` (cvxpy, Clarabel)."""
+        import cvxpy as cp
+
+        from mklopt.domains import GroupSimplex, LpBall, Simplex
+
+        L = [np.linalg.cholesky(Mk) for Mk in self.M]
+        a = cp.Variable(self.n_samples)
+        if isinstance(domain, Simplex):
+            return self.exact_l1_optimum()
+        if isinstance(domain, LpBall):
+            t = cp.Variable(self.n_kernels)
+            cons = [cp.sum_squares(Lk.T @ a) <= t[k] for k, Lk in enumerate(L)]
+            obj = self.s @ a - cp.norm(t, domain.p_star) / 2
+        elif isinstance(domain, GroupSimplex):
+            u = cp.Variable(domain.n_groups)
+            cons = [cp.norm(Lk.T @ a) <= u[domain.group_of[k]] for k, Lk in enumerate(L)]
+            obj = self.s @ a - cp.square(cp.sum(u)) / 2
+        else:  # pragma: no cover
+            raise TypeError(domain)
+        prob = cp.Problem(cp.Maximize(obj), cons)
+        prob.solve(solver=cp.CLARABEL)
+        return float(prob.value)

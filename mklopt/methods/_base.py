@@ -68,6 +68,9 @@ class MethodBase:
     """
 
     name = "base"
+    #: Which oracle the method talks to: "dual" (an SVM-dual oracle such as
+    #: SVMDual, answers with q and alpha) or "weak_learners" (boosting).
+    oracle_kind = "dual"
 
     # ---- public protocol -------------------------------------------------
     def start(self, oracle):

@@ -1,0 +1,78 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mklopt import solve
+from mklopt.methods import Subgradient, get_method
+from mklopt.stopping import DualityGap, MaxIter
+from tests._toy_oracles import SmoothQuadraticOracle
+
+
+def test_registered_under_both_names():
+    assert get_method("subgradient") is Subgradient
+    assert get_method("simplemkl") is Subgradient
+
+
+@pytest.mark.parametrize("direction", ["reduced", "projected"])
+@pytest.mark.parametrize("seed", range(4))
+def test_reaches_exact_l1_optimum_within_gap(direction, seed):
+    oracle = SmoothQuadraticOracle.random(8, 5, seed=seed)
+    exact = oracle.exact_l1_optimum()
+    res = solve(oracle, Subgradient(direction=direction), stop=DualityGap(1e-5) | MaxIter(2000))
+    assert res.converged, res.reason
+    assert res.gap >= 0
+    assert -1e-7 <= res.value - exact <= res.gap + 1e-7
+    assert res.weights.min() >= 0 and res.weights.sum() == pytest.approx(1.0)
+
+
+@settings(max_examples=15)
+@given(st.integers(0, 10**6), st.integers(2, 9))
+def test_reduced_gradient_iterates_decrease_and_line_search_calls_are_counted(seed, m):
+    oracle = SmoothQuadraticOracle.random(m, 4, seed=seed)
+    method = Subgradient()
+    accepted = []
+
+    def cb(p):
+        accepted.append((p.iteration, p.upper))
+
+    res = solve(oracle, method, stop=DualityGap(1e-6) | MaxIter(25), callback=cb)
+    # one outer iteration = one direction and its whole line search
+    assert res.n_oracle_calls >= res.n_iter
+    if res.n_iter > 0 and res.reason != "stationary":
+        assert res.n_oracle_calls > res.n_iter
+    # the best value at the end of each iteration strictly never increases
+    ends = {}
+    for it, up in accepted:
+        ends[it] = up
+    vals = [ends[k] for k in sorted(ends)]
+    assert all(b <= a for a, b in zip(vals, vals[1:]))
+
+
+def test_reduced_direction_is_feasible_and_descends():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        w = rng.dirichlet(np.ones(6))
+        w[rng.integers(6)] = 0.0
+        w /= w.sum()
+        g = rng.normal(size=6)
+        D, mu = Subgradient._direction(w, g)
+        assert D.sum() == pytest.approx(0.0, abs=1e-12)
+        assert np.all(D[w == 0] >= 0)  # cannot push a zero weight negative
+        assert g @ D <= 1e-12  # a descent (or stationary) direction
+
+
+@pytest.mark.parametrize(
+    "kw, err",
+    [
+        (dict(direction="newton"), ValueError),
+        (dict(line_search_tol=0.0), ValueError),
+        (dict(line_search_tol=2.0), ValueError),
+        (dict(step_scale=-1.0), ValueError),
+        (dict(step_scale="big"), TypeError),
+    ],
+)
+def test_bad_parameters_fail_at_start(kw, err):
+    method = Subgradient(**kw)  # stored verbatim
+    with pytest.raises(err, match=next(iter(kw))):
+        method.start(SmoothQuadraticOracle.random(3, 3))

@@ -1,0 +1,104 @@
+import math
+
+import numpy as np
+import pytest
+
+from mklopt import Result, solve
+from mklopt.methods import Subgradient
+from mklopt.stopping import DualityGap, MaxIter, MaxOracleCalls, TimeLimit
+from tests._toy_oracles import SmoothQuadraticOracle
+
+
+class CountingOracle(SmoothQuadraticOracle):
+    """Records the warm starts the driver passes."""
+
+    def __init__(self, *a, interrupt_at=None, **k):
+        super().__init__(*a, **k)
+        self.warm = []
+        self.interrupt_at = interrupt_at
+
+    def __call__(self, w, warm_start=None):
+        if self.interrupt_at is not None and self.n_calls + 1 == self.interrupt_at:
+            raise KeyboardInterrupt
+        self.warm.append(None if warm_start is None else np.array(warm_start))
+        return super().__call__(w, warm_start)
+
+
+def oracle(seed=0, **kw):
+    base = SmoothQuadraticOracle.random(6, 4, seed=seed)
+    return CountingOracle(base.s, base.M, **kw)
+
+
+def test_result_fields_history_and_warm_starts():
+    o = oracle()
+    res = solve(o, Subgradient(), stop=DualityGap(1e-3) | MaxIter(200))
+    assert isinstance(res, Result)
+    assert res.converged and res.reason == "duality_gap"
+    assert res.n_oracle_calls == o.n_calls == len(res.history)
+    assert [p.n_oracle_calls for p in res.history] == list(range(1, o.n_calls + 1))
+    assert res.rel_gap <= 1e-3 and res.gap >= 0
+    # best value is the minimum over the history, and gaps are certified
+    assert res.value == pytest.approx(min(p.value for p in res.history))
+    assert all(p.gap >= 0 for p in res.history)
+    ups = [p.upper for p in res.history]
+    assert all(b <= a for a, b in zip(ups, ups[1:]))
+    # the driver warm-starts every call after the first with the previous alpha
+    assert o.warm[0] is None and all(w is not None for w in o.warm[1:])
+    assert res.weights.sum() == pytest.approx(1.0)
+    assert res.value == pytest.approx(o(res.weights).value)
+
+
+def test_max_oracle_calls_and_time_limit_are_not_convergence():
+    res = solve(oracle(), Subgradient(), stop=MaxOracleCalls(7))
+    assert res.n_oracle_calls == 7 and not res.converged and res.reason == "max_oracle_calls"
+    res = solve(oracle(), Subgradient(), stop=TimeLimit(1e-9))
+    assert res.reason == "time_limit" and res.n_oracle_calls == 1
+
+
+def test_callback_sees_every_row_and_can_stop():
+    rows = []
+
+    def cb(p):
+        rows.append(p)
+        if len(rows) == 4:
+            raise StopIteration
+
+    res = solve(oracle(), Subgradient(), stop=MaxIter(100), callback=cb)
+    assert res.reason == "callback" and not res.converged
+    assert len(rows) == 4 == len(res.history)
+
+
+def test_user_callable_criterion():
+    def value_below(p):
+        return p.value < 0.5
+
+    res = solve(oracle(), Subgradient(), stop=value_below | MaxIter(100))
+    assert res.reason in ("value_below", "max_iter")
+    if res.reason == "value_below":
+        assert res.history[-1].value < 0.5
+
+
+def test_keyboard_interrupt_returns_best_point_so_far():
+    o = oracle(interrupt_at=6)
+    res = solve(o, Subgradient(), stop=MaxIter(100))
+    assert res.reason == "interrupted" and not res.converged
+    assert len(res.history) == 5
+    assert res.value == pytest.approx(min(p.value for p in res.history))
+
+
+def test_interrupt_before_any_answer_is_reported():
+    with pytest.raises(RuntimeError, match="before any point"):
+        solve(oracle(interrupt_at=1), Subgradient())
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="stop"):
+        solve(oracle(), Subgradient(), stop=5)
+    with pytest.raises(TypeError, match="callback"):
+        solve(oracle(), Subgradient(), callback=5)
+
+
+def test_rel_gap_is_gap_over_value():
+    res = solve(oracle(1), Subgradient(), stop=MaxIter(3))
+    for p in res.history:
+        assert math.isclose(p.rel_gap, p.gap / abs(p.upper), rel_tol=1e-12)
