@@ -71,6 +71,11 @@ class MethodBase:
     #: Which oracle the method talks to: "dual" (an SVM-dual oracle such as
     #: SVMDual, answers with q and alpha) or "weak_learners" (boosting).
     oracle_kind = "dual"
+    #: Whether queries are kernel-weight vectors. ``ask`` then copies them into
+    #: a read-only float64 array. A method whose queries are other immutable
+    #: records (boosting asks for a sample and a kernel subset) sets this to
+    #: False, and ``ask`` hands its query over unchanged.
+    query_is_array = True
 
     # ---- public protocol -------------------------------------------------
     def start(self, oracle):
@@ -90,8 +95,10 @@ class MethodBase:
         """Return the next query (read-only). Repeated calls return the same query."""
         self._require_started()
         if self._pending is None:
-            q = np.array(self._ask(self._state), dtype=np.float64, copy=True)
-            q.flags.writeable = False
+            q = self._ask(self._state)
+            if self.query_is_array:
+                q = np.array(q, dtype=np.float64, copy=True)
+                q.flags.writeable = False
             self._pending = q
         return self._pending
 
