@@ -20,7 +20,18 @@ from . import datasets
 from .driver import solve
 from .stopping import DualityGap, MaxIter, TimeLimit
 
-__all__ = ["MethodRun", "make_method", "run_split", "summarise", "METHOD_LABELS"]
+__all__ = [
+    "MethodRun",
+    "make_method",
+    "run_split",
+    "run_protocol_split",
+    "summarise",
+    "markdown_table",
+    "time_saving",
+    "write_csv",
+    "draw_figures",
+    "METHOD_LABELS",
+]
 
 #: Benchmark method keys and their table labels.
 METHOD_LABELS = {
@@ -31,6 +42,10 @@ METHOD_LABELS = {
     "lp4/3": "Lp p=4/3",
     "lp2": "Lp p=2",
     "lp4": "Lp p=4",
+    "mkboost-d1": "MKBoost-D1",
+    "mkboost-d2": "MKBoost-D2",
+    "mkboost-s1": "MKBoost-S1",
+    "mkboost-s2": "MKBoost-S2",
 }
 
 
@@ -207,3 +222,127 @@ def markdown_table(rows, method_order):
             f"| {r['rel_gap']:.4f} | {r['converged']}/{r['n_splits']} |"
         )
     return "\n".join(lines)
+
+
+def run_protocol_split(name, split, method_keys, *, protocol="level2008", C=None, repeats=1,
+                       keep_history=False, **kw):
+    """Run methods on one split under ``protocol`` ("level2008" or "mkboost2013").
+
+    MKL methods go through :func:`run_split`; the MKBoost variants (keys
+    ``mkboost-d1`` ... ``mkboost-s2``) are fitted with
+    :class:`mklopt.MKBoostClassifier` on the same split and kernels.
+    """
+    if C is None:
+        C = 100.0 if protocol == "level2008" else 50.0
+    mkl = [k for k in method_keys if not k.startswith("mkboost-")]
+    boost = [k for k in method_keys if k.startswith("mkboost-")]
+    runs, hist = [], {}
+    if mkl:
+        runs, hist = run_split(name, split, mkl, C=C, repeats=repeats, protocol=protocol,
+                               keep_history=keep_history, **kw)
+    if boost:
+        runs.extend(_run_boost(name, split, boost, C=C, repeats=repeats, protocol=protocol))
+    order = {k: i for i, k in enumerate(method_keys)}
+    runs.sort(key=lambda r: order[r.method])
+    return runs, hist
+
+
+def _run_boost(name, split, keys, *, C, repeats, protocol):
+    from .estimators import MKBoostClassifier
+    from .kernels import grid
+
+    X, y = datasets.load(name)
+    X_tr, X_te, y_tr, y_te = datasets.split(X, y, train_fraction=0.5, seed=split)
+    specs = grid(X_tr.shape[1], protocol=protocol)
+    out = []
+    for key in keys:
+        variant = key.split("-", 1)[1].upper()
+        times = []
+        for _ in range(repeats):
+            clf = MKBoostClassifier(kernels=list(specs), variant=variant, C=C, random_state=split)
+            t0 = time.perf_counter()
+            clf.fit(X_tr, y_tr)
+            times.append(time.perf_counter() - t0)
+        used = getattr(clf, "n_kernels_used_", None)
+        if used is None:
+            used = int(np.count_nonzero(np.atleast_2d(clf.weights_)[0] > 0))
+        out.append(
+            MethodRun(
+                dataset=name, split=split, method=key, seconds=statistics.median(times),
+                n_iter=int(np.max(np.atleast_1d(clf.n_iter_))),
+                n_svm_calls=int(np.sum(np.atleast_1d(getattr(clf, "n_svm_trained_", 0)))),
+                value=math.nan, gap=math.nan, rel_gap=math.nan, converged=False,
+                reason="rounds", accuracy=float(clf.score(X_te, y_te)), n_selected=int(used),
+                n_train=len(y_tr), n_kernels=len(specs),
+            )
+        )
+    return out
+
+
+def write_csv(path, rows):
+    """Write summary rows (dicts with the same keys) as CSV."""
+    import csv
+
+    if not rows:
+        return
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def draw_figures(histories, out_dir, method_order, n_weights=5):
+    """Figures like Xu et al. (2008), Figures 1 and 2, from one split's histories.
+
+    Per data set: the objective's upper and lower bounds (log10) against time
+    for every method, and the evolution of the ``n_weights`` largest kernel
+    weights per method. Returns the written paths (none without matplotlib).
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    paths = []
+    for ds, hist in histories.items():
+        keys = [k for k in method_order if k in hist]
+        if not keys:
+            continue
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        for k in keys:
+            h = hist[k]
+            t = [p.elapsed for p in h]
+            (line,) = ax.plot(t, [math.log10(max(p.upper, 1e-300)) for p in h],
+                              label=f"{METHOD_LABELS.get(k, k)} upper")
+            lows = [max(p.lower, p.upper - p.gap) if p.gap == p.gap else p.lower for p in h]
+            ax.plot(t, [math.log10(v) if v > 0 else math.nan for v in lows], ls="--",
+                    color=line.get_color(), label=f"{METHOD_LABELS.get(k, k)} lower")
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("log10 of the MKL objective")
+        ax.set_title(f"{ds}: objective bounds against time")
+        ax.legend(fontsize=7, ncol=2)
+        fig.tight_layout()
+        path = f"{out_dir}/{ds}_objective.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+
+        fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 3.2), squeeze=False)
+        for ax, k in zip(axes[0], keys):
+            W = np.array([p.weights for p in hist[k]])
+            top = np.argsort(W[-1])[::-1][:n_weights]
+            for j in top:
+                ax.plot(np.arange(1, len(W) + 1), W[:, j], label=f"kernel {j}")
+            ax.set_title(METHOD_LABELS.get(k, k), fontsize=9)
+            ax.set_xlabel("oracle call")
+            ax.set_ylim(bottom=0)
+        axes[0][0].set_ylabel("kernel weight")
+        fig.suptitle(f"{ds}: evolution of the {n_weights} largest kernel weights", fontsize=10)
+        fig.tight_layout()
+        path = f"{out_dir}/{ds}_weights.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
