@@ -434,7 +434,9 @@ class ClassifierBase(*_BASES):
         means the +1 class.
     ``_finish_fit(self, models)``
         Optional. Set the estimator-specific fitted attributes (for example
-        ``weights_`` with one row per pair) from the list of models.
+        ``weights_`` with one row per pair) from the list of models. The
+        training rows of pair ``k`` are ``self._ovo_rows[k]`` (indices into
+        the ``X`` given to ``fit``).
 
     Fitted attributes set here: ``classes_``, ``n_features_in_``,
     ``pairs_`` (ndarray of shape (n_pairs, 2): the class indices of each
@@ -495,18 +497,21 @@ class ClassifierBase(*_BASES):
             )
         self._prepare_fit(X)
         pairs = np.array(list(combinations(range(classes.shape[0]), 2)), dtype=np.int64)
-        models = []
+        models, all_rows = [], []
         for i, j in pairs:
             if classes.shape[0] == 2:
                 rows = np.arange(X.shape[0])
             else:
                 rows = np.flatnonzero((y_idx == i) | (y_idx == j))
             y_pm1 = np.where(y_idx[rows] == j, 1.0, -1.0)
+            all_rows.append(rows)
             models.append(self._fit_binary(np.ascontiguousarray(X[rows]), y_pm1))
         self.classes_ = classes
         self.n_features_in_ = X.shape[1]
         self.pairs_ = pairs
         self.models_ = models
+        # Training rows of each pair, for hooks that report indices into X.
+        self._ovo_rows = all_rows
         self._finish_fit(models)
         return self
 
