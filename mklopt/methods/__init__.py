@@ -6,7 +6,8 @@ in ``tests/methods/test_contract.py`` then runs it automatically.
 
 from ._base import METHODS, MethodBase, get_method, register
 
-__all__ = ["METHODS", "MethodBase", "get_method", "register", "Subgradient"]
+__all__ = ["METHODS", "MethodBase", "get_method", "register", "Subgradient", "Boosting"]
 
 # one import per method (each registers itself) ------------------------------
 from .subgradient import Subgradient  # noqa: E402
+from .boosting import Boosting  # noqa: E402

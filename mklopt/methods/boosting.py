@@ -1,0 +1,433 @@
+"""Multiple kernel boosting: MKBoost-D1, -D2, -S1, -S2 (Xia & Hoi).
+
+The method runs AdaBoost with single-kernel SVMs as weak learners. Each
+round it asks the :class:`~mklopt.oracles.WeakLearners` oracle for SVMs
+trained on a sample drawn from the example distribution ``D_t``, one per
+kernel of a kernel set (all kernels for the deterministic variants, a
+random subset drawn with probabilities ``S_t`` for the stochastic ones),
+combines them into the round's classifier ``h_t`` and reweights the
+examples. There is no kernel-weight optimum and no duality gap here: the
+"value" the method reports is the ensemble's exponential loss on the
+training set, ``(1/N) sum_i exp(-y_i F(x_i)) = prod_t Z_t``, which AdaBoost
+decreases every round and which bounds the training error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._validation import check_choice, check_int, check_real
+from ..oracles.weak_learners import BoostQuery
+from ._base import MethodBase, register
+
+__all__ = ["Boosting", "BoostRound", "Ensemble"]
+
+#: Weighted errors are clipped to ``[_ERR_FLOOR, 1 - _ERR_FLOOR]`` inside
+#: ``1/2 ln((1 - e) / e)``: a perfect learner gets the finite weight
+#: ``1/2 ln((1 - 1e-10) / 1e-10) ~ 11.5`` instead of infinity.
+_ERR_FLOOR = 1e-10
+
+_VARIANTS = ("D1", "D2", "S1", "S2")
+
+
+def _learner_weight(err):
+    e = np.clip(err, _ERR_FLOOR, 1.0 - _ERR_FLOOR)
+    return 0.5 * np.log((1.0 - e) / e)
+
+
+def _vote(weights, predictions):
+    """``sign(sum_j weights_j predictions_j)`` with 0 mapped to -1 (as ``> 0``)."""
+    return np.where(weights @ predictions > 0.0, 1.0, -1.0)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BoostRound:
+    """One boosting round kept in the ensemble.
+
+    Attributes
+    ----------
+    alpha : float
+        Weight ``alpha_t`` of the round's classifier ``h_t``.
+    learners : tuple of WeakLearner
+        The single-kernel SVMs that make up ``h_t`` (one for D1/S1).
+    weights : ndarray of shape (len(learners),)
+        Their vote weights ``alpha_t^j`` inside ``h_t`` (``[1.0]`` for D1/S1).
+    error : float
+        Weighted error ``e_t`` of ``h_t`` under ``D_t``.
+    Z : float
+        Normaliser of the distribution update, ``sum_i D_t(i) exp(-alpha_t y_i h_t(x_i))``.
+    """
+
+    alpha: float
+    learners: tuple
+    weights: NDArray[np.float64]
+    error: float
+    Z: float
+
+
+class Ensemble:
+    """The boosted classifier ``F(x) = sum_t alpha_t h_t(x)``.
+
+    It records which kernels and which training points (support vectors) it
+    needs, so that prediction evaluates only those kernel values.
+
+    Parameters
+    ----------
+    rounds : sequence of BoostRound
+    n_kernels : int
+        Size of the kernel bank the learners index into.
+
+    Attributes
+    ----------
+    rounds : tuple of BoostRound
+    kernels : ndarray of int64
+        Sorted indices of the kernels the ensemble uses.
+    support : dict of int to ndarray of int64
+        For each used kernel, the sorted training indices whose kernel
+        values prediction needs (union of its learners' support vectors).
+    """
+
+    def __init__(self, rounds, n_kernels):
+        self.rounds = tuple(rounds)
+        self.n_kernels = int(n_kernels)
+        sets = {}
+        for rnd in self.rounds:
+            for lrn in rnd.learners:
+                sets.setdefault(lrn.kernel, []).append(lrn.support)
+        self.support = {
+            k: np.unique(np.concatenate(v)).astype(np.int64) for k, v in sorted(sets.items())
+        }
+        self.kernels = np.array(sorted(self.support), dtype=np.int64)
+        # Position of each learner's support vectors inside its kernel's union.
+        self._pos = [
+            [np.searchsorted(self.support[lrn.kernel], lrn.support) for lrn in rnd.learners]
+            for rnd in self.rounds
+        ]
+
+    def __len__(self):
+        return len(self.rounds)
+
+    def __repr__(self):
+        n_sv = sum(s.shape[0] for s in self.support.values())
+        return (
+            f"Ensemble({len(self.rounds)} rounds, kernels {self.kernels.tolist()}, "
+            f"{n_sv} kernel rows)"
+        )
+
+    @property
+    def alphas(self):
+        """Round weights ``alpha_t``, shape ``(n_rounds,)``."""
+        return np.array([r.alpha for r in self.rounds], dtype=np.float64)
+
+    @property
+    def errors(self):
+        """Weighted errors ``e_t`` of the rounds, shape ``(n_rounds,)``."""
+        return np.array([r.error for r in self.rounds], dtype=np.float64)
+
+    def kernel_weights(self):
+        """Share of the vote each kernel carries, shape ``(n_kernels,)``, sums to 1.
+
+        Round ``t`` contributes ``alpha_t`` split over its learners in
+        proportion to ``|alpha_t^j|``. All zeros for an empty ensemble.
+        """
+        w = np.zeros(self.n_kernels)
+        for rnd in self.rounds:
+            a = np.abs(rnd.weights)
+            total = a.sum()
+            if total <= 0.0:
+                continue
+            for lrn, share in zip(rnd.learners, a / total, strict=True):
+                w[lrn.kernel] += rnd.alpha * share
+        s = w.sum()
+        return w / s if s > 0 else w
+
+    def decision(self, kernel_values):
+        """Normalised vote ``F(x) / sum_t alpha_t``, in ``[-1, 1]``.
+
+        Parameters
+        ----------
+        kernel_values : mapping of int to ndarray of shape (len(support[k]), n_points)
+            For every ``k`` in ``kernels``, kernel ``k`` between the training
+            points ``support[k]`` and the points to classify.
+
+        Returns
+        -------
+        ndarray of shape (n_points,)
+            Zeros for an empty ensemble.
+        """
+        n_points = None
+        for k in self.kernels:
+            n_points = np.shape(kernel_values[int(k)])[1]
+            break
+        if n_points is None:
+            raise ValueError("an empty ensemble cannot tell how many points to classify")
+        F = np.zeros(n_points)
+        total = 0.0
+        for rnd, positions in zip(self.rounds, self._pos, strict=True):
+            preds = np.empty((len(rnd.learners), n_points))
+            for j, (lrn, pos) in enumerate(zip(rnd.learners, positions, strict=True)):
+                Kv = np.asarray(kernel_values[lrn.kernel])
+                d = lrn.coef @ Kv[pos] + lrn.bias
+                preds[j] = np.where(d > 0.0, 1.0, -1.0)
+            F += rnd.alpha * _vote(rnd.weights, preds)
+            total += rnd.alpha
+        return F / total if total > 0 else F
+
+    def decision_on_training(self, K):
+        """:meth:`decision` on the training points, from the bank's ``K`` (m, n, n)."""
+        K = np.asarray(K)
+        return self.decision({int(k): K[k][self.support[int(k)]] for k in self.kernels})
+
+
+@dataclass(frozen=True, slots=True)
+class _Score:
+    """The record the driver reads as ``best``: the ensemble's exponential loss."""
+
+    value: float
+
+
+@dataclass
+class _State:
+    rng: np.random.Generator
+    y: NDArray[np.float64]
+    D: NDArray[np.float64]            # example distribution D_t
+    S: NDArray[np.float64]            # kernel sampling probabilities S_t
+    n_draw: int                       # examples drawn per round
+    F: NDArray[np.float64]            # sum_t alpha_t h_t(x_i) on the training set
+    log_loss: float = 0.0             # sum_t log Z_t
+    rounds: list = field(default_factory=list)
+    round_errors: list = field(default_factory=list)   # e_t of every round asked
+    n_fits: int = 0                   # SVMs trained
+    kernel_w: NDArray[np.float64] | None = None
+
+
+@register("mkboost", "boosting")
+class Boosting(MethodBase):
+    """MKBoost: AdaBoost over single-kernel SVMs (Xia & Hoi, Algorithms 1-4).
+
+    Parameters
+    ----------
+    variant : {"D1", "D2", "S1", "S2"}, default="D1"
+        ``"D1"``: each round trains one SVM per kernel and keeps the one with
+        the smallest weighted error (Algorithm 1). ``"D2"``: keeps all of
+        them, combined as ``sign(sum_j alpha_t^j h_t^j)`` with
+        ``alpha_t^j = 1/2 ln((1 - e_t^j) / e_t^j)`` (Algorithm 2, eq. 2.8).
+        ``"S1"``/``"S2"``: as D1/D2 but each round trains only a random subset
+        of kernels, kernel ``j`` drawn with probability ``S_t(j)``
+        (Algorithms 3 and 4).
+    n_rounds : int, default=100
+        Boosting rounds ``T``; the method stops itself after them.
+    sample_ratio : float, default=0.2
+        Examples drawn (with replacement, from ``D_t``) per round, as a
+        fraction of the training set size; in (0, 1].
+    decay : float, default=2**-5
+        Sampling decay ``beta`` of the stochastic variants, in (0, 1]:
+        ``S_{t+1}(j) = S_t(j) beta^{e_t^j}`` for the kernels trained, then
+        ``S_{t+1} / max(S_{t+1})`` (eq. 2.10). ``1`` trains every kernel every
+        round. Ignored by D1 and D2.
+    random_state : None, int or numpy.random.Generator, default=None
+        Source of the example and kernel draws; an int makes runs
+        reproducible (each ``start`` reseeds).
+
+    Attributes
+    ----------
+    best : record with ``value``
+        ``value`` is the ensemble's exponential training loss
+        ``prod_t Z_t`` (1 for the empty ensemble).
+    best_w : ndarray of shape (n_kernels,)
+        Share of the vote each kernel carries (see
+        :meth:`Ensemble.kernel_weights`).
+
+    Notes
+    -----
+    A round ``t`` with distribution ``D_t`` (``D_1 = 1/N``):
+
+    1. draw ``n = round(sample_ratio N)`` indices from ``D_t``; choose the
+       kernel set (all kernels, or each ``j`` with probability ``S_t(j)``,
+       and at least one: if the draw is empty one kernel is drawn with
+       probabilities proportional to ``S_t``);
+    2. the oracle trains one SVM per kernel on the sample and returns the
+       weighted errors ``e_t^j`` (eq. 2.4);
+    3. ``h_t`` is the best learner (D1, S1) or the weighted vote (D2, S2);
+       ``e_t`` its weighted error, ``alpha_t = 1/2 ln((1 - e_t) / e_t)``;
+    4. ``D_{t+1}(i) = D_t(i) exp(-alpha_t y_i h_t(x_i)) / Z_t``.
+
+    Edge cases: a weighted error of 0 would give an infinite weight; it is
+    capped at ``1/2 ln((1 - 1e-10) / 1e-10) ~ 11.5`` (also for the vote
+    weights ``alpha_t^j``), the round is kept and the run stops (reason
+    ``"zero_error"``, converged: the ensemble has nothing left to learn on
+    the training set). A round whose ``e_t >= 1/2`` breaks the weak-learning
+    assumption; it is discarded and the run stops with the ensemble so far
+    (reason ``"weak_learner_error"``, not converged). Otherwise the run
+    ends after ``n_rounds`` (reason ``"n_rounds"``, converged: the
+    algorithm has run as specified).
+
+    The distribution and the kernel probabilities are the method's own
+    state; the driver's history records per round the oracle's ``value``
+    (the smallest weighted error of the round's learners), the exponential
+    loss as ``upper`` and :meth:`query_weights` as ``weights``. There is
+    no lower bound (``-inf``) and no duality gap (``nan``).
+
+    References
+    ----------
+    H. Xia and S. C. H. Hoi. MKBoost: a framework of multiple kernel
+    boosting. IEEE TKDE 25(7), 2013 (``shared/papers/xia-hoi2013-mkboost.md``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mklopt import solve
+    >>> from mklopt.methods import Boosting
+    >>> from mklopt.oracles import WeakLearners
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 2)); y = np.where(X[:, 0] > 0, 1, -1)
+    >>> K = np.stack([X @ X.T + 1.0, np.exp(-((X[:, None] - X[None]) ** 2).sum(-1))])
+    >>> res = solve(WeakLearners(K, y, C=10.0), Boosting("D1", n_rounds=5, random_state=0))
+    >>> res.reason in ("n_rounds", "zero_error"), res.value < 1.0
+    (True, True)
+    """
+
+    oracle_kind = "weak_learners"
+    query_is_array = False
+
+    def __init__(
+        self, variant="D1", n_rounds=100, sample_ratio=0.2, decay=2**-5, random_state=None
+    ):
+        self.variant = variant
+        self.n_rounds = n_rounds
+        self.sample_ratio = sample_ratio
+        self.decay = decay
+        self.random_state = random_state
+
+    # ---- hooks ---------------------------------------------------------------
+    def _start(self, oracle):
+        check_choice(self.variant, "variant", _VARIANTS)
+        check_int(self.n_rounds, "n_rounds", low=1)
+        ratio = check_real(self.sample_ratio, "sample_ratio", low=0.0, high=1.0, strict_low=True)
+        check_real(self.decay, "decay", low=0.0, high=1.0, strict_low=True)
+        rs = self.random_state
+        if not (rs is None or isinstance(rs, np.random.Generator)):
+            check_int(rs, "random_state", low=0)
+        if not hasattr(oracle, "y") or not hasattr(oracle, "n_kernels"):
+            raise TypeError(
+                "Boosting needs a weak-learner oracle (mklopt.oracles.WeakLearners) with "
+                f"labels y and n_kernels; got {type(oracle).__name__}"
+            )
+        y = np.asarray(oracle.y, dtype=np.float64)
+        N, m = y.shape[0], int(oracle.n_kernels)
+        self.best = _Score(1.0)  # the empty ensemble: F = 0, exp loss 1
+        self.best_w = np.zeros(m)
+        return _State(
+            rng=np.random.default_rng(rs),
+            y=y,
+            D=np.full(N, 1.0 / N),
+            S=np.ones(m),
+            n_draw=max(2, int(round(ratio * N))),
+            F=np.zeros(N),
+            kernel_w=np.zeros(m),
+        )
+
+    def _ask(self, s):
+        N, m = s.D.shape[0], s.S.shape[0]
+        sample = s.rng.choice(N, size=s.n_draw, replace=True, p=s.D)
+        if self.variant[0] == "D":
+            kernels = np.arange(m)
+        else:
+            # rng.random() < 1 always, so S(j) = 1 means "always drawn".
+            kernels = np.flatnonzero(s.rng.random(m) < s.S)
+            if kernels.shape[0] == 0:
+                kernels = np.array([s.rng.choice(m, p=s.S / s.S.sum())])
+        return BoostQuery.make(sample, kernels, s.D)
+
+    def _tell(self, s, query, answer):
+        errors = np.asarray(answer.errors, dtype=np.float64)
+        P = np.asarray(answer.predictions, dtype=np.float64)
+        kernels = np.asarray(answer.kernels, dtype=np.int64)
+        learners = tuple(answer.learners)
+        s.n_fits += kernels.shape[0]
+        if self.variant[0] == "S":
+            # eq. 2.10, then rescale so that the best kernel has S = 1
+            s.S[kernels] *= float(self.decay) ** errors
+            s.S /= s.S.max()
+
+        if self.variant[1] == "1":
+            j = int(np.argmin(errors))
+            h = P[j]
+            members, weights = (learners[j],), np.ones(1)
+        else:
+            weights = _learner_weight(errors)
+            h = _vote(weights, P)
+            members = learners
+        wrong = h != s.y
+        err = float(s.D @ wrong)
+        s.round_errors.append(err)
+
+        if err >= 0.5:
+            self._finish("weak_learner_error", converged=False)
+            return None
+        alpha = float(_learner_weight(err))
+        D = s.D * np.exp(-alpha * s.y * h)
+        Z = float(D.sum())
+        s.D = D / Z
+        s.F += alpha * h
+        s.log_loss += math.log(Z)
+        s.rounds.append(BoostRound(alpha, members, np.array(weights, dtype=np.float64), err, Z))
+        for lrn, share in zip(members, np.abs(weights) / max(np.abs(weights).sum(), 1e-300),
+                              strict=True):
+            s.kernel_w[lrn.kernel] += alpha * share
+        self.best = _Score(math.exp(s.log_loss))
+        self.best_w = s.kernel_w / s.kernel_w.sum()
+        if err <= _ERR_FLOOR:
+            self._finish("zero_error", converged=True)
+        elif len(s.rounds) >= self.n_rounds:
+            self._finish("n_rounds", converged=True)
+        return None
+
+    # ---- reporting -------------------------------------------------------------
+    def query_weights(self, query):
+        """Kernel weights a history row records: the ensemble's vote shares after the round."""
+        return np.array(self.best_w, dtype=np.float64)
+
+    @property
+    def distribution(self):
+        """The current example distribution ``D_t`` (a copy)."""
+        self._require_started()
+        return self._state.D.copy()
+
+    @property
+    def kernel_probabilities(self):
+        """The current kernel sampling probabilities ``S_t`` (a copy)."""
+        self._require_started()
+        return self._state.S.copy()
+
+    def extra(self):
+        """The ensemble and the boosting state, for ``Result.extra``.
+
+        Returns
+        -------
+        dict
+            ``ensemble`` (:class:`Ensemble`), ``alphas`` and ``errors`` of the
+            kept rounds, ``round_errors`` (every round asked, the discarded
+            last one included), ``distribution`` (``D`` after the last
+            round), ``kernel_probabilities`` (``S``), ``n_fits`` (SVMs
+            trained), ``train_margin`` (``F(x_i) / sum_t alpha_t`` on the
+            training points) and ``exp_loss`` (``prod_t Z_t``).
+        """
+        s = self._state
+        ens = Ensemble(s.rounds, s.S.shape[0])
+        total = float(sum(r.alpha for r in s.rounds))
+        return {
+            "ensemble": ens,
+            "alphas": ens.alphas,
+            "errors": ens.errors,
+            "round_errors": np.array(s.round_errors, dtype=np.float64),
+            "distribution": s.D.copy(),
+            "kernel_probabilities": s.S.copy(),
+            "n_fits": s.n_fits,
+            "train_margin": s.F / total if total > 0 else s.F.copy(),
+            "exp_loss": math.exp(s.log_loss),
+        }

@@ -1,0 +1,339 @@
+"""The boosting oracle: one SVM per kernel on a weighted sample (DESIGN section 2).
+
+MKBoost (Xia & Hoi) does not move kernel weights. Each boosting round asks
+for a *sample* of training indices, drawn with replacement from the current
+example distribution ``D_t``, and a *set of kernels*; the oracle trains one
+SVM per kernel on that sample and reports how each one classifies the whole
+training set and its error under ``D_t`` (the paper's eq. 2.4). Everything
+else (which learners to keep, their weights, the next distribution) is the
+outer method's business (:class:`mklopt.methods.Boosting`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._jit.smo import smo_solve, smo_violation, svm_bias
+from .._validation import check_int, check_labels, check_real
+from ._warnings import ConvergenceWarning
+
+__all__ = ["WeakLearners", "WeakLearner", "WeakLearnersAnswer", "BoostQuery"]
+
+
+def _frozen(a, dtype):
+    a = np.array(a, dtype=dtype, copy=True)
+    a.flags.writeable = False
+    return a
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BoostQuery:
+    """One boosting round's request to :class:`WeakLearners`.
+
+    Attributes
+    ----------
+    sample : ndarray of int64, shape (n_draws,)
+        Training indices to train on; repeats allowed (a draw with
+        replacement counts a point once per copy).
+    kernels : ndarray of int64, shape (n_selected,)
+        Distinct kernel indices, one SVM each.
+    distribution : ndarray of float64, shape (n_samples,) or None
+        ``D_t`` under which the weighted errors are measured; ``None`` means
+        uniform.
+    """
+
+    sample: NDArray[np.int64]
+    kernels: NDArray[np.int64]
+    distribution: NDArray[np.float64] | None = None
+
+    @classmethod
+    def make(cls, sample, kernels, distribution=None):
+        """Build a query whose arrays are read-only copies."""
+        dist = None if distribution is None else _frozen(distribution, np.float64)
+        return cls(_frozen(sample, np.int64), _frozen(kernels, np.int64), dist)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class WeakLearner:
+    """A trained single-kernel SVM, reduced to what prediction needs.
+
+    The decision function is ``sum_s coef_s K_kernel(x_support_s, x) + bias``
+    and the prediction is ``+1`` where it is positive, ``-1`` elsewhere
+    (scikit-learn's rule).
+
+    Attributes
+    ----------
+    kernel : int
+        Index of the kernel in the bank.
+    support : ndarray of int64
+        Distinct training indices of the support vectors, sorted.
+    coef : ndarray of float64, same shape as ``support``
+        ``alpha_s * y_s`` summed over the copies of each support vector in
+        the sample.
+    bias : float
+        Offset of the decision function.
+    """
+
+    kernel: int
+    support: NDArray[np.int64]
+    coef: NDArray[np.float64]
+    bias: float
+
+    def decision(self, K_support):
+        """Decision values from the kernel rows of the support vectors.
+
+        Parameters
+        ----------
+        K_support : ndarray of shape (n_support, n_points)
+            ``K_kernel(x_support_s, x_p)``.
+
+        Returns
+        -------
+        ndarray of shape (n_points,)
+        """
+        return self.coef @ K_support + self.bias
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class WeakLearnersAnswer:
+    """What :class:`WeakLearners` returns for one :class:`BoostQuery`.
+
+    Attributes
+    ----------
+    value : float
+        Smallest weighted error of the round (the oracle's objective).
+    kernels : ndarray of int64, shape (n_selected,)
+        The kernels trained, in the order of the query.
+    errors : ndarray of float64, shape (n_selected,)
+        Weighted error ``sum_i D(i) [h_j(x_i) != y_i]`` of each learner.
+    predictions : ndarray of float64, shape (n_selected, n_samples)
+        Each learner's ``+-1`` predictions on all training points.
+    decision : ndarray of float64, shape (n_selected, n_samples)
+        The decision values behind them.
+    learners : tuple of WeakLearner
+        The trained learners, one per kernel.
+    n_solver_iter : int
+        SMO iterations summed over the learners.
+    """
+
+    value: float
+    kernels: NDArray[np.int64]
+    errors: NDArray[np.float64]
+    predictions: NDArray[np.float64]
+    decision: NDArray[np.float64]
+    learners: tuple
+    n_solver_iter: int = 0
+
+
+def _as_bank(bank):
+    """Accept a KernelBank-like object (with ``K``) or raw kernel matrices."""
+    if hasattr(bank, "K") and hasattr(bank, "n_kernels"):
+        return bank
+    if isinstance(bank, (np.ndarray, list, tuple)):
+        from ..kernels.bank import KernelBank
+
+        return KernelBank.from_matrices(bank)
+    raise TypeError(
+        "bank must be a mklopt.KernelBank or an (n_kernels, n_samples, n_samples) array "
+        f"of kernel matrices, got {type(bank).__name__}"
+    )
+
+
+class WeakLearners:
+    """Boosting oracle: one SVM per kernel on a sample, judged on all points.
+
+    Parameters
+    ----------
+    bank : KernelBank or array-like of shape (n_kernels, n_samples, n_samples)
+        The base kernels on the training set. Raw matrices are wrapped with
+        ``KernelBank.from_matrices`` (which checks them).
+    y : array-like of shape (n_samples,)
+        Labels in {-1, +1}, both present.
+    C : float, default=50
+        Box constraint of every SVM, > 0 (the MKBoost paper's value).
+    tol : float, default=1e-3
+        SMO tolerance on the maximal KKT violation (libsvm's ``eps``).
+    max_iter : int, optional
+        SMO iteration budget per SVM; default ``max(10_000_000, 100 n)``.
+
+    Attributes
+    ----------
+    n_kernels, n_samples : int
+        Bank dimensions.
+    n_calls : int
+        Rounds answered so far.
+    n_fits : int
+        SVMs trained so far (a deterministic MKBoost round trains
+        ``n_kernels``, a stochastic one fewer).
+
+    Notes
+    -----
+    A call trains, for each kernel ``k`` of the query, the SVM dual on the
+    sub-kernel ``K_k[idx][:, idx]`` of the sample ``idx`` (a point drawn
+    twice appears twice, as in a bootstrap; SMO copes with the zero
+    curvature between copies), then evaluates it on all ``n`` training
+    points through the rows of its support vectors only. The copies of a
+    support vector are merged, so a learner stores each training index at
+    most once. A sample holding one class only gives the constant
+    classifier of that class (``alpha = 0``, bias of its sign).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mklopt.oracles import WeakLearners
+    >>> from mklopt.oracles.weak_learners import BoostQuery
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    >>> K = np.stack([X @ X.T + 1.0, np.exp(-(X - X.T) ** 2)])
+    >>> oracle = WeakLearners(K, [-1, -1, 1, 1], C=10.0)
+    >>> ans = oracle(BoostQuery.make([0, 1, 2, 3, 3], [0, 1]))
+    >>> ans.predictions.astype(int).tolist()
+    [[-1, -1, 1, 1], [-1, -1, 1, 1]]
+    >>> ans.errors.tolist(), oracle.n_fits
+    ([0.0, 0.0], 2)
+    """
+
+    def __init__(self, bank, y, C=50.0, tol=1e-3, max_iter=None):
+        self.bank = _as_bank(bank)
+        self.n_kernels = int(self.bank.n_kernels)
+        self.n_samples = int(self.bank.n_samples)
+        self.y = check_labels(y, self.n_samples, name="y")
+        self.C = check_real(C, "C", low=0.0, strict_low=True)
+        self.tol = check_real(tol, "tol", low=0.0, strict_low=True)
+        if max_iter is None:
+            max_iter = max(10_000_000, 100 * self.n_samples)
+        self.max_iter = check_int(max_iter, "max_iter", low=1)
+        self._K = np.asarray(self.bank.K)
+        self.n_calls = 0
+        self.n_fits = 0
+
+    # ---- public -----------------------------------------------------------
+    def __call__(self, query, warm_start=None) -> WeakLearnersAnswer:
+        """Train one SVM per kernel of ``query`` on its sample.
+
+        Parameters
+        ----------
+        query : BoostQuery
+            Sample, kernels and distribution of the round.
+        warm_start : None
+            Ignored: every round has a new sample, so no dual vector carries
+            over. Accepted for the driver's calling convention.
+
+        Returns
+        -------
+        WeakLearnersAnswer
+
+        Raises
+        ------
+        TypeError, ValueError
+            For a malformed query (indices out of range, an empty sample or
+            kernel set, repeated kernels, a distribution that is not one).
+        """
+        sample, kernels, dist = self._check_query(query)
+        self.n_calls += 1
+        y = self.y
+        ys = np.ascontiguousarray(y[sample])
+        r = kernels.shape[0]
+        decision = np.empty((r, self.n_samples))
+        learners = []
+        total_iter = 0
+        for pos, k in enumerate(kernels):
+            learner, n_iter = self._fit_one(int(k), sample, ys)
+            total_iter += n_iter
+            learners.append(learner)
+            decision[pos] = learner.decision(self._K[k][learner.support])
+        self.n_fits += r
+        predictions = np.where(decision > 0.0, 1.0, -1.0)
+        wrong = predictions != y[None, :]
+        errors = wrong @ dist
+        return WeakLearnersAnswer(
+            value=float(errors.min()),
+            kernels=kernels,
+            errors=errors,
+            predictions=predictions,
+            decision=decision,
+            learners=tuple(learners),
+            n_solver_iter=total_iter,
+        )
+
+    def fit_learner(self, sample, kernel):
+        """Train one SVM on ``sample`` with kernel ``kernel`` (no counting).
+
+        Returns
+        -------
+        WeakLearner
+        """
+        sample, kernels, _ = self._check_query(BoostQuery.make(sample, [kernel]))
+        return self._fit_one(int(kernels[0]), sample, np.ascontiguousarray(self.y[sample]))[0]
+
+    # ---- internals ----------------------------------------------------------
+    def _fit_one(self, k, sample, ys):
+        C = self.C
+        Ks = np.ascontiguousarray(self._K[k][np.ix_(sample, sample)], dtype=np.float64)
+        n = sample.shape[0]
+        alpha = np.zeros(n)
+        grad = np.full(n, -1.0)
+        n_iter = smo_solve(Ks, ys, C, alpha, grad, self.tol, self.max_iter)
+        if n_iter >= self.max_iter and smo_violation(ys, alpha, grad, C) > self.tol:
+            warnings.warn(
+                f"SMO stopped after max_iter={self.max_iter} iterations on kernel {k} with "
+                f"KKT violation {smo_violation(ys, alpha, grad, C):.3g} > tol={self.tol:g}; "
+                "raise max_iter or loosen tol",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        bias = float(svm_bias(ys, alpha, grad, C))
+        sv = alpha > 0.0
+        # Merge the copies of a repeated support vector: they share a kernel
+        # row, so only the sum of their coefficients matters for prediction.
+        coef_all = np.bincount(sample[sv], weights=(alpha * ys)[sv], minlength=self.n_samples)
+        support = np.unique(sample[sv]).astype(np.int64)
+        coef = np.ascontiguousarray(coef_all[support])
+        return WeakLearner(k, _frozen(support, np.int64), _frozen(coef, np.float64), bias), int(
+            n_iter
+        )
+
+    def _check_query(self, query):
+        for attr in ("sample", "kernels"):
+            if not hasattr(query, attr):
+                raise TypeError(
+                    "query must be a BoostQuery (sample, kernels, distribution), got "
+                    f"{type(query).__name__}"
+                )
+        n, m = self.n_samples, self.n_kernels
+        sample = self._check_indices(query.sample, "query.sample", n)
+        kernels = self._check_indices(query.kernels, "query.kernels", m)
+        if np.unique(kernels).shape[0] != kernels.shape[0]:
+            raise ValueError("query.kernels must not repeat a kernel")
+        dist = getattr(query, "distribution", None)
+        if dist is None:
+            dist = np.full(n, 1.0 / n)
+        else:
+            dist = np.asarray(dist, dtype=np.float64)
+            if dist.shape != (n,):
+                raise ValueError(
+                    f"query.distribution must have shape ({n},), got {dist.shape}"
+                )
+            if not np.all(np.isfinite(dist)) or np.any(dist < 0):
+                raise ValueError("query.distribution must be finite and non-negative")
+            if abs(dist.sum() - 1.0) > 1e-8:
+                raise ValueError(
+                    f"query.distribution must sum to 1, got {dist.sum():.12g}"
+                )
+        return sample, kernels, dist
+
+    @staticmethod
+    def _check_indices(idx, name, upper):
+        a = np.asarray(idx)
+        if a.ndim != 1:
+            raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
+        if a.shape[0] == 0:
+            raise ValueError(f"{name} is empty")
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"{name} must hold integer indices, got dtype {a.dtype}")
+        if a.min() < 0 or a.max() >= upper:
+            raise ValueError(f"{name} must hold indices in [0, {upper}), got [{a.min()}, {a.max()}]")
+        return np.ascontiguousarray(a, dtype=np.int64)
