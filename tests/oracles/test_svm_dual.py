@@ -1,0 +1,295 @@
+"""SVMDual: agreement with libsvm, oracle contract, warm starts, bad input."""
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import mklopt
+from mklopt.oracles import ConvergenceWarning, SVMDual
+
+SVC = pytest.importorskip("sklearn.svm").SVC
+
+
+try:
+    from mklopt.kernels.bank import KernelBank
+except ImportError:  # TEMP stand-in until mklopt/kernels/bank.py lands
+    KernelBank = None
+
+
+class _StandInBank:
+    def __init__(self, K):
+        self.K = np.ascontiguousarray(K, dtype=np.float64)
+        self.n_kernels, self.n_samples = self.K.shape[:2]
+
+    def combine(self, w, out=None):
+        out = np.empty(self.K.shape[1:]) if out is None else out
+        out[...] = np.tensordot(w, self.K, axes=1)
+        return out
+
+    def quad_forms(self, v, support=None):
+        s = np.arange(v.size) if support is None else support
+        Ks = self.K[:, s][:, :, s]
+        return np.einsum("i,kij,j->k", v[s], Ks, v[s])
+
+
+def make_bank(K):
+    if KernelBank is None:
+        return _StandInBank(K)
+    return KernelBank.from_matrices(np.ascontiguousarray(K, dtype=np.float64))
+
+
+def libsvm(K, y, C, tol):
+    clf = SVC(kernel="precomputed", C=C, tol=tol, cache_size=200).fit(K, y)
+    alpha = np.zeros(y.shape[0])
+    alpha[clf.support_] = clf.dual_coef_[0] * y[clf.support_]
+    return alpha, float(clf.intercept_[0])
+
+
+def objective(K, y, alpha):
+    v = alpha * y
+    return alpha.sum() - 0.5 * v @ K @ v
+
+
+def kkt_violation(K, y, alpha, C):
+    F = -y * (y * (K @ (alpha * y)) - 1.0)
+    up = np.where(y > 0, alpha < C, alpha > 0)
+    low = np.where(y > 0, alpha > 0, alpha < C)
+    return F[up].max() - F[low].min()
+
+
+def random_bank(rng, m, n, d=3):
+    """m PSD kernels (RBF widths and a linear kernel) on random points."""
+    X = rng.normal(size=(n, d))
+    sq = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    Ks = [np.exp(-sq / (2.0 * s**2)) for s in np.geomspace(0.5, 4.0, m - 1)]
+    Ks.append(X @ X.T / d)
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    y[0], y[1] = -1.0, 1.0
+    return np.ascontiguousarray(np.stack(Ks)), y
+
+
+@pytest.fixture(scope="module")
+def ionosphere():
+    path = Path(mklopt.__file__).parent / "datasets" / "data" / "ionosphere.csv"
+    data = np.loadtxt(path, delimiter=",", skiprows=1)
+    X, y = data[:, :-1], data[:, -1].astype(float)
+    rng = np.random.default_rng(0)
+    idx = rng.permutation(y.size)[:175]
+    X, y = X[idx], y[idx]
+    sd = X.std(0)
+    X = (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
+    sq = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    Ks = [np.exp(-sq / (2.0 * s**2)) for s in (1.0, 4.0, 16.0)]
+    Ks.append(X @ X.T)
+    Ks = [K / np.trace(K) for K in Ks]
+    return np.ascontiguousarray(np.stack(Ks)), y
+
+
+def check_answer(oracle, ans, K_all, y, w):
+    C = oracle.C
+    n = y.size
+    alpha = ans.alpha
+    assert alpha.shape == (n,) and ans.q.shape == (oracle.n_kernels,)
+    assert np.all(alpha >= 0) and np.all(alpha <= C)
+    assert abs(y @ alpha) <= 1e-10 * max(1.0, C * n)
+    np.testing.assert_array_equal(ans.support, np.flatnonzero(alpha > 0))
+    assert ans.support.dtype == np.int64
+    v = alpha * y
+    q_full = np.einsum("i,kij,j->k", v, K_all, v)
+    np.testing.assert_allclose(ans.q, q_full, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ans.grad, -0.5 * ans.q)
+    np.testing.assert_array_equal(ans.w, w)
+    assert ans.sum_alpha == pytest.approx(alpha.sum())
+    assert ans.value == pytest.approx(alpha.sum() - 0.5 * w @ ans.q)
+    K = np.tensordot(w, K_all, axes=1)
+    assert kkt_violation(K, y, alpha, C) <= oracle.tol + 1e-9
+    assert ans.n_solver_iter >= 0
+
+
+# ---------------------------------------------------------------- agreement
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(5, 25),
+    m=st.integers(2, 4),
+    C=st.sampled_from([0.1, 1.0, 10.0]),
+)
+def test_matches_libsvm_on_random_banks(seed, n, m, C):
+    rng = np.random.default_rng(seed)
+    K_all, y = random_bank(rng, m, n)
+    K_all = K_all + 0.05 * np.eye(n)  # strictly PD: alpha unique
+    w = rng.dirichlet(np.ones(m))
+    w[rng.integers(m)] = 0.0  # a zero weight is skipped by combine
+    if not np.any(w > 0):
+        w[0] = 1.0
+    w /= w.sum()  # keeps the ridge, hence the conditioning, at >= 0.05
+    tol = 1e-7
+    oracle = SVMDual(make_bank(K_all), y, C=C, tol=tol)
+    ans = oracle(w)
+    check_answer(oracle, ans, K_all, y, w)
+    K = np.tensordot(w, K_all, axes=1)
+    ref_alpha, ref_bias = libsvm(K, y, C, tol)
+    assert ans.value == pytest.approx(objective(K, y, ref_alpha), rel=1e-6, abs=1e-8)
+    np.testing.assert_allclose(ans.alpha, ref_alpha, atol=1e-4 * C)
+    assert ans.bias == pytest.approx(ref_bias, abs=1e-3)
+
+
+@pytest.mark.parametrize("C,tol", [(1.0, 1e-3), (100.0, 1e-3), (100.0, 1e-6)])
+def test_matches_libsvm_on_ionosphere(ionosphere, C, tol):
+    K_all, y = ionosphere
+    m = K_all.shape[0]
+    w = np.full(m, 1.0 / m)
+    oracle = SVMDual(K_all if KernelBank else make_bank(K_all), y, C=C, tol=tol)  # raw array: wrapped in a KernelBank
+    ans = oracle(w)
+    check_answer(oracle, ans, K_all, y, w)
+    K = np.tensordot(w, K_all, axes=1)
+    ref_alpha, ref_bias = libsvm(K, y, C, tol)
+    # Both stop at KKT violation <= tol: values agree to ~2 tol relative.
+    assert ans.value == pytest.approx(objective(K, y, ref_alpha), rel=2 * tol)
+    if tol <= 1e-6:
+        np.testing.assert_allclose(ans.alpha, ref_alpha, atol=1e-4 * C)
+        assert ans.bias == pytest.approx(ref_bias, abs=1e-3)
+    # The decision values agree with libsvm's on the training points.
+    f = K @ (ans.alpha * y) + ans.bias
+    f_ref = K @ (ref_alpha * y) + ref_bias
+    assert np.mean(np.sign(f) == np.sign(f_ref)) >= 0.97
+
+
+# ---------------------------------------------------------------- contract
+def test_warm_start_reaches_cold_objective(ionosphere):
+    K_all, y = ionosphere
+    m = K_all.shape[0]
+    oracle = SVMDual(make_bank(K_all), y, C=100.0, tol=1e-5)
+    w1 = np.full(m, 1.0 / m)
+    w2 = np.array([0.1, 0.5, 0.3, 0.1])
+    first = oracle(w1)
+    warm = oracle(w2, warm_start=first.alpha)
+    cold = oracle(w2)
+    assert oracle.n_calls == 3
+    check_answer(oracle, warm, K_all, y, w2)
+    assert warm.value == pytest.approx(cold.value, rel=1e-4)
+    assert warm.n_solver_iter < cold.n_solver_iter
+    # Same point again: the warm start is already optimal.
+    again = oracle(w2, warm_start=warm.alpha)
+    assert again.n_solver_iter == 0
+    assert again.value == pytest.approx(warm.value, rel=1e-12)
+    # The caller's array is never written.
+    a = first.alpha.copy()
+    oracle(w2, warm_start=a)
+    np.testing.assert_array_equal(a, first.alpha)
+
+
+def test_attributes_and_counting(rng):
+    K_all, y = random_bank(rng, 3, 12)
+    oracle = SVMDual(make_bank(K_all), y, C=2.0, tol=1e-4)
+    assert (oracle.n_kernels, oracle.n_samples, oracle.C, oracle.tol) == (3, 12, 2.0, 1e-4)
+    assert oracle.max_iter == 10_000_000 and oracle.n_calls == 0
+    np.testing.assert_array_equal(oracle.y, y)
+    for k in range(3):
+        oracle(np.eye(3)[k])
+    assert oracle.n_calls == 3
+
+
+def test_warm_start_rounding_is_repaired(rng):
+    K_all, y = random_bank(rng, 3, 20)
+    oracle = SVMDual(make_bank(K_all), y, C=1.0, tol=1e-6)
+    w = np.full(3, 1 / 3)
+    ans = oracle(w)
+    nudged = ans.alpha.copy()
+    nudged[ans.alpha == 0] -= 1e-12
+    nudged[0] += 1e-11
+    again = oracle(w, warm_start=nudged)
+    check_answer(oracle, again, K_all, y, w)
+    assert again.value == pytest.approx(ans.value, rel=1e-9)
+
+
+def test_max_iter_warns(rng):
+    K_all, y = random_bank(rng, 2, 30)
+    oracle = SVMDual(make_bank(K_all), y, C=10.0, tol=1e-9, max_iter=2)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        ans = oracle(np.array([0.5, 0.5]))
+    assert ans.n_solver_iter == 2
+    assert np.all(ans.alpha >= 0) and abs(y @ ans.alpha) < 1e-12
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.fixture
+def small(rng):
+    K_all, y = random_bank(rng, 3, 10)
+    return make_bank(K_all), y
+
+
+@pytest.mark.parametrize(
+    "kwargs,exc,match",
+    [
+        ({"C": 0.0}, ValueError, "C"),
+        ({"C": -1.0}, ValueError, "C"),
+        ({"C": np.nan}, ValueError, "C"),
+        ({"C": "1"}, TypeError, "C"),
+        ({"tol": 0.0}, ValueError, "tol"),
+        ({"max_iter": 0}, ValueError, "max_iter"),
+        ({"max_iter": 1.5}, TypeError, "max_iter"),
+    ],
+)
+def test_bad_parameters(small, kwargs, exc, match):
+    bank, y = small
+    with pytest.raises(exc, match=match):
+        SVMDual(bank, y, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "labels,match",
+    [
+        (np.ones(10), "single class"),
+        (np.r_[np.zeros(5), np.ones(5)], "-1 and \\+1"),
+        (np.r_[-np.ones(5), np.ones(4)], "labels"),
+    ],
+)
+def test_bad_labels(small, labels, match):
+    bank, _ = small
+    with pytest.raises(ValueError, match=match):
+        SVMDual(bank, labels)
+
+
+def test_bad_bank():
+    with pytest.raises(TypeError, match="bank"):
+        SVMDual("kernels", [-1, 1])
+
+
+@pytest.mark.parametrize(
+    "w,match",
+    [
+        (np.array([0.5, 0.5]), "w must have length 3"),
+        (np.array([0.5, -0.1, 0.6]), "non-negative"),
+        (np.array([0.5, np.nan, 0.5]), "NaN"),
+        (np.zeros(3), "all zero"),
+    ],
+)
+def test_bad_weights(small, w, match):
+    bank, y = small
+    oracle = SVMDual(bank, y)
+    with pytest.raises(ValueError, match=match):
+        oracle(w)
+    assert oracle.n_calls == 0
+
+
+def test_bad_warm_start(small):
+    bank, y = small
+    oracle = SVMDual(bank, y, C=1.0)
+    w = np.full(3, 1 / 3)
+    with pytest.raises(ValueError, match="warm_start must have length 10"):
+        oracle(w, warm_start=np.zeros(9))
+    with pytest.raises(ValueError, match="warm_start contains NaN"):
+        oracle(w, warm_start=np.full(10, np.nan))
+    with pytest.raises(ValueError, match="warm_start must lie in the box"):
+        oracle(w, warm_start=np.full(10, 2.0))
+    unbalanced = np.zeros(10)
+    unbalanced[np.flatnonzero(y > 0)[0]] = 0.5
+    with pytest.raises(ValueError, match="y'alpha = 0"):
+        oracle(w, warm_start=unbalanced)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        oracle(w, warm_start=np.zeros(10))  # the cold start is a valid warm start
