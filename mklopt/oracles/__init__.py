@@ -1,0 +1,7 @@
+"""Inner oracles: map kernel weights to the SVM dual solution (DESIGN section 2)."""
+
+from ._warnings import ConvergenceWarning
+from .svm_dual import SVMDual
+from .weak_learners import WeakLearners
+
+__all__ = ["SVMDual", "WeakLearners", "ConvergenceWarning"]
