@@ -1,5 +1,10 @@
-"""scikit-learn-style estimators (scikit-learn itself is optional)."""
+"""scikit-learn-style estimators (scikit-learn itself is optional).
+
+Importing this subpackage imports scikit-learn when it is installed (see
+:mod:`mklopt.estimators._base`); ``import mklopt`` alone does not.
+"""
 
 from ._base import ConvergenceWarning
+from .mkl import MKLClassifier
 
-__all__ = ["ConvergenceWarning"]
+__all__ = ["ConvergenceWarning", "MKLClassifier"]

@@ -193,10 +193,6 @@ class _MklNotFittedError(ValueError, AttributeError):
     """Raised when a method needs a fitted estimator (sklearn's if installed)."""
 
 
-class _MklConvergenceWarning(UserWarning):
-    """Issued when a fit stops before its convergence criterion holds."""
-
-
 class _MklDataConversionWarning(UserWarning):
     """Issued when input data is converted in a way the user may not expect."""
 
@@ -211,7 +207,7 @@ try:
 except ImportError:  # scikit-learn is optional
     HAS_SKLEARN = False
     _BASES = (ClassifierScoreMixin, ParamsMixin)
-    ConvergenceWarning = _MklConvergenceWarning
+    from ..oracles import ConvergenceWarning  # mklopt's own, shared with the oracles
     DataConversionWarning = _MklDataConversionWarning
     NotFittedError = _MklNotFittedError
 else:
@@ -425,7 +421,9 @@ class ClassifierBase(*_BASES):
         Optional. Validate the hyper-parameters and build whatever every
         binary problem shares (for example the kernel specs). Called once per
         ``fit``, after ``X`` and ``y`` are validated and before any binary
-        problem is solved, so that bad parameters fail fast.
+        problem is solved, so that bad parameters fail fast. Keep such
+        per-fit scratch state in ``self._fit_state``: ``fit`` deletes it
+        when it ends (normally or not), so it is never pickled or reused.
     ``_fit_binary(self, X, y) -> model``
         Train one binary problem; ``y`` is a float64 array of -1/+1 with both
         signs present. Return any object.
@@ -436,7 +434,7 @@ class ClassifierBase(*_BASES):
         Optional. Set the estimator-specific fitted attributes (for example
         ``weights_`` with one row per pair) from the list of models. The
         training rows of pair ``k`` are ``self._ovo_rows[k]`` (indices into
-        the ``X`` given to ``fit``).
+        the ``X`` given to ``fit``; deleted after ``_finish_fit``).
 
     Fitted attributes set here: ``classes_``, ``n_features_in_``,
     ``pairs_`` (ndarray of shape (n_pairs, 2): the class indices of each
@@ -495,24 +493,29 @@ class ClassifierBase(*_BASES):
                 f"y has only one class ({classes[0]!r}); {name} needs at least two "
                 "classes to train a classifier"
             )
-        self._prepare_fit(X)
-        pairs = np.array(list(combinations(range(classes.shape[0]), 2)), dtype=np.int64)
-        models, all_rows = [], []
-        for i, j in pairs:
-            if classes.shape[0] == 2:
-                rows = np.arange(X.shape[0])
-            else:
-                rows = np.flatnonzero((y_idx == i) | (y_idx == j))
-            y_pm1 = np.where(y_idx[rows] == j, 1.0, -1.0)
-            all_rows.append(rows)
-            models.append(self._fit_binary(np.ascontiguousarray(X[rows]), y_pm1))
-        self.classes_ = classes
-        self.n_features_in_ = X.shape[1]
-        self.pairs_ = pairs
-        self.models_ = models
-        # Training rows of each pair, for hooks that report indices into X.
-        self._ovo_rows = all_rows
-        self._finish_fit(models)
+        try:
+            self._prepare_fit(X)
+            pairs = np.array(list(combinations(range(classes.shape[0]), 2)), dtype=np.int64)
+            models, all_rows = [], []
+            for i, j in pairs:
+                if classes.shape[0] == 2:
+                    rows = np.arange(X.shape[0])
+                else:
+                    rows = np.flatnonzero((y_idx == i) | (y_idx == j))
+                y_pm1 = np.where(y_idx[rows] == j, 1.0, -1.0)
+                all_rows.append(rows)
+                models.append(self._fit_binary(np.ascontiguousarray(X[rows]), y_pm1))
+            self.classes_ = classes
+            self.n_features_in_ = X.shape[1]
+            self.pairs_ = pairs
+            self.models_ = models
+            # Training rows of each pair, for hooks that report indices into X.
+            self._ovo_rows = all_rows
+            self._finish_fit(models)
+        finally:
+            # Scratch state of this fit only: never pickled with the model.
+            for attr in ("_ovo_rows", "_fit_state"):
+                self.__dict__.pop(attr, None)
         return self
 
     def _check_predict_input(self, X):
