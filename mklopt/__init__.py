@@ -5,7 +5,7 @@ move the kernel weights, and one driver with pluggable stopping criteria
 certified by duality gaps.
 """
 
-from . import domains, methods, stopping
+from . import datasets, domains, methods, stopping
 from ._types import OracleAnswer, Progress, Result
 from .driver import solve
 
@@ -19,4 +19,22 @@ __all__ = [
     "domains",
     "methods",
     "stopping",
+    "datasets",
+    "MKLClassifier",
 ]
+
+# The estimators are resolved on first access (PEP 562) so that ``import
+# mklopt`` does not import scikit-learn, which they use when it is installed.
+_LAZY_ESTIMATORS = {"MKLClassifier"}
+
+
+def __getattr__(name):
+    if name in _LAZY_ESTIMATORS:
+        from . import estimators
+
+        return getattr(estimators, name)
+    raise AttributeError(f"module 'mklopt' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | _LAZY_ESTIMATORS)
