@@ -303,15 +303,26 @@ class Boosting(MethodBase):
         self.decay = decay
         self.random_state = random_state
 
-    # ---- hooks ---------------------------------------------------------------
-    def _start(self, oracle):
+    def check_params(self):
+        """Validate the hyper-parameters; raise ``TypeError``/``ValueError`` naming the bad one."""
         check_choice(self.variant, "variant", _VARIANTS)
         check_int(self.n_rounds, "n_rounds", low=1)
-        ratio = check_real(self.sample_ratio, "sample_ratio", low=0.0, high=1.0, strict_low=True)
+        check_real(self.sample_ratio, "sample_ratio", low=0.0, high=1.0, strict_low=True)
         check_real(self.decay, "decay", low=0.0, high=1.0, strict_low=True)
         rs = self.random_state
         if not (rs is None or isinstance(rs, np.random.Generator)):
+            if isinstance(rs, bool) or not isinstance(rs, (int, np.integer)):
+                raise TypeError(
+                    "random_state must be None, a non-negative int or a numpy.random.Generator, "
+                    f"got {type(rs).__name__}"
+                )
             check_int(rs, "random_state", low=0)
+
+    # ---- hooks ---------------------------------------------------------------
+    def _start(self, oracle):
+        self.check_params()
+        ratio = float(self.sample_ratio)
+        rs = self.random_state
         if not hasattr(oracle, "y") or not hasattr(oracle, "n_kernels"):
             raise TypeError(
                 "Boosting needs a weak-learner oracle (mklopt.oracles.WeakLearners) with "
