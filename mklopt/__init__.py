@@ -8,6 +8,7 @@ certified by duality gaps.
 from . import datasets, domains, methods, stopping
 from ._types import OracleAnswer, Progress, Result
 from .driver import solve
+from .kernels import KernelBank
 
 __version__ = "0.1.0"
 
@@ -16,16 +17,18 @@ __all__ = [
     "OracleAnswer",
     "Progress",
     "Result",
+    "KernelBank",
     "domains",
     "methods",
     "stopping",
     "datasets",
     "MKLClassifier",
+    "MKBoostClassifier",
 ]
 
 # The estimators are resolved on first access (PEP 562) so that ``import
 # mklopt`` does not import scikit-learn, which they use when it is installed.
-_LAZY_ESTIMATORS = {"MKLClassifier"}
+_LAZY_ESTIMATORS = {"MKLClassifier", "MKBoostClassifier"}
 
 
 def __getattr__(name):

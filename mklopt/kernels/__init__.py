@@ -1,0 +1,16 @@
+"""Kernel specs, the papers' kernel grids and the KernelBank.
+
+Examples
+--------
+>>> import numpy as np
+>>> from mklopt.kernels import KernelBank, grid
+>>> X = np.random.default_rng(0).standard_normal((30, 4))
+>>> bank = KernelBank.from_specs(X, grid(X.shape[1]))
+>>> bank.n_kernels
+65
+"""
+
+from .bank import KernelBank
+from .specs import RBF, Linear, Poly, grid, linear, poly, rbf
+
+__all__ = ["KernelBank", "rbf", "poly", "linear", "grid", "RBF", "Poly", "Linear"]

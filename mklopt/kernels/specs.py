@@ -1,0 +1,253 @@
+"""Kernel specifications: what to compute, not the matrices themselves.
+
+A spec is a small frozen dataclass (hashable, comparable, cheap to keep with a
+fitted model) that ``KernelBank.from_specs`` evaluates on training data and
+``KernelBank.cross`` on new data. Specs on the same feature subset share work:
+all Gaussian widths share one squared-distance matrix and all polynomial
+degrees share one Gram matrix.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import check_choice, check_int, check_real
+
+__all__ = ["RBF", "Poly", "Linear", "rbf", "poly", "linear", "grid", "GRID_PROTOCOLS"]
+
+
+def _check_features(features, name="features"):
+    """Normalise a feature subset to a tuple of distinct non-negative ints, or None."""
+    if features is None:
+        return None
+    if isinstance(features, np.ndarray) and features.ndim == 1:
+        features = features.tolist()
+    if isinstance(features, (str, bytes)) or not isinstance(features, Sequence):
+        raise TypeError(
+            f"{name} must be None or a sequence of feature indices, got {type(features).__name__}"
+        )
+    out = []
+    for f in features:
+        if isinstance(f, bool) or not isinstance(f, numbers.Integral):
+            raise TypeError(f"{name} must hold integer feature indices, got {f!r}")
+        if f < 0:
+            raise ValueError(f"{name} must hold non-negative feature indices, got {int(f)}")
+        out.append(int(f))
+    if not out:
+        raise ValueError(f"{name} must not be empty; use None for all features")
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name} holds repeated feature indices: {out}")
+    return tuple(out)
+
+
+def _features_repr(features):
+    return "" if features is None else f", features={list(features)}"
+
+
+@dataclass(frozen=True)
+class RBF:
+    """Gaussian kernel ``exp(-|x - z|^2 / (2 sigma^2))`` on a feature subset.
+
+    Build it with :func:`rbf`.
+    """
+
+    sigma: float
+    features: tuple[int, ...] | None = None
+
+    def __post_init__(self):
+        sigma = check_real(self.sigma, "sigma", low=0.0, strict_low=True)
+        object.__setattr__(self, "sigma", sigma)
+        object.__setattr__(self, "features", _check_features(self.features))
+
+    def __repr__(self):
+        return f"rbf(sigma={self.sigma!r}{_features_repr(self.features)})"
+
+
+@dataclass(frozen=True)
+class Poly:
+    """Polynomial kernel ``(x . z + 1)^degree`` on a feature subset.
+
+    Build it with :func:`poly`.
+    """
+
+    degree: int
+    features: tuple[int, ...] | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "degree", check_int(self.degree, "degree", low=1))
+        object.__setattr__(self, "features", _check_features(self.features))
+
+    def __repr__(self):
+        return f"poly(degree={self.degree!r}{_features_repr(self.features)})"
+
+
+@dataclass(frozen=True)
+class Linear:
+    """Linear kernel ``x . z`` on a feature subset.
+
+    Build it with :func:`linear`.
+    """
+
+    features: tuple[int, ...] | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "features", _check_features(self.features))
+
+    def __repr__(self):
+        return "linear()" if self.features is None else f"linear(features={list(self.features)})"
+
+
+KernelSpec = RBF | Poly | Linear
+
+
+def rbf(sigma, features=None):
+    """Gaussian (RBF) kernel spec.
+
+    Parameters
+    ----------
+    sigma : float
+        Width, finite and > 0. The kernel is ``exp(-|x - z|^2 / (2 sigma^2))``
+        (``gamma = 1 / (2 sigma^2)`` in scikit-learn's notation).
+    features : sequence of int or None, default=None
+        Distinct non-negative column indices the kernel looks at; None means
+        all features.
+
+    Returns
+    -------
+    RBF
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``sigma`` or ``features`` is invalid (the message names which).
+
+    Examples
+    --------
+    >>> rbf(2.0)
+    rbf(sigma=2.0)
+    >>> rbf(0.5, features=[3])
+    rbf(sigma=0.5, features=[3])
+    """
+    return RBF(sigma, features)
+
+
+def poly(degree, features=None):
+    """Inhomogeneous polynomial kernel spec ``(x . z + 1)^degree``.
+
+    Parameters
+    ----------
+    degree : int
+        Positive integer degree.
+    features : sequence of int or None, default=None
+        Distinct non-negative column indices; None means all features.
+
+    Returns
+    -------
+    Poly
+
+    Examples
+    --------
+    >>> poly(3)
+    poly(degree=3)
+    """
+    return Poly(degree, features)
+
+
+def linear(features=None):
+    """Linear kernel spec ``x . z``.
+
+    Parameters
+    ----------
+    features : sequence of int or None, default=None
+        Distinct non-negative column indices; None means all features.
+
+    Returns
+    -------
+    Linear
+
+    Examples
+    --------
+    >>> linear(features=[0, 2])
+    linear(features=[0, 2])
+    """
+    return Linear(features)
+
+
+# protocol -> (Gaussian widths, polynomial degrees, single-feature kernels?)
+GRID_PROTOCOLS = {
+    "level2008": (tuple(2.0**e for e in range(-3, 7)), (1, 2, 3), True),
+    "mkboost2013": (tuple(2.0**e for e in range(-6, 8)), (1, 2, 3), False),
+}
+
+
+def grid(n_features, protocol="level2008", *, exclude=()):
+    """The kernel grids of the reference papers.
+
+    Parameters
+    ----------
+    n_features : int
+        Number of input features ``d`` (>= 1).
+    protocol : {"level2008", "mkboost2013"}, default="level2008"
+        ``"level2008"`` (Xu et al. 2008, also SimpleMKL's protocol): Gaussian
+        widths ``2^-3, ..., 2^6`` (10) and polynomial degrees 1, 2, 3, on all
+        features and on each single feature: ``13 (d + 1)`` kernels.
+        ``"mkboost2013"`` (Xia and Hoi 2013): widths ``2^-6, ..., 2^7`` (14)
+        and degrees 1, 2, 3 on all features: 17 kernels.
+    exclude : sequence of int, default=()
+        Features that get no single-feature kernels of their own (they still
+        enter the all-feature kernels). Only meaningful for ``"level2008"``.
+
+    Returns
+    -------
+    tuple of specs
+        Ordered by feature set (all features first, then feature 0, 1, ...),
+        and within a set: the widths in increasing order, then the degrees.
+
+    Notes
+    -----
+    A constant feature (for example feature 2 of ionosphere) is all zeros
+    after standardisation, so its single-feature kernels are constant
+    matrices (all ones): valid PSD kernels that carry no information. They
+    are kept by default so that ``m = 13 (d + 1)`` holds for every data set;
+    pass their indices in ``exclude`` to drop them (ionosphere with
+    ``exclude=[1]`` gives the 442 kernels of the level-method paper).
+    Nothing here or in :class:`KernelBank` produces NaN for them.
+
+    Examples
+    --------
+    >>> len(grid(34))
+    455
+    >>> len(grid(34, exclude=[1]))
+    442
+    >>> len(grid(34, "mkboost2013"))
+    17
+    """
+    d = check_int(n_features, "n_features", low=1)
+    check_choice(protocol, "protocol", tuple(GRID_PROTOCOLS))
+    if exclude is None:
+        exclude = ()
+    excluded = set(_check_features(exclude, "exclude") or ()) if len(exclude) else set()
+    bad = sorted(f for f in excluded if f >= d)
+    if bad:
+        raise ValueError(f"exclude holds feature indices >= n_features={d}: {bad}")
+    widths, degrees, single = GRID_PROTOCOLS[protocol]
+    if excluded and not single:
+        raise ValueError(
+            f"exclude has no effect with protocol={protocol!r} (no single-feature kernels)"
+        )
+    feature_sets = [None]
+    if single:
+        feature_sets += [(f,) for f in range(d) if f not in excluded]
+    specs = []
+    for fs in feature_sets:
+        specs.extend(RBF(s, fs) for s in widths)
+        specs.extend(Poly(p, fs) for p in degrees)
+    return tuple(specs)
+
+
+def _is_spec(obj):
+    return isinstance(obj, (RBF, Poly, Linear))

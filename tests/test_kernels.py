@@ -1,0 +1,362 @@
+"""Kernel specs, grids and the KernelBank."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+import mklopt
+from mklopt.kernels import KernelBank, grid, linear, poly, rbf
+from mklopt.kernels.specs import RBF, Poly
+from tests import _reference as ref
+
+
+@pytest.fixture
+def X(rng):
+    return rng.standard_normal((30, 4))
+
+
+@pytest.fixture
+def bank(X):
+    return KernelBank.from_specs(X, grid(X.shape[1]))
+
+
+def _psd_stack(rng, m=3, n=10, r=4):
+    F = rng.standard_normal((m, n, r))
+    return np.ascontiguousarray(np.einsum("kir,kjr->kij", F, F))
+
+
+# ----------------------------------------------------------------------- specs
+def test_spec_validation():
+    assert rbf(2).sigma == 2.0 and rbf(1.0, features=[2, 0]).features == (2, 0)
+    assert poly(3, np.array([1])).features == (1,)
+    assert linear().features is None
+    for bad in (0.0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="sigma"):
+            rbf(bad)
+    with pytest.raises(TypeError, match="sigma"):
+        rbf("1")
+    with pytest.raises(ValueError, match="degree"):
+        poly(0)
+    with pytest.raises(TypeError, match="degree"):
+        poly(2.5)
+    with pytest.raises(ValueError, match="features"):
+        rbf(1.0, features=[])
+    with pytest.raises(ValueError, match="features"):
+        rbf(1.0, features=[1, 1])
+    with pytest.raises(ValueError, match="features"):
+        linear(features=[-1])
+    with pytest.raises(TypeError, match="features"):
+        linear(features="01")
+    with pytest.raises(TypeError, match="features"):
+        linear(features=[0.5])
+    assert rbf(1.0, [0]) == rbf(1, (0,)) and hash(rbf(1.0, [0])) == hash(rbf(1, (0,)))
+    assert repr(poly(2, [3])) == "poly(degree=2, features=[3])"
+
+
+def test_grid_sizes():
+    g = grid(34)
+    assert len(g) == 455 == 13 * 35
+    assert sum(isinstance(s, RBF) for s in g) == 350
+    assert g[:13] == tuple(rbf(2.0**e) for e in range(-3, 7)) + (poly(1), poly(2), poly(3))
+    assert g[13:26] == tuple(rbf(2.0**e, [0]) for e in range(-3, 7)) + tuple(
+        poly(p, [0]) for p in (1, 2, 3)
+    )
+    assert len(grid(34, exclude=[1])) == 442
+    assert all(s.features != (1,) for s in grid(34, exclude=[1]))
+    mk = grid(34, "mkboost2013")
+    assert len(mk) == 17 and all(s.features is None for s in mk)
+    assert [s.sigma for s in mk if isinstance(s, RBF)] == [2.0**e for e in range(-6, 8)]
+    assert [s.degree for s in mk if isinstance(s, Poly)] == [1, 2, 3]
+    assert len(grid(1)) == 26
+
+
+def test_grid_validation():
+    with pytest.raises(ValueError, match="protocol"):
+        grid(3, "level2009")
+    with pytest.raises(ValueError, match="n_features"):
+        grid(0)
+    with pytest.raises(ValueError, match="exclude"):
+        grid(3, exclude=[3])
+    with pytest.raises(ValueError, match="exclude"):
+        grid(3, "mkboost2013", exclude=[0])
+
+
+# ------------------------------------------------------------------ from_specs
+def test_unit_trace_and_psd(bank, X):
+    assert bank.K.shape == (65, 30, 30) and bank.K.flags.c_contiguous
+    assert bank.n_kernels == 65 and bank.n_samples == 30
+    assert bank.K.dtype == np.float64 and bank.scales.shape == (65,)
+    assert_allclose(np.trace(bank.K, axis1=1, axis2=2), 1.0, rtol=1e-12)
+    assert_array_equal(bank.X_train, X)
+    assert bank.specs == grid(4)
+    for k in range(0, 65, 7):
+        assert_array_equal(bank.K[k], bank.K[k].T)
+        assert np.linalg.eigvalsh(bank.K[k])[0] >= -1e-10
+
+
+def test_values_match_sklearn(X):
+    pairwise = pytest.importorskip("sklearn.metrics.pairwise")
+    specs = [rbf(0.5), poly(2), linear(), rbf(2.0, [1, 3]), poly(3, [2])]
+    b = KernelBank.from_specs(X, specs, normalize=None)
+    assert_array_equal(b.scales, 1.0)
+    assert_allclose(b.K[0], pairwise.rbf_kernel(X, gamma=2.0), rtol=1e-12)
+    assert_allclose(b.K[1], pairwise.polynomial_kernel(X, degree=2, gamma=1, coef0=1), rtol=1e-12)
+    assert_allclose(b.K[2], X @ X.T, rtol=1e-12, atol=1e-12)
+    assert_allclose(b.K[3], pairwise.rbf_kernel(X[:, [1, 3]], gamma=1 / 8), rtol=1e-12)
+    assert_allclose(
+        b.K[4], pairwise.polynomial_kernel(X[:, [2]], degree=3, gamma=1, coef0=1), rtol=1e-12
+    )
+    bt = KernelBank.from_specs(X, specs)
+    assert_allclose(bt.K * bt.scales[:, None, None], b.K, rtol=1e-12, atol=1e-13)
+
+
+def test_constant_features_give_no_nan(rng):
+    X = rng.standard_normal((12, 3))
+    X[:, 1] = 0.0  # a constant feature after standardisation
+    specs = grid(3) + (linear([1]),)
+    b = KernelBank.from_specs(X, specs)
+    assert np.all(np.isfinite(b.K))
+    single = [k for k, s in enumerate(specs) if s.features == (1,)]
+    for k in single[:-1]:  # RBF and poly on the zero column: all ones, unit trace
+        assert_allclose(b.K[k], 1.0 / 12)
+    assert_array_equal(b.K[single[-1]], 0.0)  # linear on zeros: zero matrix, scale 1
+    assert b.scales[single[-1]] == 1.0
+
+
+def test_float32_storage(X):
+    b64 = KernelBank.from_specs(X, grid(4))
+    b32 = KernelBank.from_specs(X, grid(4), dtype=np.float32)
+    assert b32.K.dtype == np.float32 and b32.nbytes * 2 == b64.nbytes
+    assert_allclose(b32.K, b64.K, rtol=1e-6, atol=1e-8)
+    w = np.linspace(0, 1, 65)
+    out = b32.combine(w)
+    assert out.dtype == np.float64
+    assert_allclose(out, b64.combine(w), rtol=1e-5)
+    v = np.sin(np.arange(30.0))
+    assert_allclose(b32.quad_forms(v), b64.quad_forms(v), rtol=1e-4)
+    assert_allclose(b32.cross(X[:3], [5]), b64.cross(X[:3], [5]))
+
+
+def test_from_specs_validation(X):
+    with pytest.raises(ValueError, match="specs is empty"):
+        KernelBank.from_specs(X, [])
+    with pytest.raises(TypeError, match=r"specs\[1\]"):
+        KernelBank.from_specs(X, [rbf(1.0), "rbf"])
+    with pytest.raises(ValueError, match=r"specs\[0\].*feature 4"):
+        KernelBank.from_specs(X, [rbf(1.0, [4])])
+    bad = X.copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(ValueError, match="X contains NaN"):
+        KernelBank.from_specs(bad, [rbf(1.0)])
+    with pytest.raises(ValueError, match="X must be 2-D"):
+        KernelBank.from_specs(X[:, 0], [rbf(1.0)])
+    with pytest.raises(ValueError, match="normalize"):
+        KernelBank.from_specs(X, [rbf(1.0)], normalize="max")
+    with pytest.raises(ValueError, match="dtype"):
+        KernelBank.from_specs(X, [rbf(1.0)], dtype=np.int64)
+    assert KernelBank.from_specs(X, rbf(1.0)).n_kernels == 1
+
+
+def test_memory_error_before_allocation(rng):
+    X = rng.standard_normal((100_000, 2))  # 13 * 3 kernels of 1e10 entries: far too big
+    with pytest.raises(MemoryError, match=r"(?s)needs .*GiB.*float32.*max_memory"):
+        KernelBank.from_specs(X, grid(2))
+    with pytest.raises(MemoryError, match="max_memory"):
+        KernelBank.from_specs(X[:50], grid(2), max_memory=1000)
+    with pytest.raises(ValueError, match="max_memory"):
+        KernelBank.from_specs(X[:50], grid(2), max_memory=-1)
+    K = _psd_stack(rng)
+    with pytest.raises(MemoryError):
+        KernelBank.from_matrices(list(K), max_memory=100)
+    assert KernelBank.from_matrices(K, max_memory=100).K is K  # no copy, nothing to refuse
+
+
+# ------------------------------------------------------- combine / quad forms
+def test_combine_and_quad_forms(bank, rng):
+    w = rng.random(65)
+    w[::2] = 0.0
+    assert_allclose(bank.combine(w), ref.combine(bank.K, w), rtol=1e-12)
+    out = np.empty((30, 30))
+    assert bank.combine(w, out=out) is out
+    v = rng.standard_normal(30)
+    S = np.array([9, 1, 4, 22])
+    assert_allclose(bank.quad_forms(v, S), ref.quad_forms(bank.K, v, S), rtol=1e-12)
+    v0 = np.zeros(30)
+    v0[S] = v[S]
+    assert_allclose(bank.quad_forms(v0), ref.quad_forms(bank.K, v, S), rtol=1e-12)
+    assert np.all(bank.quad_forms(v) >= 0.0)
+
+
+def test_combine_quad_validation(bank):
+    with pytest.raises(ValueError, match="w must have length 65"):
+        bank.combine(np.ones(3))
+    with pytest.raises(ValueError, match="w must be non-negative"):
+        bank.combine(-np.ones(65))
+    with pytest.raises(ValueError, match="out"):
+        bank.combine(np.ones(65), out=np.empty((30, 30), np.float32))
+    with pytest.raises(ValueError, match="support"):
+        bank.quad_forms(np.ones(30), [1, 1])
+    with pytest.raises(ValueError, match="support"):
+        bank.quad_forms(np.ones(30), [30])
+    with pytest.raises(TypeError, match="support"):
+        bank.quad_forms(np.ones(30), [0.5])
+    with pytest.raises(ValueError, match="v"):
+        bank.quad_forms(np.full(30, np.nan))
+
+
+# ------------------------------------------------------------------ prediction
+def test_cross_on_training_points_is_exact(bank, X):
+    assert_array_equal(bank.cross(X), bank.K)
+    ks = [7, 0, 7, 64]
+    assert_array_equal(bank.cross(X, kernels=ks), bank.K[ks])
+
+
+def test_cross_new_points(bank, X, rng):
+    Xn = rng.standard_normal((5, 4))
+    C = bank.cross(Xn, kernels=[0, 12])
+    s0, s12 = bank.specs[0], bank.specs[12]
+    assert_allclose(
+        C[0], np.exp(-ref.sq_dists(Xn, X) / (2 * s0.sigma**2)) / bank.scales[0], rtol=1e-12
+    )
+    assert_allclose(C[1], (Xn @ X.T + 1) ** s12.degree / bank.scales[12], rtol=1e-12)
+
+
+def test_combine_cross_agrees_with_combine(bank, X, rng):
+    w = rng.random(65)
+    w[rng.random(65) < 0.5] = 0.0
+    assert_allclose(bank.combine_cross(X, w), bank.combine(w), rtol=1e-12, atol=1e-15)
+    cols = np.array([3, 17, 3])
+    got = bank.combine_cross(X[:6], w, columns=cols)
+    assert got.shape == (6, 3)
+    assert_allclose(got, bank.combine(w)[:6][:, cols], rtol=1e-12, atol=1e-15)
+    Xn = rng.standard_normal((4, 4))
+    assert_allclose(bank.combine_cross(Xn, w), np.tensordot(w, bank.cross(Xn), 1), rtol=1e-12)
+    assert bank.combine_cross(Xn, w, columns=[]).shape == (4, 0)
+
+
+def test_prediction_validation_and_user_matrices(bank, rng):
+    with pytest.raises(ValueError, match="X_new has 3 features"):
+        bank.cross(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="kernels"):
+        bank.cross(np.ones((2, 4)), kernels=[65])
+    with pytest.raises(ValueError, match="columns"):
+        bank.combine_cross(np.ones((2, 4)), np.ones(65), columns=[-1])
+    ub = KernelBank.from_matrices(_psd_stack(rng), normalize="trace")
+    with pytest.raises(ValueError, match="needs kernel specs.*combine_cross_matrices"):
+        ub.cross(np.ones((2, 4)))
+    with pytest.raises(ValueError, match="needs kernel specs"):
+        ub.combine_cross(np.ones((2, 4)), np.ones(3))
+    Kc = rng.standard_normal((3, 2, 10))
+    w = np.array([1.0, 0.0, 2.0])
+    want = (w / ub.scales) @ Kc.reshape(3, -1)
+    assert_allclose(ub.combine_cross_matrices(Kc, w), want.reshape(2, 10))
+    assert_allclose(ub.combine_cross_matrices(Kc, w, columns=[4]), want.reshape(2, 10)[:, [4]])
+    with pytest.raises(ValueError, match="K_cross"):
+        ub.combine_cross_matrices(Kc[:, :, :5], w)
+
+
+# ---------------------------------------------------------------- sub-banks
+def test_subset_take_submatrix_block(bank, X):
+    sub = bank.subset([3, 1])
+    assert_array_equal(sub.K, bank.K[[3, 1]])
+    assert sub.specs == (bank.specs[3], bank.specs[1])
+    assert_array_equal(sub.scales, bank.scales[[3, 1]])
+    idx = np.array([4, 4, 0, 29])
+    tk = bank.take(idx)
+    assert_array_equal(tk.K, bank.K[:, idx][:, :, idx])
+    assert_array_equal(tk.cross(X[:2]), bank.cross(X[:2])[:, :, idx])
+    assert_array_equal(bank.submatrix(5, idx), bank.K[5][np.ix_(idx, idx)])
+    allrows = np.arange(30)
+    assert bank.submatrix(5, allrows, idx).shape == (30, 4)
+    w = np.zeros(65)
+    w[[2, 40]] = [0.3, 0.7]
+    assert_allclose(bank.combine_block(w, idx, allrows), bank.combine(w)[idx], rtol=1e-12)
+    with pytest.raises(ValueError, match="kernel"):
+        bank.submatrix(65, idx)
+    with pytest.raises(ValueError, match="rows"):
+        bank.take([30])
+
+
+# --------------------------------------------------------------- from_matrices
+def test_from_matrices_keeps_and_normalises(rng):
+    K = _psd_stack(rng)
+    b = KernelBank.from_matrices(K)
+    assert b.K is K and b.specs is None and b.X_train is None
+    assert_array_equal(b.scales, 1.0)
+    bl = KernelBank.from_matrices(list(K), normalize="trace")
+    assert_allclose(np.trace(bl.K, axis1=1, axis2=2), 1.0)
+    assert_allclose(bl.scales, np.trace(K, axis1=1, axis2=2))
+    assert_array_equal(K, _psd_stack(np.random.default_rng(12345)))  # input untouched
+    b32 = KernelBank.from_matrices(K.astype(np.float32))
+    assert b32.K.dtype == np.float32
+    assert KernelBank.from_matrices(K, dtype=np.float32).K.dtype == np.float32
+    assert KernelBank.from_matrices(np.eye(3, dtype=int)[None]).K.dtype == np.float64
+    assert "from=matrices" in repr(b)
+
+
+def test_from_matrices_checks(rng):
+    K = _psd_stack(rng, m=4)
+    bad = K.copy()
+    bad[2, 0, 1] = np.nan
+    with pytest.raises(ValueError, match=r"K\[2\] contains NaN"):
+        KernelBank.from_matrices(bad)
+    asym = K.copy()
+    asym[1, 0, 3] += 1.0
+    with pytest.raises(ValueError, match=r"K\[1\] is not symmetric"):
+        KernelBank.from_matrices(asym)
+    indef = K.copy()
+    indef[3] -= 50.0 * np.eye(10)
+    lam = np.linalg.eigvalsh(indef[3])[0]
+    with pytest.raises(ValueError, match=rf"K\[3\] is not positive semi-definite.*{lam:.3g}"):
+        KernelBank.from_matrices(indef)
+    # a mildly indefinite matrix with positive trace is caught too
+    mild = K.copy()
+    e, V = np.linalg.eigh(mild[0])
+    e[0] = -1e-3 * e.sum()
+    mild[0] = (V * e) @ V.T
+    mild[0] = (mild[0] + mild[0].T) / 2
+    with pytest.raises(ValueError, match=r"K\[0\] is not positive semi-definite"):
+        KernelBank.from_matrices(mild)
+    # rounding-level asymmetry and negative eigenvalues pass
+    ok = K.copy()
+    ok[0] = ok[0] + 1e-14 * rng.standard_normal((10, 10))
+    KernelBank.from_matrices(ok)
+    KernelBank.from_matrices(np.zeros((1, 5, 5)))
+    # check=False skips symmetry and PSD (finiteness is always checked)
+    assert KernelBank.from_matrices(indef, check=False).n_kernels == 4
+    assert KernelBank.from_matrices(asym, check=False).n_kernels == 4
+    with pytest.raises(ValueError, match="NaN"):
+        KernelBank.from_matrices(bad, check=False)
+
+
+def test_from_matrices_shapes():
+    with pytest.raises(ValueError, match=r"pass \[K\]"):
+        KernelBank.from_matrices(np.eye(3))
+    with pytest.raises(ValueError, match="square"):
+        KernelBank.from_matrices(np.zeros((2, 3, 4)))
+    with pytest.raises(ValueError, match="empty list"):
+        KernelBank.from_matrices([])
+    with pytest.raises(ValueError, match=r"K\[1\] has shape"):
+        KernelBank.from_matrices([np.eye(3), np.eye(4)])
+    with pytest.raises(TypeError, match="K must"):
+        KernelBank.from_matrices("K")
+    with pytest.raises(TypeError, match="real numbers"):
+        KernelBank.from_matrices(np.zeros((1, 2, 2), dtype=complex))
+    with pytest.raises(TypeError, match="check"):
+        KernelBank.from_matrices(np.zeros((1, 2, 2)), check="yes")
+
+
+# ------------------------------------------------------------------ real data
+def test_ionosphere_grid_constant_feature():
+    from mklopt import datasets
+
+    X, y = datasets.load("ionosphere")
+    Xtr, _, _, _ = datasets.split(X, y, seed=0)
+    b = KernelBank.from_specs(Xtr, grid(Xtr.shape[1]), dtype=np.float32)
+    assert b.n_kernels == 455 and np.all(np.isfinite(b.K))
+    assert_allclose(np.trace(b.K, axis1=1, axis2=2, dtype=np.float64), 1.0, rtol=1e-5)
+    assert KernelBank.from_specs(Xtr, grid(34, exclude=[1]), dtype=np.float32).n_kernels == 442
+
+
+def test_top_level_export():
+    assert mklopt.KernelBank is KernelBank and "KernelBank" in mklopt.__all__
