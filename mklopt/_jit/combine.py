@@ -3,8 +3,8 @@
 ``K`` may be float64 or float32 (a float32 bank halves memory and traffic);
 sums are always accumulated in float64.
 
-Design notes, from ``benchmarks/bench_kernels.py`` on 2 cores (n = 175,
-m = 455, i.e. a 111 MB bank):
+Design notes, from timings on 2 cores with n = 175 and m = 455 (a 111 MB
+bank; ``benchmarks/bench_kernels.py`` times the public calls):
 
 - ``combine_kernels`` streams each active ``K[k]`` as one flat contiguous
   vector and folds four kernels into ``out`` per pass, which cuts the
@@ -14,16 +14,17 @@ m = 455, i.e. a 111 MB bank):
   ``parallel=True`` gained little and lost on sparse weights, so it is serial.
 - ``quad_forms`` is a gather (``K[k, S, S]``) with a reduction; without
   ``fastmath`` reductions do not vectorise, so four independent accumulators
-  give the CPU instruction-level parallelism instead (about 1.2x), symmetry
-  halves the reads, and the loop over kernels runs in parallel (one
-  independent sum per kernel, no shared writes, so the result does not
-  depend on the thread count): about 2x on 2 cores.
+  give the CPU instruction-level parallelism instead (about 1.2x), and
+  symmetry halves the reads. A ``parallel=True`` loop over kernels was about
+  2x faster on 2 idle cores but 1.5-2x *slower* when the other core was busy
+  (the parallel region waits for its slowest thread), which is the normal
+  situation under cross-validation with several jobs; so it stays serial.
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from ._options import JIT, JIT_PARALLEL
+from ._options import JIT
 
 
 @njit(**JIT)
@@ -82,7 +83,7 @@ def combine_kernels(K, w, out):
     return out
 
 
-@njit(**JIT_PARALLEL)
+@njit(**JIT)
 def quad_forms(K, v, support, out):
     """Quadratic forms over a support: ``out[k] = v_S' K[k][S, S] v_S``.
 
@@ -99,7 +100,7 @@ def quad_forms(K, v, support, out):
     vs = np.empty(s, dtype=np.float64)
     for a in range(s):
         vs[a] = v[support[a]]
-    for k in prange(m):
+    for k in range(m):
         Kk = K[k]
         total = 0.0
         for a in range(s):

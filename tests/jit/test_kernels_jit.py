@@ -251,7 +251,7 @@ def test_py_func_paths_agree_on_tiny_inputs(rng):
 
 # ------------------------------------------------------------ STYLE 2.6 lint
 _JIT_DIR = pathlib.Path(__file__).resolve().parents[2] / "mklopt" / "_jit"
-_ALLOWED_OPTIONS = {"JIT", "JIT_PARALLEL"}
+_ALLOWED_OPTIONS = {"JIT"}
 _JIT_NAMES = {"njit", "jit", "generated_jit", "vectorize", "guvectorize", "stencil", "cfunc"}
 
 
@@ -286,9 +286,7 @@ def _jit_decorator_problems(path):
                 and dec.keywords[0].value.id in _ALLOWED_OPTIONS
             )
             if not ok:
-                problems.append(
-                    f"{where}: decorator must be exactly @njit(**JIT) or @njit(**JIT_PARALLEL)"
-                )
+                problems.append(f"{where}: decorator must be exactly @njit(**JIT)")
     return problems
 
 
@@ -313,7 +311,6 @@ def test_lint_catches_bad_decorators(tmp_path):
 
 
 def test_options_keep_fastmath_off():
-    from mklopt._jit._options import JIT, JIT_PARALLEL
+    from mklopt._jit._options import JIT
 
-    assert JIT["fastmath"] is False and JIT_PARALLEL["fastmath"] is False
-    assert JIT_PARALLEL == dict(JIT, parallel=True)
+    assert JIT["fastmath"] is False
