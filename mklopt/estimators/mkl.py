@@ -250,7 +250,7 @@ class MKLClassifier(ClassifierBase):
     >>> from mklopt.kernels import rbf, linear
     >>> X, y = datasets.load("sonar")
     >>> X_train, X_test, y_train, y_test = datasets.split(X, y, seed=0)
-    >>> clf = MKLClassifier(kernels=[rbf(1.0), rbf(8.0), linear()], C=10.0)
+    >>> clf = MKLClassifier(kernels=[rbf(1.0), rbf(8.0), linear()], method="simplemkl", C=100.0)
     >>> clf = clf.fit(X_train, y_train)
     >>> clf.weights_.shape
     (3,)
