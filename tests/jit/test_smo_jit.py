@@ -5,7 +5,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mklopt._jit.smo import _smo_core, smo_gradient, smo_solve, smo_violation, svm_bias
+from mklopt._jit.smo import (
+    _in_sets,
+    _select_i,
+    _select_j,
+    _shrink,
+    _smo_core,
+    _sync,
+    smo_gradient,
+    smo_solve,
+    smo_violation,
+    svm_bias,
+)
 
 SVC = pytest.importorskip("sklearn.svm").SVC
 
@@ -101,8 +112,42 @@ def test_py_func_on_tiny_input():
     assert svm_bias.py_func(y, a1, g1, C) == svm_bias(y, a1, g1, C)
     alpha = np.zeros(3)
     F = y.copy()  # F = -y G at alpha = 0
-    assert _smo_core.py_func(K, np.diag(K).copy(), y, C, alpha, F, 1e-8, 100) == it1
+    assert _smo_core.py_func(K, np.diag(K).copy(), y, C, alpha, F, 1e-8, 100, True) == it1
     np.testing.assert_allclose(alpha, a1, atol=1e-12)
+    # The helpers, through the pure-Python path as well.
+    act = np.arange(3)
+    assert _select_i.py_func(y, C, alpha, F, act, 3) == _select_i(y, C, alpha, F, act, 3)
+    assert _select_j.py_func(K, np.diag(K).copy(), y, C, alpha, F, act, 3, 0, 1.0) == _select_j(
+        K, np.diag(K).copy(), y, C, alpha, F, act, 3, 0, 1.0
+    )
+    act2 = np.arange(3)
+    assert _shrink.py_func(y, C, a1, -y * g1, act2) == _shrink(y, C, a1, -y * g1, act)
+    np.testing.assert_array_equal(np.sort(act2), np.arange(3))
+
+
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(5, 60), C=st.sampled_from([0.5, 50.0]))
+def test_shrinking_reaches_the_same_point(seed, n, C):
+    # Shrinking sets variables aside and must still meet tol on all of them,
+    # keep the gradient exact, and agree with the unshrunk solve.
+    rng = np.random.default_rng(seed)
+    K, y = rbf_problem(rng, n, gamma=2.0)
+    tol = 1e-6
+    a_s, g_s, _ = cold_solve(K, y, C, tol)
+    a_f = np.zeros(n)
+    g_f = np.full(n, -1.0)
+    smo_solve(K, y, C, a_f, g_f, tol, 10**7, False)
+    for alpha, grad in ((a_s, g_s), (a_f, g_f)):
+        check_feasible(y, alpha, C)
+        np.testing.assert_allclose(grad, gradient_ref(K, y, alpha), atol=1e-9 * max(1.0, C))
+        assert violation_ref(K, y, alpha, C) <= tol + 1e-9
+    assert objective(K, y, a_s) == pytest.approx(objective(K, y, a_f), rel=1e-6, abs=1e-9)
+    # Warm start on a perturbed kernel: most bound variables are shrunk at once.
+    K2 = np.ascontiguousarray(0.9 * K + 0.1 * K**2)  # Schur product: still PSD
+    a_w = a_s.copy()
+    g_w = smo_gradient(K2, y, a_w, np.empty(n))
+    smo_solve(K2, y, C, a_w, g_w, tol, 10**7, True)
+    np.testing.assert_allclose(g_w, gradient_ref(K2, y, a_w), atol=1e-9 * max(1.0, C))
+    assert violation_ref(K2, y, a_w, C) <= tol + 1e-9
 
 
 # ---------------------------------------------------------------- agreement
@@ -192,3 +237,25 @@ def test_max_iter_is_respected(rng):
     check_feasible(y, alpha, 10.0)
     np.testing.assert_allclose(grad, gradient_ref(K, y, alpha), atol=1e-10)
     assert smo_violation(y, alpha, grad, 10.0) > 1e-9
+
+
+def test_sync_matches_numpy(rng):
+    # F of the inactive variables follows F_t -= (K dv)_t over touched indices.
+    n = 12
+    K, _ = rbf_problem(rng, n)
+    F = rng.normal(size=n)
+    dv = np.zeros(n)
+    touched = np.array([3, 7, 0] + [0] * (n - 3), dtype=np.int64)
+    dv[[3, 7]] = [0.5, -0.25]
+    is_touched = np.zeros(n, dtype=np.uint8)
+    is_touched[[3, 7]] = 1
+    act = np.arange(n)[::-1].copy()  # inactive: act[8:] = 3, 2, 1, 0
+    expected = F.copy()
+    expected[[3, 2, 1, 0]] -= (K @ dv)[[3, 2, 1, 0]]
+    for fn in (_sync, _sync.py_func):
+        F2, dv2, it2 = F.copy(), dv.copy(), is_touched.copy()
+        assert fn(K, F2, dv2, touched, it2, 2, act, 8) == 0
+        np.testing.assert_allclose(F2, expected, atol=1e-14)
+        assert not dv2.any() and not it2.any()
+    assert _in_sets.py_func(1.0, 0.0, 1.0) == (True, False)
+    assert _in_sets.py_func(-1.0, 1.0, 1.0) == (True, False)

@@ -9,36 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mklopt
+from mklopt import KernelBank
 from mklopt.oracles import ConvergenceWarning, SVMDual
 
 SVC = pytest.importorskip("sklearn.svm").SVC
 
 
-try:
-    from mklopt.kernels.bank import KernelBank
-except ImportError:  # TEMP stand-in until mklopt/kernels/bank.py lands
-    KernelBank = None
-
-
-class _StandInBank:
-    def __init__(self, K):
-        self.K = np.ascontiguousarray(K, dtype=np.float64)
-        self.n_kernels, self.n_samples = self.K.shape[:2]
-
-    def combine(self, w, out=None):
-        out = np.empty(self.K.shape[1:]) if out is None else out
-        out[...] = np.tensordot(w, self.K, axes=1)
-        return out
-
-    def quad_forms(self, v, support=None):
-        s = np.arange(v.size) if support is None else support
-        Ks = self.K[:, s][:, :, s]
-        return np.einsum("i,kij,j->k", v[s], Ks, v[s])
-
-
 def make_bank(K):
-    if KernelBank is None:
-        return _StandInBank(K)
     return KernelBank.from_matrices(np.ascontiguousarray(K, dtype=np.float64))
 
 
@@ -142,7 +119,7 @@ def test_matches_libsvm_on_ionosphere(ionosphere, C, tol):
     K_all, y = ionosphere
     m = K_all.shape[0]
     w = np.full(m, 1.0 / m)
-    oracle = SVMDual(K_all if KernelBank else make_bank(K_all), y, C=C, tol=tol)  # raw array: wrapped in a KernelBank
+    oracle = SVMDual(K_all, y, C=C, tol=tol)  # a raw array is wrapped in a KernelBank
     ans = oracle(w)
     check_answer(oracle, ans, K_all, y, w)
     K = np.tensordot(w, K_all, axes=1)
