@@ -1,0 +1,285 @@
+"""The cutting-plane model shared by SILP and the level method.
+
+Every oracle answer ``(alpha_j, q_j)`` gives a *cut*, the affine function of
+the kernel weights
+
+    f(w, alpha_j) = s_j - 1/2 w'q_j,        s_j = 1'alpha_j,
+
+which minorises ``J(w) = max_{alpha in Q} f(w, alpha)`` everywhere (``alpha_j``
+is feasible whatever ``w``). Their maximum is the model
+
+    g_i(w) = max_{j <= i} f(w, alpha_j)        (Xu et al. 2008, eq. 5).
+
+Two sub-problems over the simplex P are solved on it:
+
+* the LP ``min_{w in P} g_i(w)`` (SILP's next point, Xu et al. eq. 2, and the
+  level method's lower bound, eq. 6), with scipy's HiGHS;
+* the projection QP ``min ||w - w_i||^2 s.t. w in P, f(w, alpha_j) <= l``
+  (eq. 8), as a second-order cone program solved with ECOS.
+
+The cuts live in preallocated arrays that double when full, so adding a cut
+is O(m) and the sub-problems read contiguous slices.
+
+References
+----------
+Z. Xu, R. Jin, I. King and M. R. Lyu, "An Extended Level Method for
+Efficient Multiple Kernel Learning", NIPS 2008 (``papers/``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import ecos
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from .._jit.projections import project_simplex
+
+__all__ = ["CutModel"]
+
+log = logging.getLogger("mklopt")
+
+# ECOS exit flags that carry a usable solution: 0 optimal, 10 optimal to
+# reduced accuracy ("inaccurate").
+_ECOS_OK = (0, 10)
+_ECOS_OPTS = dict(feastol=1e-9, abstol=1e-9, reltol=1e-9, max_iters=100, verbose=False)
+_ECOS_RETRY = dict(feastol=1e-6, abstol=1e-6, reltol=1e-6, max_iters=200, verbose=False)
+
+
+class CutModel:
+    """Cutting-plane model ``g(w) = max_j s_j - w'q_j / 2`` over the simplex.
+
+    Parameters
+    ----------
+    n_kernels : int
+        Dimension ``m`` of ``w``.
+    capacity : int, default=32
+        Initial number of cut slots; the arrays double when full.
+
+    Attributes
+    ----------
+    n_cuts : int
+        Number of cuts added.
+    s : ndarray of shape (n_cuts,)
+        ``s_j = 1'alpha_j`` (a view).
+    Q : ndarray of shape (n_cuts, n_kernels)
+        ``q_j`` row by row (a view).
+    """
+
+    def __init__(self, n_kernels, capacity=32):
+        self.n_kernels = int(n_kernels)
+        self.n_cuts = 0
+        self._s = np.empty(max(int(capacity), 1))
+        self._Q = np.empty((max(int(capacity), 1), self.n_kernels))
+
+    # ---- storage ---------------------------------------------------------------
+    @property
+    def s(self):
+        return self._s[: self.n_cuts]
+
+    @property
+    def Q(self):
+        return self._Q[: self.n_cuts]
+
+    def add(self, s, q):
+        """Append the cut ``f(w) = s - w'q / 2``."""
+        q = np.asarray(q, dtype=np.float64)
+        if q.shape != (self.n_kernels,):
+            raise ValueError(f"q must have shape ({self.n_kernels},), got {q.shape}")
+        if not (math.isfinite(float(s)) and np.all(np.isfinite(q))):
+            raise ValueError("a cut must be finite (got NaN or inf in s or q)")
+        if self.n_cuts == self._s.shape[0]:
+            cap = 2 * self._s.shape[0]
+            s_new = np.empty(cap)
+            Q_new = np.empty((cap, self.n_kernels))
+            s_new[: self.n_cuts] = self._s
+            Q_new[: self.n_cuts] = self._Q
+            self._s, self._Q = s_new, Q_new
+        self._s[self.n_cuts] = float(s)
+        self._Q[self.n_cuts] = q
+        self.n_cuts += 1
+
+    # ---- evaluation --------------------------------------------------------------
+    def cut_values(self, w):
+        """``f(w, alpha_j)`` for every cut, shape ``(n_cuts,)``."""
+        return self.s - 0.5 * (self.Q @ w)
+
+    def value(self, w):
+        """The model ``g(w) = max_j f(w, alpha_j)`` (``-inf`` without cuts)."""
+        if self.n_cuts == 0:
+            return -np.inf
+        return float(np.max(self.cut_values(w)))
+
+    # ---- the LP: min_{w in simplex} g(w) -------------------------------------------
+    def minimize(self):
+        """Minimise the model over the simplex (Xu et al. eq. 6; SILP's step, eq. 2).
+
+        Solves the LP ``min t s.t. s_j - q_j'w / 2 <= t, w >= 0, 1'w = 1`` with
+        HiGHS (dual simplex).
+
+        Returns
+        -------
+        lower : float
+            ``min_{w in P} g(w)``, a lower bound on ``min_P J``.
+        w : ndarray of shape (n_kernels,)
+            A minimiser, exactly on the simplex.
+        """
+        if self.n_cuts == 0:
+            raise RuntimeError("the cutting-plane model has no cuts yet")
+        m, J = self.n_kernels, self.n_cuts
+        c = np.zeros(m + 1)
+        c[m] = 1.0
+        A_ub = np.empty((J, m + 1))
+        A_ub[:, :m] = -0.5 * self.Q
+        A_ub[:, m] = -1.0
+        A_eq = np.ones((1, m + 1))
+        A_eq[0, m] = 0.0
+        bounds = np.zeros((m + 1, 2))
+        bounds[:, 1] = np.inf
+        bounds[m] = (-np.inf, np.inf)
+        res = linprog(
+            c, A_ub=A_ub, b_ub=-self.s, A_eq=A_eq, b_eq=[1.0], bounds=bounds, method="highs-ds"
+        )
+        if res.status != 0 or res.x is None:
+            # Rare (badly scaled cuts): the interior-point variant is more forgiving.
+            res = linprog(
+                c, A_ub=A_ub, b_ub=-self.s, A_eq=A_eq, b_eq=[1.0], bounds=bounds,
+                method="highs-ipm",
+            )
+        if res.x is None:
+            raise RuntimeError(f"the cutting-plane LP failed: {res.message}")
+        w = _onto_simplex(res.x[:m])
+        # The model at a feasible point bounds its minimum from above; the LP
+        # optimum can only be lower. Take the smaller so that rounding in the
+        # solver never lifts the lower bound above the model's minimum.
+        lower = min(float(res.fun), self.value(w))
+        return lower, w
+
+    # ---- the projection QP of eq. 8 -------------------------------------------------
+    def project_level(self, w0, level, fallback):
+        """Euclidean projection of ``w0`` onto the level set (Xu et al. eq. 8).
+
+        ``argmin ||w - w0||^2 s.t. w in P, f(w, alpha_j) <= level for all j``,
+        solved with ECOS as the cone program ``min t s.t. ||w - w0|| <= t``
+        (same minimiser).
+
+        Parameters
+        ----------
+        w0 : ndarray of shape (n_kernels,)
+            The point to project (the level method's current iterate ``p_i``).
+        level : float
+            The level ``l_i``.
+        fallback : ndarray of shape (n_kernels,)
+            A point of the simplex with ``g(fallback) <= level``, normally the
+            LP minimiser; used when ECOS fails and to repair a solution that
+            violates the level by more than rounding.
+
+        Returns
+        -------
+        ndarray of shape (n_kernels,)
+            A point of the simplex (exactly, up to rounding) whose model value
+            is at most ``max(level, g(fallback))`` up to rounding.
+        """
+        w0 = np.asarray(w0, dtype=np.float64)
+        fallback = np.asarray(fallback, dtype=np.float64)
+        if self.value(w0) <= level:
+            return _onto_simplex(w0)  # already in the level set: its own projection
+        G, h, A, b, c, dims = self._level_socp(w0, level)
+        sol = None
+        for opts in (_ECOS_OPTS, _ECOS_RETRY):
+            try:
+                out = ecos.solve(c, G, h, dims, A, b, **opts)
+            except (ValueError, ArithmeticError) as exc:  # ECOS raises on bad data
+                log.debug("ECOS raised %s on the level projection", exc)
+                continue
+            if out["info"]["exitFlag"] in _ECOS_OK and np.all(np.isfinite(out["x"])):
+                sol = out["x"][: self.n_kernels]
+                break
+            log.debug("ECOS exit flag %s on the level projection", out["info"]["exitFlag"])
+        if sol is None:
+            log.info("level projection failed in ECOS; using the model minimiser instead")
+            return _onto_simplex(fallback)
+        w = _onto_simplex(sol)
+        return self._repair(w, level, fallback)
+
+    def _level_socp(self, w0, level):
+        """ECOS data for ``min t s.t. ||w - w0|| <= t, w >= 0, cuts <= level, 1'w = 1``.
+
+        Variables ``x = (w, t)``. Cone ``h - Gx``: ``m`` rows ``w >= 0``,
+        ``J`` cut rows (each scaled to unit max-norm), then the second-order
+        cone ``(t, w - w0)``.
+        """
+        m, J = self.n_kernels, self.n_cuts
+        Q = self.Q
+        scale = 0.5 * np.max(np.abs(Q), axis=1)
+        scale[scale <= 0.0] = 1.0
+        rows_cut = (-0.5 / scale)[:, None] * Q  # (J, m): -q_j'w/2 <= l - s_j, scaled
+        # Build G column-wise (CSC): column k < m holds -1 at row k (w_k >= 0),
+        # the cut coefficients at rows m..m+J-1 and -1 at row m+J+1+k (cone);
+        # column m (t) holds -1 at row m+J (cone head).
+        nnz_col = J + 2
+        indptr = np.empty(m + 2, dtype=np.int64)
+        indptr[: m + 1] = np.arange(m + 1) * nnz_col
+        indptr[m + 1] = m * nnz_col + 1
+        indices = np.empty(m * nnz_col + 1, dtype=np.int64)
+        data = np.empty(m * nnz_col + 1)
+        blk_i = indices[: m * nnz_col].reshape(m, nnz_col)
+        blk_d = data[: m * nnz_col].reshape(m, nnz_col)
+        k = np.arange(m)
+        blk_i[:, 0] = k
+        blk_d[:, 0] = -1.0
+        blk_i[:, 1 : J + 1] = m + np.arange(J)[None, :]
+        blk_d[:, 1 : J + 1] = rows_cut.T
+        blk_i[:, J + 1] = m + J + 1 + k
+        blk_d[:, J + 1] = -1.0
+        indices[-1] = m + J
+        data[-1] = -1.0
+        n_rows = m + J + 1 + m
+        G = sp.csc_matrix((data, indices, indptr), shape=(n_rows, m + 1))
+        h = np.zeros(n_rows)
+        h[m : m + J] = (level - self.s) / scale
+        h[m + J + 1 :] = -w0
+        A = sp.csc_matrix(
+            (np.ones(m), np.zeros(m, dtype=np.int64), np.r_[np.arange(m + 1), m]),
+            shape=(1, m + 1),
+        )
+        b = np.ones(1)
+        c = np.zeros(m + 1)
+        c[m] = 1.0
+        dims = {"l": m + J, "q": [m + 1], "e": 0}
+        return G, h, A, b, c, dims
+
+    def _repair(self, w, level, fallback):
+        """Pull ``w`` towards ``fallback`` just enough to satisfy the level.
+
+        ``g`` is convex and ``g(fallback) <= level``, so on the segment the
+        model is at most ``(1 - theta) g(w) + theta g(fallback)``, which is
+        ``<= level`` for the ``theta`` below. Changes nothing when ECOS's
+        solution already meets the level to solver precision.
+        """
+        gw = self.value(w)
+        slack = 1e-9 * max(1.0, abs(level))
+        if gw <= level + slack:
+            return w
+        gf = self.value(fallback)
+        if gf >= gw:
+            return _onto_simplex(fallback)
+        theta = min(1.0, (gw - level) / (gw - gf))
+        return _onto_simplex((1.0 - theta) * w + theta * fallback)
+
+
+def _onto_simplex(x):
+    """Euclidean projection onto the unit simplex, checked to rounding.
+
+    Solvers return points on the simplex only to their tolerance; projecting
+    makes every point the methods ask for exactly feasible.
+    """
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    if not np.all(np.isfinite(x)):
+        raise FloatingPointError("a sub-problem returned a non-finite point")
+    w = project_simplex(x, 1.0, np.empty_like(x))
+    assert w.min() >= 0.0 and abs(w.sum() - 1.0) <= 1e-9 * max(1, w.size), "not on the simplex"
+    return w
