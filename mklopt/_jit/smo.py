@@ -25,9 +25,12 @@ follows with one fused pass over the contiguous rows ``K[i]`` and ``K[j]``
 that also picks the next ``i``. Each iteration therefore reads two kernel
 rows in two passes and allocates nothing.
 
-Shrinking is not implemented: for the few hundred to few thousand samples
-of MKL training sets the two passes are already cheaper than libsvm's
-cached float32 rows (see ``benchmarks/bench_smo.py``).
+Shrinking (optional, on by default) sets aside bound variables that cannot
+currently be part of a violating pair, at the start (a warm start is near
+the solution, so most bound variables go at once) and every
+``min(n, 1000)`` iterations. The gradient of the set-aside variables is
+brought up to date from the rows of the touched indices only, and the stop
+test is always made on all variables.
 
 All functions take C-contiguous float64 arrays; ``y`` holds -1.0/+1.0.
 """
