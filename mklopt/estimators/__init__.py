@@ -5,6 +5,7 @@ Importing this subpackage imports scikit-learn when it is installed (see
 """
 
 from ._base import ConvergenceWarning
+from .mkboost import MKBoostClassifier
 from .mkl import MKLClassifier
 
-__all__ = ["ConvergenceWarning", "MKLClassifier"]
+__all__ = ["ConvergenceWarning", "MKLClassifier", "MKBoostClassifier"]

@@ -39,6 +39,16 @@ def _learner_weight(err):
     return 0.5 * np.log((1.0 - e) / e)
 
 
+def _shares(weights):
+    """Split of a round's weight over its learners: ``|alpha_t^j|`` normalised.
+
+    Evenly when every ``alpha_t^j`` is 0 (all learners exactly at chance).
+    """
+    a = np.abs(np.asarray(weights, dtype=np.float64))
+    total = a.sum()
+    return a / total if total > 0.0 else np.full(a.shape, 1.0 / a.size)
+
+
 def _vote(weights, predictions):
     """``sign(sum_j weights_j predictions_j)`` with 0 mapped to -1 (as ``> 0``)."""
     return np.where(weights @ predictions > 0.0, 1.0, -1.0)
@@ -132,15 +142,12 @@ class Ensemble:
         """Share of the vote each kernel carries, shape ``(n_kernels,)``, sums to 1.
 
         Round ``t`` contributes ``alpha_t`` split over its learners in
-        proportion to ``|alpha_t^j|``. All zeros for an empty ensemble.
+        proportion to ``|alpha_t^j|`` (evenly if all are 0). All zeros for an
+        empty ensemble.
         """
         w = np.zeros(self.n_kernels)
         for rnd in self.rounds:
-            a = np.abs(rnd.weights)
-            total = a.sum()
-            if total <= 0.0:
-                continue
-            for lrn, share in zip(rnd.learners, a / total, strict=True):
+            for lrn, share in zip(rnd.learners, _shares(rnd.weights), strict=True):
                 w[lrn.kernel] += rnd.alpha * share
         s = w.sum()
         return w / s if s > 0 else w
@@ -261,7 +268,9 @@ class Boosting(MethodBase):
     weights ``alpha_t^j``), the round is kept and the run stops (reason
     ``"zero_error"``, converged: the ensemble has nothing left to learn on
     the training set). A round whose ``e_t >= 1/2`` breaks the weak-learning
-    assumption; it is discarded and the run stops with the ensemble so far
+    assumption (``e_t >= 1/2 - 1e-10``, so that rounding does not let a
+    learner at chance through); it is discarded and the run stops with the
+    ensemble so far
     (reason ``"weak_learner_error"``, not converged). Otherwise the run
     ends after ``n_rounds`` (reason ``"n_rounds"``, converged: the
     algorithm has run as specified).
@@ -377,7 +386,9 @@ class Boosting(MethodBase):
         err = float(s.D @ wrong)
         s.round_errors.append(err)
 
-        if err >= 0.5:
+        # "reaches 1/2" up to rounding: a sum of D over half the points of a
+        # balanced set can land a hair below 0.5 and would give alpha ~ 1e-16.
+        if err >= 0.5 - _ERR_FLOOR:
             self._finish("weak_learner_error", converged=False)
             return None
         alpha = float(_learner_weight(err))
@@ -387,8 +398,7 @@ class Boosting(MethodBase):
         s.F += alpha * h
         s.log_loss += math.log(Z)
         s.rounds.append(BoostRound(alpha, members, np.array(weights, dtype=np.float64), err, Z))
-        for lrn, share in zip(members, np.abs(weights) / max(np.abs(weights).sum(), 1e-300),
-                              strict=True):
+        for lrn, share in zip(members, _shares(weights), strict=True):
             s.kernel_w[lrn.kernel] += alpha * share
         self.best = _Score(math.exp(s.log_loss))
         self.best_w = s.kernel_w / s.kernel_w.sum()

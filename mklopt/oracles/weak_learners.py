@@ -158,7 +158,13 @@ class WeakLearners:
     tol : float, default=1e-3
         SMO tolerance on the maximal KKT violation (libsvm's ``eps``).
     max_iter : int, optional
-        SMO iteration budget per SVM; default ``max(10_000_000, 100 n)``.
+        SMO iteration budget per SVM; default ``max(100_000, 100 n_draws)``
+        for a sample of ``n_draws`` points. A weak SVM needs a few hundred
+        iterations on well-scaled data; the budget only matters for badly
+        scaled kernels (e.g. polynomial kernels on unstandardised features,
+        where the tolerance is below the rounding error of the gradient).
+        A learner cut off by it is still a feasible SVM and is used; a
+        :class:`ConvergenceWarning` says so.
 
     Attributes
     ----------
@@ -169,6 +175,8 @@ class WeakLearners:
     n_fits : int
         SVMs trained so far (a deterministic MKBoost round trains
         ``n_kernels``, a stochastic one fewer).
+    n_unconverged : int
+        Those of them stopped by ``max_iter`` above ``tol``.
 
     Notes
     -----
@@ -203,12 +211,11 @@ class WeakLearners:
         self.y = check_labels(y, self.n_samples, name="y")
         self.C = check_real(C, "C", low=0.0, strict_low=True)
         self.tol = check_real(tol, "tol", low=0.0, strict_low=True)
-        if max_iter is None:
-            max_iter = max(10_000_000, 100 * self.n_samples)
-        self.max_iter = check_int(max_iter, "max_iter", low=1)
+        self.max_iter = None if max_iter is None else check_int(max_iter, "max_iter", low=1)
         self._K = np.asarray(self.bank.K)
         self.n_calls = 0
         self.n_fits = 0
+        self.n_unconverged = 0
 
     # ---- public -----------------------------------------------------------
     def __call__(self, query, warm_start=None) -> WeakLearnersAnswer:
@@ -274,16 +281,20 @@ class WeakLearners:
         C = self.C
         Ks = np.ascontiguousarray(self._K[k][np.ix_(sample, sample)], dtype=np.float64)
         n = sample.shape[0]
+        budget = self.max_iter if self.max_iter is not None else max(100_000, 100 * n)
         alpha = np.zeros(n)
         grad = np.full(n, -1.0)
-        n_iter = smo_solve(Ks, ys, C, alpha, grad, self.tol, self.max_iter)
-        if n_iter >= self.max_iter and smo_violation(ys, alpha, grad, C) > self.tol:
+        n_iter = smo_solve(Ks, ys, C, alpha, grad, self.tol, budget)
+        if n_iter >= budget and smo_violation(ys, alpha, grad, C) > self.tol:
+            self.n_unconverged += 1
+            # One fixed message, so that the default filter shows it once
+            # rather than once per weak learner.
             warnings.warn(
-                f"SMO stopped after max_iter={self.max_iter} iterations on kernel {k} with "
-                f"KKT violation {smo_violation(ys, alpha, grad, C):.3g} > tol={self.tol:g}; "
-                "raise max_iter or loosen tol",
+                f"some weak SVMs stopped on their SMO iteration budget before reaching "
+                f"tol={self.tol:g} (see WeakLearners.n_unconverged); they are used as they "
+                "are. Standardise the features, normalise the kernels, or raise max_iter",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         bias = float(svm_bias(ys, alpha, grad, C))
         sv = alpha > 0.0

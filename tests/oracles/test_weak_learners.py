@@ -196,3 +196,14 @@ def test_bad_construction():
         WeakLearners(bank, np.where(y > 0, 1.0, 0.0))
     with pytest.raises(TypeError, match="bank must be"):
         WeakLearners("kernels", y)
+
+
+def test_iteration_budget_warns_once_and_counts():
+    from mklopt.oracles import ConvergenceWarning
+
+    bank, y = make_problem()
+    oracle = WeakLearners(bank, y, C=50.0, max_iter=2)
+    with pytest.warns(ConvergenceWarning, match="iteration budget") as rec:
+        ans = oracle(BoostQuery.make(np.arange(40), [0, 1, 2]))
+    assert oracle.n_unconverged == 3 and len(rec) >= 1
+    assert ans.predictions.shape == (3, y.size)  # the cut-off learners are still used
