@@ -19,7 +19,9 @@ groups (:class:`GroupSimplex`) ``(sum_j sqrt(max_{k in G_j} q_k))^2``
 
 and since ``J(w) = 1'alpha - w'q / 2`` at the oracle's ``alpha``, the gap is
 ``(h(q) - w'q) / 2``, which is non-negative for every feasible ``w`` (by
-Hoelder's inequality for Lp, and by ``W_j <= max_{G_j} q`` for groups).
+Hoelder's inequality for Lp). For groups it is non-negative only when
+``gamma`` is the analytic step of the answer's ``alpha``
+(:meth:`GroupSimplex.gap` uses that ``gamma``).
 """
 
 from __future__ import annotations
@@ -233,3 +235,25 @@ class GroupSimplex(Domain):
 
     def support(self, q):
         return float(np.sum(np.sqrt(np.maximum(self.group_max(q), 0.0))) ** 2)
+
+    def gap(self, w, answer):
+        """Duality gap of the point ``lam`` behind the effective weights ``w``.
+
+        With ``gamma_j = 1 / sum_{G_j} w`` and ``lam = gamma w``, the best
+        ``gamma`` for the answer's ``alpha`` (Nath et al. eq. 6) gives
+        ``max_gamma f(lam / gamma, alpha) = 1'alpha - (sum_j sqrt(W_j))^2 / 2``
+        with ``W_j = sum_{G_j} lam_jk q_k``; the gap returned is that value
+        minus ``D(alpha)``, ``(h(q) - (sum_j sqrt(W_j))^2) / 2``. At the
+        analytic ``gamma`` it equals ``(h(q) - w'q) / 2``; elsewhere
+        ``w'q > (sum_j sqrt(W_j))^2`` and ``(h(q) - w'q) / 2`` can be
+        negative, while this gap still bounds ``J(w) - D(alpha)`` from above
+        and is never negative (``W_j <= max_{G_j} q``, termwise).
+        """
+        w = np.maximum(np.asarray(w, dtype=float), 0.0)
+        q = np.asarray(answer.q, dtype=float)
+        qmax = np.maximum(self.group_max(q), 0.0)
+        s = self.group_sums(w)
+        Wj = self.group_sums(w * np.maximum(q, 0.0)) / np.maximum(s, 1e-300)
+        rm = np.sqrt(qmax)
+        rw = np.sqrt(np.minimum(Wj, qmax))
+        return 0.5 * float(np.sum(rm - rw) * np.sum(rm + rw))

@@ -45,7 +45,7 @@ log = logging.getLogger("mklopt")
 # ECOS exit flags that carry a usable solution: 0 optimal, 10 optimal to
 # reduced accuracy ("inaccurate").
 _ECOS_OK = (0, 10)
-_ECOS_OPTS = dict(feastol=1e-9, abstol=1e-9, reltol=1e-9, max_iters=100, verbose=False)
+_ECOS_OPTS = dict(feastol=1e-8, abstol=1e-8, reltol=1e-8, max_iters=100, verbose=False)
 _ECOS_RETRY = dict(feastol=1e-6, abstol=1e-6, reltol=1e-6, max_iters=200, verbose=False)
 
 
@@ -85,12 +85,20 @@ class CutModel:
         return self._Q[: self.n_cuts]
 
     def add(self, s, q):
-        """Append the cut ``f(w) = s - w'q / 2``."""
+        """Append the cut ``f(w) = s - w'q / 2``; return False if it is already there.
+
+        An answer that repeats an earlier one (the same ``alpha``) adds
+        nothing to the model; skipping it keeps the sub-problems small.
+        """
         q = np.asarray(q, dtype=np.float64)
         if q.shape != (self.n_kernels,):
             raise ValueError(f"q must have shape ({self.n_kernels},), got {q.shape}")
         if not (math.isfinite(float(s)) and np.all(np.isfinite(q))):
             raise ValueError("a cut must be finite (got NaN or inf in s or q)")
+        if self.n_cuts:
+            same = self.s == float(s)
+            if np.any(same) and np.any(np.all(self.Q[same] == q, axis=1)):
+                return False
         if self.n_cuts == self._s.shape[0]:
             cap = 2 * self._s.shape[0]
             s_new = np.empty(cap)
@@ -101,6 +109,7 @@ class CutModel:
         self._s[self.n_cuts] = float(s)
         self._Q[self.n_cuts] = q
         self.n_cuts += 1
+        return True
 
     # ---- evaluation --------------------------------------------------------------
     def cut_values(self, w):

@@ -1,0 +1,115 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mklopt import solve
+from mklopt.domains import Simplex
+from mklopt.methods import CuttingPlane, get_method
+from mklopt.methods._cut_model import CutModel
+from mklopt.stopping import BoundGap, DualityGap, MaxIter
+from tests._toy_oracles import PiecewiseLinearOracle
+from tests.methods import _svm_problems as P
+
+
+def test_registered_under_both_names():
+    assert get_method("cutting_plane") is CuttingPlane
+    assert get_method("silp") is CuttingPlane
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_reaches_exact_lp_optimum_within_gap(seed):
+    oracle = PiecewiseLinearOracle.random(n_kernels=6, n_pieces=9, seed=seed)
+    exact, _ = oracle.exact_l1_optimum()
+    res = solve(oracle, CuttingPlane(), stop=BoundGap(1e-10) | MaxIter(200))
+    assert res.converged, res.reason
+    assert res.lower <= exact + 1e-9 <= res.value + 2e-9
+    assert abs(res.value - exact) <= max(res.gap, res.value - res.lower) + 1e-9
+    assert res.value - exact <= 1e-8
+
+
+@settings(max_examples=20)
+@given(st.integers(0, 10**6), st.integers(2, 8), st.integers(2, 10))
+def test_queries_feasible_bounds_bracket_optimum(seed, m, pieces):
+    oracle = PiecewiseLinearOracle.random(n_kernels=m, n_pieces=pieces, seed=seed)
+    exact, _ = oracle.exact_l1_optimum()
+    res = solve(oracle, CuttingPlane(), stop=BoundGap(1e-9) | MaxIter(60))
+    dom = Simplex(m)
+    lows = [p.lower for p in res.history]
+    for p in res.history:
+        assert dom.contains(p.weights, tol=1e-9)
+        assert p.gap >= 0
+        assert p.lower <= exact + 1e-8 and p.upper >= exact - 1e-8
+    assert all(b >= a for a, b in zip(lows, lows[1:]))
+
+
+def test_exact_optimum_on_small_svm():
+    exact = P.exact(Simplex(5), "l1")
+    res = solve(P.oracle(), CuttingPlane(), stop=DualityGap(1e-6) | MaxIter(200))
+    assert res.gap >= 0
+    assert abs(res.value - exact) <= res.gap + P.slack(exact)
+    assert res.lower <= exact + P.slack(exact)
+
+
+def test_start_twice_same_run():
+    oracle = PiecewiseLinearOracle.random(5, 7, seed=3)
+    m = CuttingPlane()
+    r1 = solve(oracle, m, stop=MaxIter(15))
+    r2 = solve(oracle, m, stop=MaxIter(15))
+    np.testing.assert_array_equal([p.weights for p in r1.history], [p.weights for p in r2.history])
+
+
+# ---- the shared cut model ------------------------------------------------------
+def test_cut_model_grows_and_lp_matches_reference():
+    oracle = PiecewiseLinearOracle.random(n_kernels=7, n_pieces=40, seed=2)
+    model = CutModel(7, capacity=2)
+    for s, q in zip(oracle.s, oracle.Q):
+        model.add(s, q)
+    assert model.n_cuts == 40 and model.Q.shape == (40, 7)
+    lower, w = model.minimize()
+    exact, _ = oracle.exact_l1_optimum()
+    assert lower == pytest.approx(exact, abs=1e-9)
+    assert Simplex(7).contains(w, tol=1e-12)
+    assert model.value(w) == pytest.approx(exact, abs=1e-8)
+
+
+@settings(max_examples=25)
+@given(st.integers(0, 10**6), st.integers(2, 9), st.integers(1, 12), st.floats(0.05, 0.95))
+def test_level_projection_matches_cvxpy(seed, m, J, lam):
+    import cvxpy as cp
+
+    rng = np.random.default_rng(seed)
+    model = CutModel(m)
+    for _ in range(J):
+        model.add(rng.uniform(5, 6), rng.uniform(0.0, 9.0, m))
+    lower, w_hat = model.minimize()
+    w0 = rng.dirichlet(np.ones(m))
+    upper = max(model.value(w0), lower)
+    level = lam * upper + (1 - lam) * lower
+    w = model.project_level(w0, level, w_hat)
+    assert Simplex(m).contains(w, tol=1e-12)
+    assert model.value(w) <= level + 1e-7 * max(1, abs(level))
+    x = cp.Variable(m)
+    cons = [x >= 0, cp.sum(x) == 1, model.s - 0.5 * model.Q @ x <= level]
+    cp.Problem(cp.Minimize(cp.sum_squares(x - w0)), cons).solve(solver=cp.CLARABEL)
+    assert np.sum((w - w0) ** 2) <= np.sum((x.value - w0) ** 2) + 1e-6
+
+
+def test_level_projection_falls_back_when_level_is_unreachable():
+    model = CutModel(3)
+    model.add(5.0, np.array([1.0, 2.0, 3.0]))
+    lower, w_hat = model.minimize()
+    # a level below the model minimum: no point qualifies; the LP point is returned
+    w = model.project_level(np.full(3, 1 / 3), lower - 1.0, w_hat)
+    np.testing.assert_allclose(w, w_hat, atol=1e-9)
+    assert Simplex(3).contains(w)
+
+
+def test_cut_model_rejects_bad_cuts():
+    model = CutModel(2)
+    with pytest.raises(ValueError, match="shape"):
+        model.add(1.0, np.ones(3))
+    with pytest.raises(ValueError, match="finite"):
+        model.add(np.nan, np.ones(2))
+    with pytest.raises(RuntimeError, match="no cuts"):
+        model.minimize()

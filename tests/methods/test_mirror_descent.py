@@ -1,0 +1,128 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mklopt import solve
+from mklopt._jit.projections import entropic_step
+from mklopt.domains import GroupSimplex, Simplex
+from mklopt.methods import MirrorDescent, get_method
+from mklopt.stopping import DualityGap, MaxIter, MaxOracleCalls
+from tests import _reference as ref
+from tests._toy_oracles import PiecewiseLinearOracle, SmoothQuadraticOracle
+from tests.methods import _svm_problems as P
+
+GROUPS = [[0, 2, 4], [1, 3], [5]]
+
+
+def test_registered():
+    assert get_method("mirror") is MirrorDescent
+
+
+@settings(max_examples=40)
+@given(
+    st.integers(0, 10**6),
+    st.lists(st.integers(1, 5), min_size=1, max_size=4),
+    st.floats(1e-3, 50.0),
+)
+def test_entropic_step_matches_reference_and_stays_on_simplexes(seed, sizes, step):
+    rng = np.random.default_rng(seed)
+    offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+    lam = np.concatenate([rng.dirichlet(np.ones(s)) for s in sizes])
+    g = rng.normal(scale=10.0, size=lam.size)
+    out = entropic_step(lam, g, step, offsets, np.empty_like(lam))
+    np.testing.assert_allclose(out, ref.entropic_step(lam, g, step, offsets), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(
+        entropic_step.py_func(lam, g, step, offsets, np.empty_like(lam)), out, rtol=1e-12
+    )
+    for a, b in zip(offsets[:-1], offsets[1:]):
+        assert out[a:b].min() >= 0 and out[a:b].sum() == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_one_group_reaches_exact_lp_optimum_within_gap(seed):
+    oracle = PiecewiseLinearOracle.random(n_kernels=6, n_pieces=9, seed=seed)
+    exact, _ = oracle.exact_l1_optimum()
+    res = solve(oracle, MirrorDescent(), stop=DualityGap(1e-3) | MaxIter(3000))
+    assert res.gap >= 0
+    assert -1e-9 <= res.value - exact <= res.gap + 1e-9
+    np.testing.assert_allclose(res.extra["lam"], res.weights)
+
+
+@settings(max_examples=20)
+@given(st.integers(0, 10**6), st.sampled_from([None, GROUPS, [[0, 1, 2, 3, 4, 5]], [[0], [1], [2, 3, 4, 5]]]))
+def test_queries_on_product_of_simplexes_and_gaps_nonnegative(seed, groups):
+    oracle = SmoothQuadraticOracle.random(6, 4, seed=seed)
+    method = MirrorDescent(groups=groups)
+    res = solve(oracle, method, stop=MaxOracleCalls(60))
+    dom = method.domain
+    assert isinstance(dom, Simplex if groups is None else GroupSimplex)
+    for p in res.history:
+        assert dom.contains(p.weights, tol=1e-9)
+        # nan only before the first settled point (gamma re-solves at the start)
+        assert p.gap >= 0 or (np.isnan(p.gap) and groups is not None)
+    assert res.gap >= 0
+    exact = oracle.exact_optimum(dom)
+    assert res.value - exact <= res.gap + 1e-6 * abs(exact)
+    lam, gamma = res.extra["lam"], res.extra["gamma"]
+    if groups is not None:
+        for j, g in enumerate(groups):
+            assert lam[g].min() >= 0 and lam[g].sum() == pytest.approx(1.0, abs=1e-12)
+        assert gamma.sum() == pytest.approx(1.0) and gamma.min() > 0
+        np.testing.assert_allclose(res.weights, dom.effective(lam, gamma), rtol=1e-12)
+
+
+def test_grouped_point_is_settled_when_offered():
+    oracle = SmoothQuadraticOracle.random(6, 4, seed=7)
+    method = MirrorDescent(groups=GROUPS, inner_tol=1e-9)
+    res = solve(oracle, method, stop=MaxIter(30))
+    # at the reported point the analytic gamma of its alpha is the gamma used
+    lam, gamma = res.extra["lam"], res.extra["gamma"]
+    ans = oracle(res.weights)
+    W = method.domain.group_sums(lam * ans.q)
+    np.testing.assert_allclose(np.sqrt(W) / np.sqrt(W).sum(), gamma, atol=1e-7)
+    # gamma re-solves are oracle calls inside an iteration
+    assert res.n_oracle_calls > res.n_iter
+
+
+def test_grouped_reaches_exact_optimum_within_gap():
+    oracle = SmoothQuadraticOracle.random(6, 5, seed=1)
+    dom = GroupSimplex(GROUPS, 6)
+    exact = oracle.exact_optimum(dom)
+    res = solve(oracle, MirrorDescent(groups=GROUPS), stop=DualityGap(1e-4) | MaxIter(3000))
+    assert res.gap >= 0
+    assert -1e-6 * abs(exact) <= res.value - exact <= res.gap + 1e-6 * abs(exact)
+
+
+@pytest.mark.parametrize("groups", [None, [[0, 1, 2], [3, 4]], [[0, 3], [1], [2, 4]]])
+def test_exact_optimum_on_small_svm(groups):
+    dom = Simplex(5) if groups is None else GroupSimplex(groups, 5)
+    exact = P.exact(dom, repr(groups))
+    res = solve(P.oracle(), MirrorDescent(groups=groups), stop=DualityGap(1e-3) | MaxIter(300))
+    assert res.gap >= 0
+    assert abs(res.value - exact) <= res.gap + P.slack(exact)
+
+
+def test_start_twice_same_run():
+    oracle = SmoothQuadraticOracle.random(6, 4, seed=3)
+    m = MirrorDescent(groups=GROUPS)
+    r1 = solve(oracle, m, stop=MaxOracleCalls(30))
+    r2 = solve(oracle, m, stop=MaxOracleCalls(30))
+    np.testing.assert_array_equal([p.weights for p in r1.history], [p.weights for p in r2.history])
+    np.testing.assert_array_equal(r1.extra["lam"], r2.extra["lam"])
+
+
+@pytest.mark.parametrize(
+    "kw, err",
+    [
+        (dict(step_scale=0.0), ValueError),
+        (dict(step_scale="x"), TypeError),
+        (dict(inner_tol=-1.0), ValueError),
+        (dict(max_inner=0), ValueError),
+        (dict(max_inner=2.5), TypeError),
+        (dict(groups=[[0, 1]]), ValueError),
+    ],
+)
+def test_bad_parameters_fail_at_start(kw, err):
+    with pytest.raises(err, match="groups" if "groups" in kw else next(iter(kw))):
+        MirrorDescent(**kw).start(SmoothQuadraticOracle.random(3, 3))
