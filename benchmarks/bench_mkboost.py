@@ -75,16 +75,24 @@ def run(args):
                 acc = float(clf.score(Xte, yte))
                 if m == "L1-MKL":
                     extra = dict(
-                        n_svm=int(clf.n_oracle_calls_), n_iter=int(clf.n_iter_),
+                        n_svm=int(clf.n_oracle_calls_),
+                        n_iter=int(clf.n_iter_),
                         reason=clf.result_.reason,
                     )
                 else:
                     extra = dict(
-                        n_svm=int(clf.n_fits_), n_iter=int(clf.n_iter_), reason=clf.stop_reason_,
+                        n_svm=int(clf.n_fits_),
+                        n_iter=int(clf.n_iter_),
+                        reason=clf.stop_reason_,
                     )
                 row = dict(
-                    dataset=name, split=s, method=m, accuracy=acc, seconds=seconds,
-                    n_warnings=len(caught), **extra,
+                    dataset=name,
+                    split=s,
+                    method=m,
+                    accuracy=acc,
+                    seconds=seconds,
+                    n_warnings=len(caught),
+                    **extra,
                 )
                 rows.append(row)
                 print(
@@ -113,22 +121,31 @@ def table(rows, methods, names):
     head = "| data set | metric | " + " | ".join(methods) + " |"
     sep = "|---|---|" + "---|" * len(methods)
     out = [head, sep]
+
+    def cells(name, f):
+        return [f(by.get((name, m), [])) for m in methods]
+
     for name in names:
-        cells = lambda f: [f([r for r in by.get((name, m), [])]) for m in methods]  # noqa: E731
         out.append(
             f"| {name} | accuracy | "
-            + " | ".join(cells(lambda rs: _cell_acc([r["accuracy"] for r in rs]) if rs else ""))
+            + " | ".join(
+                cells(name, lambda rs: _cell_acc([r["accuracy"] for r in rs]) if rs else "")
+            )
             + " |"
         )
         out.append(
             "|  | time s, median (mean ± std) | "
-            + " | ".join(cells(lambda rs: _cell_time([r["seconds"] for r in rs]) if rs else ""))
+            + " | ".join(
+                cells(name, lambda rs: _cell_time([r["seconds"] for r in rs]) if rs else "")
+            )
             + " |"
         )
         out.append(
             "|  | SVMs trained (mean) | "
             + " | ".join(
-                cells(lambda rs: f"{statistics.mean(r['n_svm'] for r in rs):.0f}" if rs else "")
+                cells(
+                    name, lambda rs: f"{statistics.mean(r['n_svm'] for r in rs):.0f}" if rs else ""
+                )
             )
             + " |"
         )

@@ -201,14 +201,14 @@ class _Score:
 class _State:
     rng: np.random.Generator
     y: NDArray[np.float64]
-    D: NDArray[np.float64]            # example distribution D_t
-    S: NDArray[np.float64]            # kernel sampling probabilities S_t
-    n_draw: int                       # examples drawn per round
-    F: NDArray[np.float64]            # sum_t alpha_t h_t(x_i) on the training set
-    log_loss: float = 0.0             # sum_t log Z_t
+    D: NDArray[np.float64]  # example distribution D_t
+    S: NDArray[np.float64]  # kernel sampling probabilities S_t
+    n_draw: int  # examples drawn per round
+    F: NDArray[np.float64]  # sum_t alpha_t h_t(x_i) on the training set
+    log_loss: float = 0.0  # sum_t log Z_t
     rounds: list = field(default_factory=list)
-    round_errors: list = field(default_factory=list)   # e_t of every round asked
-    n_fits: int = 0                   # SVMs trained
+    round_errors: list = field(default_factory=list)  # e_t of every round asked
+    n_fits: int = 0  # SVMs trained
     kernel_w: NDArray[np.float64] | None = None
 
 

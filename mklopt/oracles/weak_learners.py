@@ -325,15 +325,11 @@ class WeakLearners:
         else:
             dist = np.asarray(dist, dtype=np.float64)
             if dist.shape != (n,):
-                raise ValueError(
-                    f"query.distribution must have shape ({n},), got {dist.shape}"
-                )
+                raise ValueError(f"query.distribution must have shape ({n},), got {dist.shape}")
             if not np.all(np.isfinite(dist)) or np.any(dist < 0):
                 raise ValueError("query.distribution must be finite and non-negative")
             if abs(dist.sum() - 1.0) > 1e-8:
-                raise ValueError(
-                    f"query.distribution must sum to 1, got {dist.sum():.12g}"
-                )
+                raise ValueError(f"query.distribution must sum to 1, got {dist.sum():.12g}")
         return sample, kernels, dist
 
     @staticmethod
@@ -346,5 +342,7 @@ class WeakLearners:
         if a.dtype.kind not in "iu":
             raise TypeError(f"{name} must hold integer indices, got dtype {a.dtype}")
         if a.min() < 0 or a.max() >= upper:
-            raise ValueError(f"{name} must hold indices in [0, {upper}), got [{a.min()}, {a.max()}]")
+            raise ValueError(
+                f"{name} must hold indices in [0, {upper}), got [{a.min()}, {a.max()}]"
+            )
         return np.ascontiguousarray(a, dtype=np.int64)

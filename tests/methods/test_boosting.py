@@ -98,7 +98,7 @@ def test_decay_one_trains_every_kernel_every_round(variant):
     bank, y = make_problem()
     oracle = WeakLearners(bank, y, C=10.0)
     rounds = run_rounds(oracle, Boosting(variant, n_rounds=12, decay=1.0, random_state=0))
-    for q, ans, S in rounds:
+    for q, _ans, S in rounds:
         np.testing.assert_array_equal(q.kernels, np.arange(bank.n_kernels))
         np.testing.assert_array_equal(S, 1.0)
     assert oracle.n_fits == bank.n_kernels * len(rounds)
@@ -116,7 +116,7 @@ def test_decay_below_one_trains_fewer_svms(variant):
     assert det.n_fits == bank.n_kernels * res_d.n_iter
     assert sto.n_fits == sum(q.kernels.size for q, _, _ in rounds) == method.extra()["n_fits"]
     assert sto.n_fits < 0.8 * bank.n_kernels * len(rounds)
-    for q, ans, S in rounds:
+    for q, _ans, S in rounds:
         assert q.kernels.size >= 1
         assert S.max() == pytest.approx(1.0)  # the best kernel is always drawn
         assert np.all(S[q.kernels] > 0)
@@ -134,7 +134,7 @@ def test_kernel_probabilities_follow_eq_2_10():
         ans = oracle(q)
         method.tell(q, ans)
         expect = S.copy()
-        expect[ans.kernels] *= beta ** ans.errors
+        expect[ans.kernels] *= beta**ans.errors
         expect /= expect.max()
         np.testing.assert_allclose(method.kernel_probabilities, expect, rtol=1e-12)
 
@@ -167,8 +167,8 @@ class ScriptedOracle:
         D = query.distribution
         errors = (P != self.y) @ D
         learners = tuple(
-            WeakLearner(int(j), np.zeros(0, np.int64), np.zeros(0), float(P[i, 0])) for i, j in
-            enumerate(k)
+            WeakLearner(int(j), np.zeros(0, np.int64), np.zeros(0), float(P[i, 0]))
+            for i, j in enumerate(k)
         )
         return WeakLearnersAnswer(float(errors.min()), k, errors, P, P.copy(), learners)
 
@@ -270,8 +270,11 @@ def test_queries_are_read_only_records():
 
 def test_stops_itself_even_with_a_looser_driver_criterion():
     bank, y = make_problem()
-    res = solve(WeakLearners(bank, y, C=10.0), Boosting("D1", n_rounds=4, random_state=0),
-                stop=MaxIter(1000))
+    res = solve(
+        WeakLearners(bank, y, C=10.0),
+        Boosting("D1", n_rounds=4, random_state=0),
+        stop=MaxIter(1000),
+    )
     assert res.n_iter <= 4
 
 

@@ -25,9 +25,7 @@ def make_problem(n=60, seed=0):
     y = np.where(X[:, 0] + 0.5 * X[:, 1] ** 2 - 0.3 > 0.3 * rng.normal(size=n), 1.0, -1.0)
     d = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
     G = X @ X.T
-    K = np.stack(
-        [np.exp(-d / (2 * s**2)) for s in (0.5, 1.0, 2.0)] + [G + 1.0, (G + 1.0) ** 2]
-    )
+    K = np.stack([np.exp(-d / (2 * s**2)) for s in (0.5, 1.0, 2.0)] + [G + 1.0, (G + 1.0) ** 2])
     return MatrixBank(K), y
 
 
