@@ -72,6 +72,7 @@ class CutModel:
     def __init__(self, n_kernels, capacity=32):
         self.n_kernels = int(n_kernels)
         self.n_cuts = 0
+        self._W = np.zeros(0, dtype=np.int64)  # kernel working set of the sub-problems
         self._s = np.empty(max(int(capacity), 1))
         self._Q = np.empty((max(int(capacity), 1), self.n_kernels))
 
@@ -127,7 +128,15 @@ class CutModel:
         """Minimise the model over the simplex (Xu et al. eq. 6; SILP's step, eq. 2).
 
         Solves the LP ``min t s.t. s_j - q_j'w / 2 <= t, w >= 0, 1'w = 1`` with
-        HiGHS (dual simplex).
+        HiGHS (dual simplex), by column generation over the kernels: the LP is
+        solved on a working set ``W`` of kernels (the others held at 0), and a
+        kernel joins ``W`` while its reduced cost is negative. With ``lam``
+        the optimal cut multipliers (``lam >= 0``, ``sum(lam) = 1``), the LP
+        dual value is ``lam's - max_k (Q'lam)_k / 2``, so kernel ``k`` can
+        improve the restricted optimum only if ``(Q'lam)_k`` exceeds its
+        maximum over ``W``. When no kernel does, the restricted solution is
+        optimal for the full LP. Optima are sparse (few kernels carry weight),
+        so ``W`` stays small and each LP is far cheaper than on all kernels.
 
         Returns
         -------
@@ -138,34 +147,56 @@ class CutModel:
         """
         if self.n_cuts == 0:
             raise RuntimeError("the cutting-plane model has no cuts yet")
-        m, J = self.n_kernels, self.n_cuts
-        c = np.zeros(m + 1)
-        c[m] = 1.0
-        A_ub = np.empty((J, m + 1))
-        A_ub[:, :m] = -0.5 * self.Q
-        A_ub[:, m] = -1.0
-        A_eq = np.ones((1, m + 1))
-        A_eq[0, m] = 0.0
-        bounds = np.zeros((m + 1, 2))
-        bounds[:, 1] = np.inf
-        bounds[m] = (-np.inf, np.inf)
-        res = linprog(
-            c, A_ub=A_ub, b_ub=-self.s, A_eq=A_eq, b_eq=[1.0], bounds=bounds, method="highs-ds"
-        )
-        if res.status != 0 or res.x is None:
-            # Rare (badly scaled cuts): the interior-point variant is more forgiving.
-            res = linprog(
-                c, A_ub=A_ub, b_ub=-self.s, A_eq=A_eq, b_eq=[1.0], bounds=bounds,
-                method="highs-ipm",
-            )
-        if res.x is None:
-            raise RuntimeError(f"the cutting-plane LP failed: {res.message}")
-        w = _onto_simplex(res.x[:m])
+        Q, s = self.Q, self.s
+        # Seed: the previous working set plus, for every cut, its steepest kernel.
+        W = np.union1d(self._W, np.argmax(Q, axis=1))
+        for _ in range(self.n_kernels + 1):
+            res, x = self._restricted_lp(W)
+            lam = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0)
+            tot = lam.sum()
+            if not tot > 0:
+                break
+            u = Q.T @ (lam / tot)
+            thr = u[W].max()
+            viol = np.flatnonzero(u > thr + 1e-10 * max(1.0, abs(thr)))
+            viol = np.setdiff1d(viol, W, assume_unique=False)
+            if viol.size == 0:
+                break
+            add = viol[np.argsort(u[viol])[::-1][: max(8, W.size // 4)]]
+            W = np.union1d(W, add)
+        w = np.zeros(self.n_kernels)
+        w[W] = x
+        w = _onto_simplex(w)
+        self._W = W[w[W] > 0] if np.any(w[W] > 0) else W
         # The model at a feasible point bounds its minimum from above; the LP
         # optimum can only be lower. Take the smaller so that rounding in the
         # solver never lifts the lower bound above the model's minimum.
         lower = min(float(res.fun), self.value(w))
         return lower, w
+
+    def _restricted_lp(self, W):
+        """HiGHS on the LP restricted to the kernels ``W``; returns ``(res, w_W)``."""
+        mw, J = W.size, self.n_cuts
+        c = np.zeros(mw + 1)
+        c[mw] = 1.0
+        A_ub = np.empty((J, mw + 1))
+        A_ub[:, :mw] = -0.5 * self.Q[:, W]
+        A_ub[:, mw] = -1.0
+        A_eq = np.ones((1, mw + 1))
+        A_eq[0, mw] = 0.0
+        bounds = np.zeros((mw + 1, 2))
+        bounds[:, 1] = np.inf
+        bounds[mw] = (-np.inf, np.inf)
+        res = None
+        for method in ("highs-ds", "highs-ipm"):  # ipm is more forgiving of bad scaling
+            res = linprog(
+                c, A_ub=A_ub, b_ub=-self.s, A_eq=A_eq, b_eq=[1.0], bounds=bounds, method=method
+            )
+            if res.status == 0 and res.x is not None:
+                break
+        if res.x is None:
+            raise RuntimeError(f"the cutting-plane LP failed: {res.message}")
+        return res, res.x[:mw]
 
     # ---- the projection QP of eq. 8 -------------------------------------------------
     def project_level(self, w0, level, fallback):
@@ -196,8 +227,45 @@ class CutModel:
         fallback = np.asarray(fallback, dtype=np.float64)
         if self.value(w0) <= level:
             return _onto_simplex(w0)  # already in the level set: its own projection
-        G, h, A, b, c, dims = self._level_socp(w0, level)
-        sol = None
+        # Column generation over kernels: solve on a working set W, then use
+        # the multipliers to check the kernels left out. With mu >= 0 for the
+        # cuts, the KKT conditions of eq. 8 give the projection in closed form,
+        #     w = P_simplex(w0 + Q'mu / 2),
+        # so a kernel outside W that gets weight there shows W was too small.
+        Q = self.Q
+        W = np.union1d(self._W, np.flatnonzero(fallback > 0))
+        W = np.union1d(W, np.flatnonzero(w0 > 0))
+        for _ in range(self.n_kernels + 1):
+            sol = self._solve_level_socp(W, w0, level)
+            if sol is None:
+                log.info("level projection failed in ECOS; using the model minimiser instead")
+                return _onto_simplex(fallback)
+            x, mu = sol
+            if W.size == self.n_kernels:
+                break
+            kkt = project_simplex(w0 + 0.5 * (Q.T @ mu), 1.0, np.empty(self.n_kernels))
+            new = np.setdiff1d(np.flatnonzero(kkt > 1e-12), W)
+            if new.size == 0:
+                break
+            W = np.union1d(W, new)
+        # An interior-point solution is strictly positive; weights at the
+        # solver's precision are zeros of the exact projection. Clearing them
+        # keeps later oracle calls from combining every kernel.
+        x = np.where(x > 1e-9 * max(float(x.max()), 1e-300), x, 0.0)
+        w = np.zeros(self.n_kernels)
+        w[W] = x
+        return self._repair(_onto_simplex(w / w.sum()), level, fallback)
+
+    def _solve_level_socp(self, W, w0, level):
+        """ECOS on eq. 8 restricted to the kernels ``W``.
+
+        Returns ``(w_W, mu)``: the solution and the cut multipliers ``mu`` of
+        the squared-distance problem, or None when ECOS fails. ECOS solves ``min t`` with ``||w - w0|| <= t``;
+        its duals ``z`` of the (scaled) cut rows relate to those of
+        ``min ||w - w0||^2 / 2`` by the factor ``t``: ``mu_j = t z_j / scale_j``.
+        """
+        G, h, A, b, c, dims, scale = self._level_socp(w0, level, W)
+        mw = W.size
         for opts in (_ECOS_OPTS, _ECOS_RETRY):
             try:
                 out = ecos.solve(c, G, h, dims, A, b, **opts)
@@ -205,24 +273,23 @@ class CutModel:
                 log.debug("ECOS raised %s on the level projection", exc)
                 continue
             if out["info"]["exitFlag"] in _ECOS_OK and np.all(np.isfinite(out["x"])):
-                sol = out["x"][: self.n_kernels]
-                break
+                t = float(out["x"][mw])
+                z = out["z"][mw : mw + self.n_cuts]
+                return out["x"][:mw], np.maximum(t * z / scale, 0.0)
             log.debug("ECOS exit flag %s on the level projection", out["info"]["exitFlag"])
-        if sol is None:
-            log.info("level projection failed in ECOS; using the model minimiser instead")
-            return _onto_simplex(fallback)
-        w = _onto_simplex(sol)
-        return self._repair(w, level, fallback)
+        return None
 
-    def _level_socp(self, w0, level):
-        """ECOS data for ``min t s.t. ||w - w0|| <= t, w >= 0, cuts <= level, 1'w = 1``.
+    def _level_socp(self, w0, level, W):
+        """ECOS data for ``min t s.t. ||w - w0|| <= t, w >= 0, cuts <= level, 1'w = 1``
+        over the kernels ``W`` (the others fixed at 0).
 
-        Variables ``x = (w, t)``. Cone ``h - Gx``: ``m`` rows ``w >= 0``,
+        Variables ``x = (w_W, t)``. Cone ``h - Gx``: ``m`` rows ``w >= 0``,
         ``J`` cut rows (each scaled to unit max-norm), then the second-order
-        cone ``(t, w - w0)``.
+        cone ``(t, w - w0)``. Returns the data and the cut scales.
         """
-        m, J = self.n_kernels, self.n_cuts
-        Q = self.Q
+        m, J = W.size, self.n_cuts
+        Q = self.Q[:, W]
+        w0 = w0[W]
         scale = 0.5 * np.max(np.abs(Q), axis=1)
         scale[scale <= 0.0] = 1.0
         rows_cut = (-0.5 / scale)[:, None] * Q  # (J, m): -q_j'w/2 <= l - s_j, scaled
@@ -259,7 +326,7 @@ class CutModel:
         c = np.zeros(m + 1)
         c[m] = 1.0
         dims = {"l": m + J, "q": [m + 1], "e": 0}
-        return G, h, A, b, c, dims
+        return G, h, A, b, c, dims, scale
 
     def _repair(self, w, level, fallback):
         """Pull ``w`` towards ``fallback`` just enough to satisfy the level.
@@ -270,6 +337,8 @@ class CutModel:
         solution already meets the level to solver precision.
         """
         gw = self.value(w)
+        # The level is a target of the method, not a constraint of the problem:
+        # a projection that misses it by solver rounding is kept as it is.
         slack = 1e-9 * max(1.0, abs(level))
         if gw <= level + slack:
             return w
@@ -281,14 +350,22 @@ class CutModel:
 
 
 def _onto_simplex(x):
-    """Euclidean projection onto the unit simplex, checked to rounding.
+    """A point of the unit simplex from a solver's output, checked to rounding.
 
-    Solvers return points on the simplex only to their tolerance; projecting
-    makes every point the methods ask for exactly feasible.
+    Solvers return points on the simplex only to their tolerance. A
+    non-negative vector whose sum is within rounding of 1 is renormalised;
+    projecting it instead would shift every entry by the tiny threshold and
+    turn exact zeros into ~1e-16 weights (so every later oracle call would
+    combine every kernel). Anything farther off is projected.
     """
     x = np.ascontiguousarray(x, dtype=np.float64)
     if not np.all(np.isfinite(x)):
         raise FloatingPointError("a sub-problem returned a non-finite point")
-    w = project_simplex(x, 1.0, np.empty_like(x))
+    w = np.maximum(x, 0.0)
+    total = w.sum()
+    if abs(total - 1.0) <= 1e-9 * max(1, w.size) and total > 0:
+        w /= total
+    else:
+        w = project_simplex(x, 1.0, np.empty_like(x))
     assert w.min() >= 0.0 and abs(w.sum() - 1.0) <= 1e-9 * max(1, w.size), "not on the simplex"
     return w
