@@ -27,10 +27,12 @@ class OracleAnswer:
     value : float
         ``J(w) = f(w, alpha)``, the SVM dual objective at the returned
         ``alpha`` (DESIGN section 1).
-    grad : ndarray of shape (n_kernels,)
+    grad : ndarray of shape (n_kernels,) or None
         ``-q / 2``, a subgradient of ``J`` at ``w``.
-    q : ndarray of shape (n_kernels,)
-        ``q_k = v' K_k v`` with ``v = alpha * y``.
+    q : ndarray of shape (n_kernels,) or None
+        ``q_k = v' K_k v`` with ``v = alpha * y``. None (with ``grad``) in a
+        value-only answer, which a method asks for when it needs ``J(w)``
+        alone (a line search); such answers carry no duality gap.
     alpha : ndarray of shape (n_samples,)
         Dual variables, feasible: ``0 <= alpha <= C`` and ``y' alpha = 0``.
     bias : float

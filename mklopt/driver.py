@@ -57,13 +57,17 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
     method.start(oracle)
     history = []
     calls0 = getattr(oracle, "n_calls", 0)
+    value_only = bool(getattr(oracle, "supports_value_only", False))
     warm = warm_start
     verdict = None
     t0 = time.perf_counter()
     try:
         while verdict is None:
             query = method.ask()
-            answer = oracle(query, warm_start=warm)
+            if value_only and not method.query_needs_q():
+                answer = oracle(query, warm_start=warm, need_q=False)
+            else:
+                answer = oracle(query, warm_start=warm)
             method.tell(query, answer)
             warm = getattr(answer, "alpha", None)
             lower, upper = method.bounds()

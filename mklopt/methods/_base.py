@@ -117,6 +117,15 @@ class MethodBase:
         self._require_started()
         return self._bounds(self._state)
 
+    def query_needs_q(self):
+        """Whether the pending query needs ``q`` (False: the value alone will do).
+
+        The driver passes ``need_q=False`` to oracles that support it
+        (``oracle.supports_value_only``), sparing them the quadratic forms;
+        other oracles answer in full, which every method must accept.
+        """
+        return True
+
     def query_weights(self, query):
         """Effective kernel weights of a query (what a history row records)."""
         return query
@@ -127,7 +136,12 @@ class MethodBase:
 
     # ---- helpers for subclasses -------------------------------------------
     def _offer(self, w, answer):
-        """Consider ``(w, answer)`` as the best point; keep it if its value is lowest."""
+        """Consider ``(w, answer)`` as the best point; keep it if its value is lowest.
+
+        Value-only answers (``q`` is None) carry no gap and are not considered.
+        """
+        if getattr(answer, "q", True) is None:
+            return
         if self.domain is not None:
             dual = self.domain.dual_value(answer)
             if dual > self.best_dual:

@@ -27,6 +27,7 @@ _GOLD = (math.sqrt(5.0) - 1.0) / 2.0  # 0.618...
 class _State:
     steps: object  # the generator that runs the method, one query per yield
     query: np.ndarray | None = None
+    need_q: bool = True  # False while the pending query is a line-search point
     iteration_done: bool = False
     step_sizes: list = field(default_factory=list)
 
@@ -104,6 +105,9 @@ class Subgradient(MethodBase):
     def _ask(self, s):
         return s.query
 
+    def query_needs_q(self):
+        return self._state.need_q
+
     def _tell(self, s, query, answer):
         self._offer(query, answer)
         s.iteration_done = False
@@ -129,6 +133,14 @@ class Subgradient(MethodBase):
 
     # ---- the two algorithms as generators (yield a query, receive its answer) --
     def _reduced(self, s):
+        # Points of the descent-direction update and of the line search need
+        # J alone (value-only oracle calls); the accepted point is then solved
+        # again with its gradient (warm-started, so the SVM is nearly free),
+        # as SimpleMKL does at the start of each iteration.
+        def value_at(x):
+            s.need_q = False
+            return (yield x)
+
         w = self.domain.initial()
         ans = yield w
         while True:
@@ -141,6 +153,7 @@ class Subgradient(MethodBase):
                 s.iteration_done = True
                 yield w
                 return
+            J0 = ans.value
             # Descent-direction update: jump to the largest feasible step while
             # that still decreases J (Rakotomamonjy et al. 2008, Algorithm 1).
             while True:
@@ -152,9 +165,9 @@ class Subgradient(MethodBase):
                 w_max = w + gamma_max * D
                 w_max[nu] = 0.0
                 w_max = self._clean(w_max)
-                ans_max = yield w_max
-                if ans_max.value < ans.value and np.count_nonzero(w_max) > 1:
-                    w, ans = w_max, ans_max
+                J_max = (yield from value_at(w_max)).value
+                if J_max < J0 and np.count_nonzero(w_max) > 1:
+                    w, J0 = w_max, J_max
                     D[mu] += D[nu]
                     D[nu] = 0.0
                     mu = int(np.argmax(w))
@@ -162,42 +175,39 @@ class Subgradient(MethodBase):
                         break
                     continue
                 break
-            if ans_max.value < ans.value:
+            if J_max < J0:
                 # Only one kernel left: that corner is the new point.
-                w, ans = w_max, ans_max
-                s.iteration_done = True
-                continue
-            # Golden-section line search on [0, gamma_max] along D.
-            pts = {0.0: (w, ans), gamma_max: (w_max, ans_max)}
-            a, b = 0.0, gamma_max
-            c = b - _GOLD * (b - a)
-            d = a + _GOLD * (b - a)
-            wc = self._clean(w + c * D)
-            ans_c = yield wc
-            pts[c] = (wc, ans_c)
-            wd = self._clean(w + d * D)
-            ans_d = yield wd
-            pts[d] = (wd, ans_d)
-            # SimpleMKL's bracket tolerance, extended: while no evaluated step
-            # beats step 0 the bracket keeps shrinking towards 0, so every
-            # iteration decreases J (a coarse bracket alone can stall at 0).
-            while (b - a) > self.line_search_tol * gamma_max or (
-                min(pts, key=lambda t: pts[t][1].value) == 0.0 and (b - a) > 1e-12 * gamma_max
-            ):
-                if pts[c][1].value < pts[d][1].value:
-                    b, d = d, c
-                    c = b - _GOLD * (b - a)
-                    new = c
-                else:
-                    a, c = c, d
-                    d = a + _GOLD * (b - a)
-                    new = d
-                wn = self._clean(w + new * D)
-                ans_n = yield wn
-                pts[new] = (wn, ans_n)
-            step = min(pts, key=lambda t: pts[t][1].value)
-            s.step_sizes.append(step)
-            w, ans = pts[step]
+                w_new = w_max
+            else:
+                # Golden-section line search on [0, gamma_max] along D.
+                vals = {0.0: J0, gamma_max: J_max}
+                a, b = 0.0, gamma_max
+                c = b - _GOLD * (b - a)
+                d = a + _GOLD * (b - a)
+                vals[c] = (yield from value_at(self._clean(w + c * D))).value
+                vals[d] = (yield from value_at(self._clean(w + d * D))).value
+                # SimpleMKL's bracket tolerance, extended: while no evaluated
+                # step beats step 0 the bracket keeps shrinking towards 0, so
+                # every iteration decreases J (a coarse bracket can stall at 0).
+                while (b - a) > self.line_search_tol * gamma_max or (
+                    min(vals, key=vals.get) == 0.0 and (b - a) > 1e-12 * gamma_max
+                ):
+                    if vals[c] < vals[d]:
+                        b, d = d, c
+                        c = b - _GOLD * (b - a)
+                        new = c
+                    else:
+                        a, c = c, d
+                        d = a + _GOLD * (b - a)
+                        new = d
+                    vals[new] = (yield from value_at(self._clean(w + new * D))).value
+                step = min(vals, key=vals.get)
+                s.step_sizes.append(step)
+                w_new = self._clean(w + step * D) if step > 0.0 else w
+            # Gradient at the accepted point (a full oracle call).
+            s.need_q = True
+            w = w_new
+            ans = yield w
             s.iteration_done = True
 
     def _projected(self, s):

@@ -144,7 +144,12 @@ class SVMDual:
         self.n_calls = 0
         self._K = np.empty((n, n), dtype=np.float64)
 
-    def __call__(self, w: NDArray, warm_start: NDArray | None = None) -> OracleAnswer:
+    #: ``need_q=False`` is supported (see :meth:`__call__`).
+    supports_value_only = True
+
+    def __call__(
+        self, w: NDArray, warm_start: NDArray | None = None, need_q: bool = True
+    ) -> OracleAnswer:
         """Solve the SVM dual at kernel weights ``w``.
 
         Parameters
@@ -153,6 +158,11 @@ class SVMDual:
             Non-negative finite kernel weights, not all zero.
         warm_start : array-like of shape (n_samples,), optional
             A feasible ``alpha`` to start from (see the class Notes).
+        need_q : bool, default=True
+            When False, only ``J(w)`` is wanted (a line search): ``q`` and
+            ``grad`` are None and the value is read off the solver's
+            gradient, ``J = 1'alpha - alpha'(G + 1) / 2`` with
+            ``G = Q alpha - 1``, so no pass over the kernel bank is made.
 
         Returns
         -------
@@ -194,8 +204,15 @@ class SVMDual:
             )
         bias = float(svm_bias(y, alpha, grad, C))
         support = np.flatnonzero(alpha > 0.0).astype(np.int64)
-        q = np.array(self.bank.quad_forms(alpha * y, support=support), dtype=np.float64)
         sum_alpha = float(alpha.sum())
+        if not need_q:
+            # alpha'Q alpha = v'K(w)v = w'q, and G = Q alpha - 1 is exact on exit.
+            value = sum_alpha - 0.5 * float(alpha[support] @ (grad[support] + 1.0))
+            return OracleAnswer(
+                w=w, value=value, grad=None, q=None, alpha=alpha, bias=bias,
+                support=support, n_solver_iter=int(n_iter), sum_alpha=sum_alpha,
+            )
+        q = np.array(self.bank.quad_forms(alpha * y, support=support), dtype=np.float64)
         value = sum_alpha - 0.5 * float(w @ q)
         return OracleAnswer(
             w=w,
