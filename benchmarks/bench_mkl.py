@@ -25,7 +25,8 @@ def main(argv=None):
     ap.add_argument("--splits", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--inner-tol", type=float, default=1e-3)
+    ap.add_argument("--inner-tol", type=float, default=1e-4,
+                    help="SMO KKT tolerance (default 1e-4: 1%% of the outer gap tolerance)")
     ap.add_argument("--out", default=None, help="directory for runs.json and table.md")
     args = ap.parse_args(argv)
 

@@ -107,7 +107,7 @@ def run_split(
     C=100.0,
     tol=1e-2,
     max_iter=500,
-    inner_tol=1e-3,
+    inner_tol=1e-4,
     repeats=1,
     protocol="level2008",
     time_limit=None,

@@ -76,3 +76,17 @@ def test_bad_parameters_fail_at_start(kw, err):
     method = Subgradient(**kw)  # stored verbatim
     with pytest.raises(err, match=next(iter(kw))):
         method.start(SmoothQuadraticOracle.random(3, 3))
+
+
+@pytest.mark.parametrize("direction", ["reduced", "projected"])
+def test_exact_l1_optimum_on_small_real_svm(direction):
+    """Against the L1-MKL QCQP solved by cvxpy (Clarabel) on 60 sonar points."""
+    from mklopt.domains import Simplex
+    from tests.methods import _svm_problems as P
+
+    exact = P.exact(Simplex(5), "l1")
+    res = solve(P.oracle(), Subgradient(direction=direction), stop=DualityGap(1e-5) | MaxIter(3000))
+    assert res.converged, res.reason
+    assert res.gap >= 0 and all(p.gap >= 0 for p in res.history)
+    assert abs(res.value - exact) <= res.gap + P.slack(exact)
+    assert res.lower <= exact + P.slack(exact)
