@@ -43,6 +43,9 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
 
     Notes
     -----
+    Long runs report progress on the ``"mklopt"`` logger at INFO level (at
+    most one line a second); per-call detail goes to ``callback``.
+
     The driver alone warm-starts the oracle (with the previous answer's
     ``alpha``), times the run and counts oracle calls. Every row's ``gap`` is
     the duality gap of the best point so far, computed by the method's
@@ -61,6 +64,10 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
     warm = warm_start
     verdict = None
     t0 = time.perf_counter()
+    # Progress for long runs: an INFO line at most once a second on the
+    # "mklopt" logger (enable with logging.basicConfig(level=logging.INFO)).
+    report = log.isEnabledFor(logging.INFO)
+    next_report = 1.0
     try:
         while verdict is None:
             query = method.ask()
@@ -86,6 +93,13 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
                 weights=np.array(method.query_weights(query), dtype=np.float64),
             )
             history.append(row)
+            if report and row.elapsed >= next_report:
+                next_report = row.elapsed + 1.0
+                log.info(
+                    "%s: %d oracle calls, iteration %d, J=%.6g, relative gap %.3g",
+                    type(method).__name__, row.n_oracle_calls, row.iteration, row.upper,
+                    row.rel_gap,
+                )
             if callback is not None:
                 try:
                     callback(row)

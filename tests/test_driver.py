@@ -102,3 +102,16 @@ def test_rel_gap_is_gap_over_value():
     res = solve(oracle(1), Subgradient(), stop=MaxIter(3))
     for p in res.history:
         assert math.isclose(p.rel_gap, p.gap / abs(p.upper), rel_tol=1e-12)
+
+
+def test_progress_is_logged_for_long_runs(caplog, monkeypatch):
+    import logging
+
+    import mklopt.driver as drv
+
+    clock = iter(range(0, 10**6))  # each perf_counter() call advances one second
+    monkeypatch.setattr(drv.time, "perf_counter", lambda: float(next(clock)))
+    with caplog.at_level(logging.INFO, logger="mklopt"):
+        solve(oracle(), Subgradient(), stop=MaxIter(3))
+    lines = [r.getMessage() for r in caplog.records if r.name == "mklopt"]
+    assert lines and all("oracle calls" in m and "relative gap" in m for m in lines)
