@@ -52,7 +52,9 @@ def _bench(args):
     known = set(B.METHOD_LABELS) | set(proto["methods"])
     bad = [m for m in methods if m not in known]
     if bad:
-        raise UserError(f"unknown method(s) {', '.join(bad)}; choose from {', '.join(sorted(known))}")
+        raise UserError(
+            f"unknown method(s) {', '.join(bad)}; choose from {', '.join(sorted(known))}"
+        )
     if args.splits < 1:
         raise UserError("--splits must be at least 1")
 
@@ -63,8 +65,13 @@ def _bench(args):
     for name in names:
         for s in range(args.splits):
             split_runs, hist = B.run_protocol_split(
-                name, args.seed + s, methods, protocol=args.protocol, C=proto["C"],
-                repeats=args.repeats, keep_history=(s == 0),
+                name,
+                args.seed + s,
+                methods,
+                protocol=args.protocol,
+                C=proto["C"],
+                repeats=args.repeats,
+                keep_history=(s == 0),
             )
             runs.extend(split_runs)
             if s == 0:
@@ -74,8 +81,12 @@ def _bench(args):
                 line = ", ".join(
                     f"{r.method} {r.seconds:.2f}s/{100 * r.accuracy:.1f}%" for r in split_runs
                 )
-                print(f"[{done}/{total} {time.perf_counter() - t_start:5.0f}s] {name} split "
-                      f"{args.seed + s}: {line}", file=sys.stderr, flush=True)
+                print(
+                    f"[{done}/{total} {time.perf_counter() - t_start:5.0f}s] {name} split "
+                    f"{args.seed + s}: {line}",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
     rows = B.summarise(runs)
     table = B.markdown_table(rows, methods)
@@ -87,86 +98,205 @@ def _bench(args):
             avg = sum(ts.values()) / len(ts)
             savings.append({"method": a, "against": b, "per_dataset": ts, "average": avg})
             cells = ", ".join(f"{k} {v:.1f}" for k, v in ts.items())
-            print(f"time saved by {B.METHOD_LABELS[a]} over {B.METHOD_LABELS[b]} (%): {cells}; "
-                  f"average {avg:.1f}")
+            print(
+                f"time saved by {B.METHOD_LABELS[a]} over {B.METHOD_LABELS[b]} (%): {cells}; "
+                f"average {avg:.1f}"
+            )
 
     out = args.out
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "runs.json"), "w") as fh:
-        json.dump({"protocol": args.protocol, "runs": [r.as_dict() for r in runs],
-                   "summary": rows, "time_saving": savings}, fh, indent=1)
+        json.dump(
+            {
+                "protocol": args.protocol,
+                "runs": [r.as_dict() for r in runs],
+                "summary": rows,
+                "time_saving": savings,
+            },
+            fh,
+            indent=1,
+        )
     B.write_csv(os.path.join(out, "summary.csv"), rows)
     with open(os.path.join(out, "table.md"), "w") as fh:
         fh.write(table + "\n")
     figs = B.draw_figures(first_histories, out, methods)
-    print(f"wrote {out}/runs.json, summary.csv, table.md" + (f" and {len(figs)} figure(s)" if figs
-          else " (install mklopt[plot] for figures)"), file=sys.stderr)
+    print(
+        f"wrote {out}/runs.json, summary.csv, table.md"
+        + (f" and {len(figs)} figure(s)" if figs else " (install mklopt[plot] for figures)"),
+        file=sys.stderr,
+    )
     return 0
 
 
 # ----------------------------------------------------------------------------
 # fit / predict
 # ----------------------------------------------------------------------------
-def _read_csv(path, label=None, need_label=True):
+def _read_csv(path, label=None, need_label=True, features=None):
+    """Read a CSV file with a header row.
+
+    Returns ``(X, y, feature_names)``: the numeric feature columns as a
+    float64 matrix, the ``label`` column (integers when every label is an
+    integer, else strings; None when ``label`` is None or absent and not
+    needed) and the names of the feature columns, which must equal
+    ``features`` when that is given.
+    """
+    import csv
+
     import numpy as np
 
+    if os.path.isdir(path):
+        raise UserError(f"{path} is a directory, not a CSV file")
     if not os.path.isfile(path):
         raise UserError(f"no such file: {path}")
     try:
-        with open(path, newline="") as fh:
-            header = fh.readline().strip().split(",")
-        data = np.genfromtxt(path, delimiter=",", skip_header=1, dtype=str, ndmin=2)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise UserError(f"cannot read {path} as CSV: {exc}") from None
-    header = [h.strip() for h in header]
-    if data.size == 0 or data.shape[1] != len(header):
-        raise UserError(f"{path}: expected {len(header)} columns per row as in its header")
+    if not rows:
+        raise UserError(f"{path} is empty")
+    header = [h.strip() for h in rows[0]]
+    body = rows[1:]
+    if not body:
+        raise UserError(f"{path} has a header but no data rows")
+    if len(set(header)) != len(header):
+        raise UserError(f"{path}: repeated column names in the header")
+    for i, r in enumerate(body):
+        if len(r) != len(header):
+            raise UserError(
+                f"{path}, line {i + 2}: {len(r)} fields, but the header has {len(header)}"
+            )
     y = None
-    if label is not None:
-        if label not in header:
-            if need_label:
-                raise UserError(f"{path}: no column named {label!r} (columns: {', '.join(header)})")
+    if label is not None and label in header:
+        j = header.index(label)
+        y = [r[j].strip() for r in body]
+        body = [r[:j] + r[j + 1 :] for r in body]
+        header = header[:j] + header[j + 1 :]
+        if any(v == "" for v in y):
+            line = 2 + [v == "" for v in y].index(True)
+            raise UserError(f"{path}, line {line}: the label column {label!r} is empty")
+    elif label is not None and need_label:
+        cols = ", ".join(header[:8]) + (f", ... ({len(header)} columns)" if len(header) > 8 else "")
+        raise UserError(f"{path}: no column named {label!r} (columns: {cols})")
+    if not header:
+        raise UserError(f"{path}: no feature columns besides the label")
+    if features is not None and header != list(features):
+        missing = [f for f in features if f not in header]
+        extra = [f for f in header if f not in features]
+        if missing or extra:
+            what = "; ".join(
+                f"{kind} {', '.join(cols[:5])}{', ...' if len(cols) > 5 else ''}"
+                for kind, cols in (("missing", missing), ("unexpected", extra))
+                if cols
+            )
         else:
-            j = header.index(label)
-            y = data[:, j]
-            data = np.delete(data, j, axis=1)
-            header = header[:j] + header[j + 1:]
-    try:
-        X = data.astype(float)
-    except ValueError:
-        raise UserError(f"{path}: feature columns must be numeric") from None
+            what = "the same columns in another order"
+        raise UserError(f"{path}: feature columns differ from the model's ({what})")
+    X = np.empty((len(body), len(header)))
+    for i, r in enumerate(body):
+        for j, v in enumerate(r):
+            try:
+                X[i, j] = float(v)
+            except ValueError:
+                what = "is empty" if not v.strip() else f"is not a number: {v.strip()!r}"
+                raise UserError(
+                    f"{path}, line {i + 2}, column {header[j]!r} {what}; feature columns "
+                    "must be numeric"
+                ) from None
     if not np.all(np.isfinite(X)):
-        raise UserError(f"{path}: feature columns contain missing or infinite values")
+        i, j = np.argwhere(~np.isfinite(X))[0]
+        raise UserError(f"{path}, line {i + 2}, column {header[j]!r}: NaN or infinite value")
     if y is not None:
         try:
-            yf = y.astype(float)
-            if np.all(yf == np.round(yf)):
-                y = yf.astype(int)
+            yf = np.array([float(v) for v in y])
         except ValueError:
-            pass
+            y = np.array(y)  # class names
+        else:
+            if not (np.all(np.isfinite(yf)) and np.all(yf == np.round(yf))):
+                raise UserError(
+                    f"{path}: the label column {label!r} holds non-integer numbers; it must "
+                    "hold class labels (integers or names)"
+                )
+            y = yf.astype(np.int64)
     return X, y, header
 
 
+def _standardize(X):
+    """Mean and scale of each feature, as in :func:`mklopt.datasets.split`."""
+    import numpy as np
+
+    mean = X.mean(axis=0)
+    std = X.std(axis=0)
+    constant = std <= 1e-12 * np.maximum(1.0, np.abs(mean))
+    return mean, np.where(constant, 1.0, std)
+
+
 def _fit(args):
+    import warnings
+
+    import numpy as np
+
     from .estimators import MKLClassifier
+    from .kernels import grid
     from .persist import save_model
 
     X, y, features = _read_csv(args.data, args.label)
-    kernels = args.kernels
-    if kernels not in ("grid", "mkboost"):
-        raise UserError("--kernels must be 'grid' or 'mkboost'")
-    clf = MKLClassifier(kernels="grid" if kernels == "grid" else "mkboost", method=args.method,
-                        C=args.C, tol=args.tol, max_iter=args.max_iter,
-                        p=args.p if args.method == "lp" else None)
+    n_classes = len(np.unique(y))
+    if n_classes < 2:
+        raise UserError(f"{args.data}: the label column {args.label!r} has only one class")
+    if n_classes > max(2, X.shape[0] // 2):
+        raise UserError(
+            f"{args.data}: the label column {args.label!r} has {n_classes} distinct values "
+            f"for {X.shape[0]} rows; is it a class label?"
+        )
+    if args.method != "lp" and args.p is not None:
+        raise UserError("--p is only used with --method lp")
+    if args.method != "mirror" and args.groups is not None:
+        raise UserError("--groups is only used with --method mirror")
+    standardize = None
+    if not args.no_standardize:
+        standardize = _standardize(X)
+        X = (X - standardize[0]) / standardize[1]
+    if args.kernels == "grid":
+        kernels = "grid"
+    else:
+        kernels = list(grid(X.shape[1], protocol="mkboost2013"))
+    p = (2.0 if args.p is None else args.p) if args.method == "lp" else None
+    clf = MKLClassifier(
+        kernels=kernels,
+        method=args.method,
+        C=args.C,
+        tol=args.tol,
+        max_iter=args.max_iter,
+        p=p,
+        groups=args.groups,
+        time_limit=args.time_limit,
+    )
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            clf.fit(X, y)
+        except (ValueError, TypeError, MemoryError) as exc:
+            raise UserError(f"cannot fit: {exc}") from None
+    seconds = time.perf_counter() - t0
+    for w in caught:
+        print(f"mklopt fit: warning: {w.message}", file=sys.stderr)
     try:
-        clf.fit(X, y)
-    except (ValueError, TypeError, MemoryError) as exc:
-        raise UserError(f"cannot fit: {exc}") from None
-    save_model(clf, args.model, feature_names=features, label=args.label)
-    r = clf.result_
-    print(f"fitted {args.method} on {X.shape[0]} rows, {X.shape[1]} features: "
-          f"{clf.n_oracle_calls_} SVM calls, relative gap {r.rel_gap:.2e}, "
-          f"training accuracy {clf.score(X, y):.4f}; model saved to {args.model}")
+        save_model(
+            clf, args.model, feature_names=features, label=args.label, standardize=standardize
+        )
+    except OSError as exc:
+        raise UserError(f"cannot write the model to {args.model}: {exc.strerror or exc}") from None
+    gaps = np.atleast_1d(clf.gap_)
+    calls = int(np.sum(clf.n_oracle_calls_))
+    pairs = "" if gaps.size == 1 else f" over {gaps.size} one-vs-one pairs"
+    print(
+        f"fitted {args.method} on {X.shape[0]} rows, {X.shape[1]} features, {n_classes} "
+        f"classes in {seconds:.2f} s: {clf.n_kernels_} kernels, {calls} SVM calls{pairs}, "
+        f"relative gap {np.max(gaps):.2e}, training accuracy {clf.score(X, y):.4f}; "
+        f"model saved to {args.model}"
+    )
     return 0
 
 
@@ -179,72 +309,137 @@ def _predict(args):
         clf, meta = load_model(args.model)
     except ModelFormatError as exc:
         raise UserError(str(exc)) from None
-    X, y, features = _read_csv(args.data, meta.get("label"), need_label=False)
-    if features != meta["feature_names"]:
-        raise UserError(f"{args.data}: columns {features} differ from the model's "
-                        f"{meta['feature_names']}")
+    X, y, _ = _read_csv(
+        args.data, meta.get("label"), need_label=False, features=meta.get("feature_names")
+    )
+    if X.shape[1] != meta["n_features"]:
+        raise UserError(
+            f"{args.data}: {X.shape[1]} feature columns, the model expects {meta['n_features']}"
+        )
+    if meta.get("standardize") is not None:
+        mean, scale = meta["standardize"]
+        X = (X - mean) / scale
     pred = clf.predict(X)
-    out = sys.stdout if args.out in (None, "-") else open(args.out, "w")
+    try:
+        out = sys.stdout if args.out in (None, "-") else open(args.out, "w")
+    except OSError as exc:
+        raise UserError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     try:
         out.write("prediction\n")
-        for p in pred:
+        for p in pred.tolist():
             out.write(f"{p}\n")
     finally:
         if out is not sys.stdout:
             out.close()
     if y is not None:
         acc = float(np.mean(np.asarray(pred).astype(str) == np.asarray(y).astype(str)))
-        print(f"accuracy on {args.data}: {acc:.4f}", file=sys.stderr)
+        print(f"accuracy on {args.data}: {acc:.4f} ({len(y)} rows)", file=sys.stderr)
     return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (and exit status 2)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 # ----------------------------------------------------------------------------
 def build_parser():
-    ap = argparse.ArgumentParser(
-        prog="mklopt", description="Multiple kernel learning certified by duality gaps."
-    )
+    ap = _Parser(prog="mklopt", description="Multiple kernel learning certified by duality gaps.")
     sub = ap.add_subparsers(dest="command", metavar="{bench,fit,predict}")
     sub.required = True
 
-    b = sub.add_parser("bench", help="run MKL methods on bundled data under a paper's protocol",
-                       description="Run methods on bundled UCI data under a paper's protocol; "
-                       "print a table (mean ± std over random half splits) and write CSV, JSON "
-                       "and PNG figures.")
-    b.add_argument("--datasets", nargs="+", metavar="NAME",
-                   help="bundled data sets (default: ionosphere)")
-    b.add_argument("--methods", nargs="+", metavar="M",
-                   help="methods (default: every method of the protocol)")
-    b.add_argument("--protocol", choices=sorted(PROTOCOLS), default="level2008",
-                   help="; ".join(f"{k}: {v['help']}" for k, v in PROTOCOLS.items()))
+    b = sub.add_parser(
+        "bench",
+        help="run MKL methods on bundled data under a paper's protocol",
+        description="Run methods on bundled UCI data under a paper's protocol; "
+        "print a table (mean ± std over random half splits) and write CSV, JSON "
+        "and PNG figures.",
+    )
+    b.add_argument(
+        "--datasets", nargs="+", metavar="NAME", help="bundled data sets (default: ionosphere)"
+    )
+    b.add_argument(
+        "--methods", nargs="+", metavar="M", help="methods (default: every method of the protocol)"
+    )
+    b.add_argument(
+        "--protocol",
+        choices=sorted(PROTOCOLS),
+        default="level2008",
+        help="; ".join(f"{k}: {v['help']}" for k, v in PROTOCOLS.items()),
+    )
     b.add_argument("--splits", type=int, default=3, help="random half splits (default: 3)")
     b.add_argument("--seed", type=int, default=0, help="seed of the first split (default: 0)")
-    b.add_argument("--repeats", type=int, default=1,
-                   help="timed repeats per solve; the median is reported (default: 1)")
+    b.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="timed repeats per solve; the median is reported (default: 1)",
+    )
     b.add_argument("--out", default="bench-out", help="output directory (default: bench-out)")
     b.add_argument("--quiet", action="store_true", help="no progress lines")
     b.set_defaults(func=_bench)
 
-    f = sub.add_parser("fit", help="fit an MKL model on a CSV file and save it",
-                       description="Fit MKLClassifier on DATA.csv (header row, numeric "
-                       "features, one label column) and save a portable model file.")
+    f = sub.add_parser(
+        "fit",
+        help="fit an MKL model on a CSV file and save it",
+        description="Fit MKLClassifier on DATA.csv (header row, numeric "
+        "features, one label column) and save a portable model file.",
+    )
     f.add_argument("data", metavar="DATA.csv")
     f.add_argument("--label", default="label", help="label column (default: label)")
-    f.add_argument("--method", default="level",
-                   choices=["level", "cutting_plane", "silp", "subgradient", "simplemkl",
-                            "mirror", "lp"], help="outer method (default: level)")
-    f.add_argument("--kernels", default="grid",
-                   help="'grid' (level paper) or 'mkboost' (17 kernels) (default: grid)")
+    f.add_argument(
+        "--method",
+        default="level",
+        choices=["level", "cutting_plane", "silp", "subgradient", "simplemkl", "mirror", "lp"],
+        help="outer method (default: level)",
+    )
+    f.add_argument(
+        "--kernels",
+        default="grid",
+        choices=["grid", "mkboost"],
+        help="'grid': the level paper's Gaussian and polynomial kernels on all "
+        "features and on each single feature (13 (d + 1) kernels); 'mkboost': "
+        "the MKBoost paper's 17 kernels on all features (default: grid)",
+    )
     f.add_argument("--C", type=float, default=100.0, help="SVM trade-off C (default: 100)")
-    f.add_argument("--p", type=float, default=2.0, help="norm for --method lp (default: 2)")
+    f.add_argument(
+        "--p", type=float, default=None, help="norm of Lp-MKL for --method lp, > 1 (default: 2)"
+    )
+    f.add_argument(
+        "--groups",
+        choices=["features"],
+        default=None,
+        help="with --method mirror: one kernel group per feature set (the mixed "
+        "l-inf/l1 formulation)",
+    )
     f.add_argument("--tol", type=float, default=1e-2, help="relative duality gap (default: 0.01)")
     f.add_argument("--max-iter", type=int, default=500, help="outer iterations (default: 500)")
+    f.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop and keep the best point after this many seconds (default: none)",
+    )
+    f.add_argument(
+        "--no-standardize",
+        action="store_true",
+        help="use the features as they are; by default each feature is centred and "
+        "scaled with its training mean and standard deviation (saved in the model "
+        "and applied again by predict)",
+    )
     f.add_argument("--model", required=True, metavar="MODEL.npz", help="where to save the model")
     f.set_defaults(func=_fit)
 
-    p = sub.add_parser("predict", help="predict labels of a CSV file with a saved model",
-                       description="Predict with a model saved by 'mklopt fit'. The CSV must "
-                       "have the training features (a label column, if present, is used to "
-                       "report accuracy).")
+    p = sub.add_parser(
+        "predict",
+        help="predict labels of a CSV file with a saved model",
+        description="Predict with a model saved by 'mklopt fit'. The CSV must "
+        "have the training features (a label column, if present, is used to "
+        "report accuracy).",
+    )
     p.add_argument("model", metavar="MODEL.npz")
     p.add_argument("data", metavar="DATA.csv")
     p.add_argument("--out", default=None, help="write predictions here (default: stdout)")
@@ -259,6 +454,10 @@ def main(argv=None):
         return args.func(args)
     except UserError as exc:
         print(f"mklopt {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. an output directory that cannot be created
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        print(f"mklopt {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"mklopt {args.command}: interrupted", file=sys.stderr)

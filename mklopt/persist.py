@@ -1,0 +1,663 @@
+"""Portable model files for fitted :class:`~mklopt.MKLClassifier` models.
+
+A model file is one ``.npz`` archive (``numpy.savez``) of plain numeric or
+string arrays plus one JSON metadata string. It holds exactly what
+prediction needs: the support vectors' training rows, the selected kernels
+with their training normalisation constants and weights, the dual
+coefficients and biases of every one-vs-one problem, and the classes.
+
+:func:`load_model` reads it with ``numpy.load(path, allow_pickle=False)``:
+a model file never contains, and loading never runs, Python code. Every
+array and every metadata field is checked before a classifier is built;
+anything unexpected raises :class:`ModelFormatError` with one sentence
+saying what is wrong.
+
+Examples
+--------
+>>> import os, tempfile
+>>> from mklopt import MKLClassifier, datasets
+>>> from mklopt.kernels import rbf, linear
+>>> from mklopt.persist import save_model, load_model
+>>> X, y = datasets.load("sonar")
+>>> X_train, X_test, y_train, y_test = datasets.split(X, y, seed=0)
+>>> clf = MKLClassifier(kernels=[rbf(4.0), linear()], C=10.0).fit(X_train, y_train)
+>>> path = os.path.join(tempfile.mkdtemp(), "sonar.npz")
+>>> save_model(clf, path, label="label")
+>>> clf2, meta = load_model(path)
+>>> bool((clf2.predict(X_test) == clf.predict(X_test)).all())
+True
+>>> meta["label"]
+'label'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import tempfile
+import zipfile
+
+import numpy as np
+
+__all__ = ["save_model", "load_model", "ModelFormatError", "FORMAT_NAME", "FORMAT_VERSION"]
+
+#: Value of the ``format`` field of the metadata.
+FORMAT_NAME = "mklopt-model"
+#: Version of the layout written by :func:`save_model`; :func:`load_model`
+#: reads every version up to this one.
+FORMAT_VERSION = 1
+
+_META_KEY = "metadata"
+
+# Parameters of MKLClassifier kept in the file. ``callback`` is not data and
+# is not saved; ``method`` is saved by its registry name.
+_PARAMS = (
+    "kernels",
+    "method",
+    "C",
+    "p",
+    "groups",
+    "tol",
+    "max_iter",
+    "inner_tol",
+    "normalize",
+    "weight_threshold",
+    "time_limit",
+    "max_memory",
+)
+
+# array name -> (allowed dtype kinds, ndim); shapes are checked together below.
+_ARRAYS = {
+    "classes": ("biufU", 1),
+    "pairs": ("i", 2),
+    "weights": ("f", 2),
+    "intercept": ("f", 1),
+    "n_iter": ("i", 1),
+    "n_oracle_calls": ("i", 1),
+    "gap": ("f", 1),
+    "converged": ("b", 1),
+    "sv_offsets": ("i", 1),
+    "sv_X": ("f", 2),
+    "sv_index": ("i", 1),
+    "sv_pair_index": ("i", 1),
+    "dual_coef": ("f", 1),
+    "kernel_offsets": ("i", 1),
+    "kernel_index": ("i", 1),
+    "kernel_weight": ("f", 1),
+    "kernel_scale": ("f", 1),
+}
+_OPTIONAL_ARRAYS = {"x_mean": ("f", 1), "x_scale": ("f", 1)}
+
+
+class ModelFormatError(ValueError):
+    """A model file is missing, truncated, corrupt, foreign or inconsistent."""
+
+
+# --------------------------------------------------------------------------
+# kernel specs <-> JSON
+# --------------------------------------------------------------------------
+def _spec_to_json(spec):
+    from .kernels import RBF, Linear, Poly
+
+    feats = None if spec.features is None else [int(f) for f in spec.features]
+    if isinstance(spec, RBF):
+        return {"kind": "rbf", "sigma": float(spec.sigma), "features": feats}
+    if isinstance(spec, Poly):
+        return {"kind": "poly", "degree": int(spec.degree), "features": feats}
+    if isinstance(spec, Linear):
+        return {"kind": "linear", "features": feats}
+    raise TypeError(f"cannot save a kernel spec of type {type(spec).__name__}")
+
+
+def _spec_from_json(obj, k):
+    from .kernels import linear, poly, rbf
+
+    if not isinstance(obj, dict) or "kind" not in obj:
+        raise ModelFormatError(f"kernel spec {k} is not a JSON object with a 'kind' field")
+    kind = obj["kind"]
+    fields = {
+        "rbf": {"kind", "sigma", "features"},
+        "poly": {"kind", "degree", "features"},
+        "linear": {"kind", "features"},
+    }
+    if kind not in fields:
+        raise ModelFormatError(f"kernel spec {k} has unknown kind {kind!r}")
+    if set(obj) != fields[kind]:
+        raise ModelFormatError(
+            f"kernel spec {k} ({kind}) has fields {sorted(obj)}, expected {sorted(fields[kind])}"
+        )
+    try:
+        if kind == "rbf":
+            if isinstance(obj["sigma"], bool) or not isinstance(obj["sigma"], numbers.Real):
+                raise TypeError("sigma must be a number")
+            return rbf(float(obj["sigma"]), obj["features"])
+        if kind == "poly":
+            return poly(obj["degree"], obj["features"])
+        return linear(obj["features"])
+    except (TypeError, ValueError) as exc:
+        raise ModelFormatError(f"kernel spec {k} is invalid: {exc}") from None
+
+
+# --------------------------------------------------------------------------
+# save
+# --------------------------------------------------------------------------
+def _jsonable(value, name):
+    """A parameter value as JSON data (numbers, strings, None, nested lists)."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        v = float(value)
+        if not math.isfinite(v):
+            raise ValueError(f"parameter {name}={value!r} is not finite and cannot be saved")
+        return v
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [
+            _jsonable(v, name) for v in (value.tolist() if isinstance(value, np.ndarray) else value)
+        ]
+    raise TypeError(f"parameter {name} of type {type(value).__name__} cannot be saved")
+
+
+def _method_name(method):
+    from .methods import METHODS
+
+    if isinstance(method, str):
+        return method
+    # An outer-method instance: keep its registry name (the instance's own
+    # hyper-parameters do not matter for prediction).
+    for name, cls in METHODS.items():
+        if type(method) is cls and getattr(cls, "name", name) == name:
+            return name
+    return None
+
+
+def _classes_array(classes):
+    c = np.asarray(classes)
+    if c.dtype.kind == "O":
+        if all(isinstance(v, str) for v in c.tolist()):
+            return c.astype(str)
+        raise TypeError(
+            "classes_ mixes Python objects that are not strings; only numeric or string "
+            "labels can be saved"
+        )
+    if c.dtype.kind in "SU":
+        return c.astype(str)
+    if c.dtype.kind not in "biuf":
+        raise TypeError(f"classes_ of dtype {c.dtype} cannot be saved")
+    if c.dtype.kind in "iu":
+        return c.astype(np.int64)
+    if c.dtype.kind == "f":
+        return c.astype(np.float64)
+    return c
+
+
+def save_model(clf, path, feature_names=None, label=None, standardize=None):
+    """Save a fitted :class:`~mklopt.MKLClassifier` to a portable ``.npz`` file.
+
+    Parameters
+    ----------
+    clf : MKLClassifier
+        A fitted classifier (binary or multiclass).
+    path : str or os.PathLike
+        Where to write; the name is used as given (no ``.npz`` is appended).
+        The file is written to a temporary name first and then renamed, so an
+        interrupted save never leaves a half-written model behind.
+    feature_names : sequence of str, optional
+        One name per feature, stored in the metadata.
+    label : str, optional
+        Name of the label column, stored in the metadata.
+    standardize : tuple of two array-likes of shape (n_features,), optional
+        ``(mean, scale)`` of a standardisation applied to the features before
+        ``fit``; stored so that the same transform can be applied before
+        ``predict`` (returned by :func:`load_model` as ``meta["standardize"]``).
+
+    Raises
+    ------
+    TypeError
+        If ``clf`` is not an ``MKLClassifier`` (MKBoost ensembles cannot be
+        saved yet), or a parameter cannot be represented without pickle.
+    ValueError
+        If ``clf`` is not fitted or the extra arguments are inconsistent.
+
+    Notes
+    -----
+    Saved: the fitted attributes used by ``predict`` and
+    ``decision_function`` (``classes_``, ``pairs_``, ``weights_``,
+    ``support_``, ``dual_coef_``, ``intercept_``, ``kernel_specs_``), the
+    per-pair summaries ``n_iter_``, ``n_oracle_calls_``, ``gap_`` and
+    ``converged_``, and the constructor parameters except ``callback``.
+    Not saved: ``history_`` and ``result_`` (the run records).
+    """
+    from . import __version__
+    from .estimators import MKBoostClassifier, MKLClassifier
+
+    if isinstance(clf, MKBoostClassifier):
+        raise TypeError(
+            "only MKLClassifier models can be saved; MKBoostClassifier ensembles are not "
+            "supported by the model format"
+        )
+    if not isinstance(clf, MKLClassifier):
+        raise TypeError(f"clf must be a fitted MKLClassifier, got {type(clf).__name__}")
+    if not hasattr(clf, "models_"):
+        raise ValueError("clf is not fitted; call fit before save_model")
+
+    d = int(clf.n_features_in_)
+    specs = list(clf.kernel_specs_)
+    m = len(specs)
+    if feature_names is not None:
+        feature_names = [str(f) for f in feature_names]
+        if len(feature_names) != d:
+            raise ValueError(f"feature_names has {len(feature_names)} names for {d} features")
+    if label is not None and not isinstance(label, str):
+        raise TypeError(f"label must be a string or None, got {type(label).__name__}")
+
+    sv_X, sv_index, sv_pair, coef, sv_off = [], [], [], [], [0]
+    k_idx, k_w, k_scale, k_off = [], [], [], [0]
+    supports = clf.support_ if len(clf.models_) > 1 else [clf.support_]
+    for model, support in zip(clf.models_, supports, strict=True):
+        pred = model.predictor
+        if pred.bank is None:
+            n_sv = 0
+        else:
+            bank = pred.bank
+            selected = [specs.index(s) for s in bank.specs]
+            n_sv = bank.n_samples
+            sv_X.append(bank.X_train)
+            k_idx.extend(selected)
+            k_w.extend(np.asarray(pred.w, dtype=np.float64).tolist())
+            k_scale.extend(np.asarray(bank.scales, dtype=np.float64).tolist())
+        if n_sv != len(support) or n_sv != len(pred.dual_coef):
+            raise ValueError("clf is inconsistent: support vectors and dual coefficients differ")
+        sv_index.append(np.asarray(support, dtype=np.int64))
+        sv_pair.append(np.asarray(model.support, dtype=np.int64))
+        coef.append(np.asarray(pred.dual_coef, dtype=np.float64))
+        sv_off.append(sv_off[-1] + n_sv)
+        k_off.append(len(k_idx))
+
+    n_pairs = len(clf.models_)
+    arrays = {
+        "classes": _classes_array(clf.classes_),
+        "pairs": np.asarray(clf.pairs_, dtype=np.int64).reshape(n_pairs, 2),
+        "weights": np.asarray(clf.weights_, dtype=np.float64).reshape(n_pairs, m),
+        "intercept": np.array([mdl.predictor.bias for mdl in clf.models_], dtype=np.float64),
+        "n_iter": np.atleast_1d(np.asarray(clf.n_iter_, dtype=np.int64)),
+        "n_oracle_calls": np.atleast_1d(np.asarray(clf.n_oracle_calls_, dtype=np.int64)),
+        "gap": np.atleast_1d(np.asarray(clf.gap_, dtype=np.float64)),
+        "converged": np.atleast_1d(np.asarray(clf.converged_, dtype=bool)),
+        "sv_offsets": np.asarray(sv_off, dtype=np.int64),
+        "sv_X": (np.concatenate(sv_X, axis=0) if sv_X else np.empty((0, d))).astype(np.float64),
+        "sv_index": np.concatenate(sv_index).astype(np.int64),
+        "sv_pair_index": np.concatenate(sv_pair).astype(np.int64),
+        "dual_coef": np.concatenate(coef).astype(np.float64),
+        "kernel_offsets": np.asarray(k_off, dtype=np.int64),
+        "kernel_index": np.asarray(k_idx, dtype=np.int64),
+        "kernel_weight": np.asarray(k_w, dtype=np.float64),
+        "kernel_scale": np.asarray(k_scale, dtype=np.float64),
+    }
+    if standardize is not None:
+        mean, scale = (np.asarray(a, dtype=np.float64) for a in standardize)
+        if mean.shape != (d,) or scale.shape != (d,):
+            raise ValueError(f"standardize must be (mean, scale), each of shape ({d},)")
+        if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(scale)) and np.all(scale > 0)):
+            raise ValueError("standardize needs finite means and finite positive scales")
+        arrays["x_mean"], arrays["x_scale"] = mean, scale
+
+    params = clf.get_params(deep=False)
+    saved = {}
+    for name in _PARAMS:
+        value = params.get(name)
+        if name == "kernels":
+            saved[name] = value if isinstance(value, str) else None  # the specs are saved below
+        elif name == "method":
+            saved[name] = _method_name(value)
+        else:
+            saved[name] = _jsonable(value, name)
+    meta = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "mklopt_version": __version__,
+        "estimator": "MKLClassifier",
+        "n_features": d,
+        "n_kernels": m,
+        "n_pairs": n_pairs,
+        "kernel_specs": [_spec_to_json(s) for s in specs],
+        "params": saved,
+        "feature_names": feature_names,
+        "label": label,
+    }
+    arrays[_META_KEY] = np.array(json.dumps(meta, allow_nan=False))
+
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".mklopt-model-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# --------------------------------------------------------------------------
+# load
+# --------------------------------------------------------------------------
+def _fail(path, what):
+    raise ModelFormatError(f"{path} {what}")
+
+
+def _read_arrays(path):
+    """All arrays of the archive, read eagerly, without pickle."""
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
+        if magic[:4] != b"PK\x03\x04":
+            what = "a single .npy array" if magic == b"\x93NUMPY" else "not an .npz archive"
+            if not magic:
+                what = "the file is empty"
+            _fail(path, f"is not an mklopt model file ({what})")
+        archive = np.load(path, allow_pickle=False)
+    except ModelFormatError:
+        raise
+    except FileNotFoundError:
+        _fail(path, "does not exist")
+    except IsADirectoryError:
+        _fail(path, "is a directory, not a model file")
+    except PermissionError:
+        _fail(path, "cannot be read (permission denied)")
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        _fail(path, f"is truncated or corrupt (not a readable .npz archive: {exc})")
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        _fail(path, "is not an mklopt model file (a single .npy array, not an .npz archive)")
+    out = {}
+    with archive:
+        for key in archive.files:
+            try:
+                out[key] = archive[key]
+            except ValueError as exc:
+                if "pickle" in str(exc) or "Object arrays" in str(exc):
+                    _fail(path, f"holds pickled Python objects (array {key!r}), which are refused")
+                _fail(path, f"is corrupt (array {key!r}: {exc})")
+            except (OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+                _fail(path, f"is truncated or corrupt (array {key!r}: {exc})")
+            except Exception as exc:  # zlib.error and friends from damaged members
+                _fail(path, f"is truncated or corrupt (array {key!r}: {exc})")
+    return out
+
+
+def _read_meta(path, arrays):
+    if _META_KEY not in arrays:
+        _fail(path, "is not an mklopt model file (no metadata in the archive)")
+    raw = arrays.pop(_META_KEY)
+    if raw.dtype.kind != "U" or raw.shape != ():
+        _fail(path, "is not an mklopt model file (the metadata is not a JSON string)")
+    try:
+        meta = json.loads(str(raw))
+    except ValueError:
+        _fail(path, "is corrupt (the metadata is not valid JSON)")
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
+        _fail(path, f"is not an mklopt model file (format is not {FORMAT_NAME!r})")
+    version = meta.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        _fail(path, "is corrupt (bad format_version)")
+    if version > FORMAT_VERSION:
+        _fail(
+            path,
+            f"was written in model format {version} by mklopt {meta.get('mklopt_version')}; "
+            f"this mklopt reads format {FORMAT_VERSION} or older, so upgrade mklopt",
+        )
+    if meta.get("estimator") != "MKLClassifier":
+        _fail(path, f"holds an unsupported estimator {meta.get('estimator')!r}")
+    for key in ("n_features", "n_kernels", "n_pairs"):
+        v = meta.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            _fail(path, f"is corrupt (metadata field {key!r} must be a positive integer)")
+    for key in ("kernel_specs", "params"):
+        if key not in meta:
+            _fail(path, f"is corrupt (metadata field {key!r} is missing)")
+    if not isinstance(meta["params"], dict):
+        _fail(path, "is corrupt (metadata field 'params' is not an object)")
+    names = meta.get("feature_names")
+    if names is not None and (
+        not isinstance(names, list)
+        or len(names) != meta["n_features"]
+        or not all(isinstance(s, str) for s in names)
+    ):
+        _fail(path, "is corrupt (feature_names must be one string per feature)")
+    if meta.get("label") is not None and not isinstance(meta["label"], str):
+        _fail(path, "is corrupt (label must be a string)")
+    return meta
+
+
+def _check_params(path, params):
+    """Types of the saved constructor parameters (their values are checked by ``fit``)."""
+    unknown = sorted(set(params) - set(_PARAMS))
+    if unknown:
+        _fail(path, f"is corrupt (unknown parameters {', '.join(unknown)})")
+
+    def number(v):
+        return v is None or (
+            not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+        )
+
+    ok = {
+        "kernels": lambda v: v in (None, "grid"),
+        "method": lambda v: v is None or isinstance(v, str),
+        "groups": lambda v: (
+            v in (None, "features")
+            or (
+                isinstance(v, list)
+                and all(
+                    isinstance(g, list)
+                    and all(isinstance(i, int) and not isinstance(i, bool) for i in g)
+                    for g in v
+                )
+            )
+        ),
+        "normalize": lambda v: v in (None, "trace"),
+    }
+    for name, value in params.items():
+        if not ok.get(name, number)(value):
+            _fail(path, f"is corrupt (parameter {name}={value!r} has the wrong type)")
+
+
+def _check_arrays(path, a, meta):
+    d, m, P = meta["n_features"], meta["n_kernels"], meta["n_pairs"]
+    missing = sorted(set(_ARRAYS) - set(a))
+    if missing:
+        _fail(path, f"is corrupt or incomplete (missing arrays: {', '.join(missing)})")
+    for key, (kinds, ndim) in {**_ARRAYS, **_OPTIONAL_ARRAYS}.items():
+        if key not in a:
+            continue
+        arr = a[key]
+        if arr.dtype.kind not in kinds or arr.ndim != ndim:
+            _fail(
+                path,
+                f"is corrupt (array {key!r} has dtype {arr.dtype} and {arr.ndim} dimension(s))",
+            )
+        if arr.dtype.kind == "f" and key != "gap" and not np.all(np.isfinite(arr)):
+            _fail(path, f"is corrupt (array {key!r} holds NaN or infinity)")
+    if ("x_mean" in a) != ("x_scale" in a):
+        _fail(path, "is corrupt (x_mean and x_scale go together)")
+
+    c = a["classes"].shape[0]
+    n_sv, n_sel = a["sv_offsets"], a["kernel_offsets"]
+    shapes = {
+        "pairs": (P, 2),
+        "weights": (P, m),
+        "intercept": (P,),
+        "n_iter": (P,),
+        "n_oracle_calls": (P,),
+        "gap": (P,),
+        "converged": (P,),
+        "sv_offsets": (P + 1,),
+        "kernel_offsets": (P + 1,),
+        "x_mean": (d,),
+        "x_scale": (d,),
+    }
+    for key, shape in shapes.items():
+        if key in a and a[key].shape != shape:
+            _fail(path, f"is corrupt (array {key!r} has shape {a[key].shape}, expected {shape})")
+    if c < 2 or P != c * (c - 1) // 2 or len(np.unique(a["classes"])) != c:
+        _fail(path, f"is corrupt ({c} classes do not match {P} one-vs-one pairs)")
+    expected_pairs = [(i, j) for i in range(c) for j in range(i + 1, c)]
+    if a["pairs"].tolist() != [list(p) for p in expected_pairs]:
+        _fail(path, "is corrupt (the one-vs-one pairs are not in the expected order)")
+    for key, off in (("sv_offsets", n_sv), ("kernel_offsets", n_sel)):
+        if off[0] != 0 or np.any(np.diff(off) < 0):
+            _fail(path, f"is corrupt (array {key!r} is not a non-decreasing offset table)")
+    total_sv, total_sel = int(n_sv[-1]), int(n_sel[-1])
+    for key, shape in (
+        ("sv_X", (total_sv, d)),
+        ("sv_index", (total_sv,)),
+        ("sv_pair_index", (total_sv,)),
+        ("dual_coef", (total_sv,)),
+        ("kernel_index", (total_sel,)),
+        ("kernel_weight", (total_sel,)),
+        ("kernel_scale", (total_sel,)),
+    ):
+        if a[key].shape != shape:
+            _fail(path, f"is corrupt (array {key!r} has shape {a[key].shape}, expected {shape})")
+    if np.any(a["sv_index"] < 0) or np.any(a["sv_pair_index"] < 0):
+        _fail(path, "is corrupt (negative support vector indices)")
+    if np.any(a["kernel_index"] < 0) or np.any(a["kernel_index"] >= m):
+        _fail(path, f"is corrupt (kernel indices outside [0, {m}))")
+    if np.any(a["weights"] < 0) or np.any(a["kernel_weight"] <= 0):
+        _fail(path, "is corrupt (negative kernel weights)")
+    if np.any(a["kernel_scale"] <= 0):
+        _fail(path, "is corrupt (kernel scales must be positive)")
+    if "x_scale" in a and np.any(a["x_scale"] <= 0):
+        _fail(path, "is corrupt (x_scale must be positive)")
+    for k in range(P):
+        sel = a["kernel_index"][n_sel[k] : n_sel[k + 1]]
+        if n_sv[k + 1] > n_sv[k] and sel.size == 0:
+            _fail(path, f"is corrupt (pair {k} has support vectors but no selected kernel)")
+
+
+def _build(a, meta, specs):
+    from .estimators import MKLClassifier
+    from .estimators.mkl import _BinaryMKL, _Predictor
+    from .kernels import KernelBank
+    from .methods import METHODS
+
+    params = dict(meta["params"])
+    if params.get("kernels") != "grid":
+        params["kernels"] = list(specs)
+    if params.get("method") is not None and params["method"] not in METHODS:
+        params["method"] = None
+    if isinstance(params.get("groups"), list):
+        params["groups"] = [list(g) for g in params["groups"]]
+    clf = MKLClassifier(**params)
+
+    P = meta["n_pairs"]
+    sv_off, k_off = a["sv_offsets"], a["kernel_offsets"]
+    models, supports, coefs = [], [], []
+    for k in range(P):
+        s0, s1 = int(sv_off[k]), int(sv_off[k + 1])
+        k0, k1 = int(k_off[k]), int(k_off[k + 1])
+        coef = np.ascontiguousarray(a["dual_coef"][s0:s1])
+        pred = _Predictor.__new__(_Predictor)
+        pred.bias = float(a["intercept"][k])
+        pred.dual_coef = coef
+        if s1 == s0:
+            pred.bank, pred.w = None, None
+        else:
+            sel = a["kernel_index"][k0:k1]
+            X_sv = np.ascontiguousarray(a["sv_X"][s0:s1])
+            scales = np.ascontiguousarray(a["kernel_scale"][k0:k1])
+            sel_specs = [specs[i] for i in sel.tolist()]
+            # The kernel matrices on the support vectors are recomputed from
+            # the specs with the saved training scales (cross() on the
+            # training points reproduces them exactly).
+            bank = KernelBank(
+                np.zeros((sel.size, s1 - s0, s1 - s0)), scales, specs=sel_specs, X_train=X_sv
+            )
+            bank.K[...] = bank.cross(X_sv)
+            pred.bank = bank
+            pred.w = np.ascontiguousarray(a["kernel_weight"][k0:k1])
+        models.append(
+            _BinaryMKL(
+                predictor=pred,
+                weights=np.ascontiguousarray(a["weights"][k]),
+                support=np.ascontiguousarray(a["sv_pair_index"][s0:s1]),
+                dual_coef=coef,
+                bias=pred.bias,
+                result=None,
+                n_kernels_used=int(k1 - k0),
+            )
+        )
+        supports.append(np.ascontiguousarray(a["sv_index"][s0:s1]))
+        coefs.append(coef)
+
+    clf.classes_ = a["classes"]
+    clf.n_features_in_ = meta["n_features"]
+    clf.pairs_ = np.ascontiguousarray(a["pairs"])
+    clf.models_ = models
+    clf.kernel_specs_ = list(specs)
+    clf.n_kernels_ = len(specs)
+    clf.intercept_ = np.ascontiguousarray(a["intercept"])
+    if P == 1:
+        clf.weights_ = np.ascontiguousarray(a["weights"][0])
+        clf.support_, clf.dual_coef_ = supports[0], coefs[0]
+        clf.n_iter_, clf.n_oracle_calls_ = int(a["n_iter"][0]), int(a["n_oracle_calls"][0])
+        clf.gap_, clf.converged_ = float(a["gap"][0]), bool(a["converged"][0])
+    else:
+        clf.weights_ = np.ascontiguousarray(a["weights"])
+        clf.support_, clf.dual_coef_ = supports, coefs
+        clf.n_iter_, clf.n_oracle_calls_ = a["n_iter"], a["n_oracle_calls"]
+        clf.gap_, clf.converged_ = a["gap"], a["converged"]
+    return clf
+
+
+def load_model(path):
+    """Load a model saved by :func:`save_model`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The model file.
+
+    Returns
+    -------
+    clf : MKLClassifier
+        A fitted classifier whose ``predict`` and ``decision_function`` give
+        the same values as the saved one (``history_`` and ``result_`` are
+        not restored).
+    meta : dict
+        The metadata: ``format``, ``format_version``, ``mklopt_version``,
+        ``estimator``, ``n_features``, ``n_kernels``, ``n_pairs``,
+        ``kernel_specs`` (JSON form), ``params``, ``feature_names`` (or
+        None), ``label`` (or None) and ``standardize``: ``(mean, scale)``
+        arrays given to :func:`save_model`, or None.
+
+    Raises
+    ------
+    ModelFormatError
+        If the file is missing, unreadable, truncated, corrupt, not an
+        mklopt model, written by a newer format version, contains pickled
+        objects, or holds inconsistent arrays (wrong shapes or dtypes,
+        non-finite values, indices out of range).
+    """
+    path = os.fspath(path)
+    arrays = _read_arrays(path)
+    meta = _read_meta(path, arrays)
+    specs_json = meta["kernel_specs"]
+    if not isinstance(specs_json, list) or len(specs_json) != meta["n_kernels"]:
+        _fail(path, "is corrupt (kernel_specs must list n_kernels specs)")
+    specs = [_spec_from_json(s, k) for k, s in enumerate(specs_json)]
+    for s in specs:
+        if s.features is not None and max(s.features) >= meta["n_features"]:
+            _fail(path, f"is corrupt (kernel spec {s!r} uses a feature >= n_features)")
+    _check_params(path, meta["params"])
+    _check_arrays(path, arrays, meta)
+    try:
+        clf = _build(arrays, meta, specs)
+    except (TypeError, ValueError) as exc:
+        _fail(path, f"is corrupt ({exc})")
+    meta = dict(meta)
+    meta["standardize"] = (arrays["x_mean"], arrays["x_scale"]) if "x_mean" in arrays else None
+    return clf, meta

@@ -1,0 +1,348 @@
+"""The ``mklopt`` command line end to end: bench, fit, predict and their errors."""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from mklopt import datasets
+from mklopt.cli import main
+from mklopt.persist import load_model
+
+
+def _write_csv(path, X, y, names=None, label="label"):
+    names = names or [f"x{i}" for i in range(X.shape[1])]
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow([*names, label])
+        for row, lab in zip(X, y, strict=True):
+            w.writerow([*(repr(float(v)) for v in row), lab])
+    return str(path)
+
+
+def _run(capsys, *argv):
+    """Run the CLI in-process; return (exit status, stdout, stderr)."""
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exc:  # argparse: --help and usage errors
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _one_error_line(err, command):
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"mklopt {command}: error: "), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """The breast data set split in two CSV files, labels as names."""
+    X, y = datasets.load("breast")
+    idx = np.random.default_rng(0).permutation(X.shape[0])
+    tr, te = idx[:200], idx[200:320]
+    labels = np.where(y > 0, "malignant", "benign")
+    folder = tmp_path_factory.mktemp("cli")
+    names = [f"feature_{i}" for i in range(X.shape[1])]
+    return {
+        "train": _write_csv(folder / "train.csv", X[tr], labels[tr], names, "diagnosis"),
+        "test": _write_csv(folder / "test.csv", X[te], labels[te], names, "diagnosis"),
+        "X_test": X[te],
+        "y_test": labels[te],
+        "folder": folder,
+    }
+
+
+@pytest.fixture(scope="module")
+def model(data):
+    path = data["folder"] / "model.npz"
+    code = main(
+        [
+            "fit",
+            data["train"],
+            "--label",
+            "diagnosis",
+            "--kernels",
+            "mkboost",
+            "--C",
+            "10",
+            "--model",
+            str(path),
+        ]
+    )
+    assert code == 0
+    return path
+
+
+# --------------------------------------------------------------------- bench
+def test_bench_writes_tables_and_figures(tmp_path, capsys):
+    out = tmp_path / "bench"
+    code, stdout, err = _run(
+        capsys,
+        "bench",
+        "--methods",
+        "level",
+        "lp2",
+        "--splits",
+        "1",
+        "--datasets",
+        "sonar",
+        "--out",
+        out,
+    )
+    assert code == 0, err
+    for name in ("runs.json", "summary.csv", "table.md"):
+        assert (out / name).stat().st_size > 0
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert pngs and all((out / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    runs = json.loads((out / "runs.json").read_text())
+    assert runs["protocol"] == "level2008"
+    assert {r["method"] for r in runs["runs"]} == {"level", "lp2"}
+    for r in runs["runs"]:
+        assert r["dataset"] == "sonar" and 0.5 < r["accuracy"] <= 1.0
+    table = (out / "table.md").read_text()
+    assert "| sonar |" in table and "Level" in table and table in stdout + "\n"
+    with open(out / "summary.csv") as fh:
+        assert len(list(csv.DictReader(fh))) == 2
+    assert "sonar split 0" in err  # progress line
+
+
+def test_bench_bad_arguments(tmp_path, capsys):
+    code, _, err = _run(capsys, "bench", "--datasets", "iris", "--out", tmp_path)
+    assert code == 2 and "unknown data set 'iris'" in _one_error_line(err, "bench")
+    code, _, err = _run(capsys, "bench", "--methods", "nope", "--out", tmp_path)
+    assert code == 2 and "unknown method" in _one_error_line(err, "bench")
+    code, _, err = _run(capsys, "bench", "--splits", "0", "--out", tmp_path)
+    assert code == 2 and "--splits" in _one_error_line(err, "bench")
+    code, _, err = _run(capsys, "bench", "--splits", "many")
+    assert code == 2 and "invalid int value" in _one_error_line(err, "bench")
+
+
+# ---------------------------------------------------------------- fit/predict
+def test_fit_predict_end_to_end(data, model, tmp_path, capsys):
+    pred_path = tmp_path / "pred.csv"
+    code, _, err = _run(capsys, "predict", model, data["test"], "--out", pred_path)
+    assert code == 0, err
+    lines = pred_path.read_text().split()
+    assert lines[0] == "prediction" and len(lines) == 1 + len(data["y_test"])
+    assert set(lines[1:]) <= {"benign", "malignant"}
+    acc = np.mean(np.array(lines[1:]) == data["y_test"])
+    assert acc > 0.85
+    assert f"accuracy on {data['test']}: {acc:.4f}" in err
+
+    # the reloaded model gives the same predictions as the CLI, on standardised inputs
+    clf, meta = load_model(model)
+    mean, scale = meta["standardize"]
+    X = (data["X_test"] - mean) / scale
+    np.testing.assert_array_equal(clf.predict(X), lines[1:])
+    assert meta["label"] == "diagnosis" and meta["feature_names"][0] == "feature_0"
+    assert len(clf.kernel_specs_) == 17
+
+    # stdout by default; a file without the label column is fine
+    unlabeled = tmp_path / "unlabeled.csv"
+    with open(data["test"]) as src, open(unlabeled, "w") as dst:
+        for line in src:
+            dst.write(line.rsplit(",", 1)[0] + "\n")
+    code, out, err = _run(capsys, "predict", model, unlabeled)
+    assert code == 0, err
+    assert out.split() == lines and "accuracy" not in err
+
+
+def test_fit_multiclass_grid_and_methods(tmp_path, capsys):
+    X, y = datasets.load("sonar")
+    X = X[:90, :4]
+    labels = np.array(["a", "b", "c"])[np.arange(90) % 3]
+    train = _write_csv(tmp_path / "three.csv", X, labels)
+    model = tmp_path / "three.model"
+    code, out, err = _run(
+        capsys,
+        "fit",
+        train,
+        "--method",
+        "mirror",
+        "--groups",
+        "features",
+        "--max-iter",
+        "30",
+        "--model",
+        model,
+    )
+    assert code == 0, err
+    assert "3 classes" in out and "3 one-vs-one pairs" in out
+    clf, _ = load_model(model)
+    assert clf.weights_.shape == (3, 13 * 5)
+    code, out, err = _run(capsys, "predict", model, train)
+    assert code == 0 and set(out.split()[1:]) <= {"a", "b", "c"}
+
+    code, out, err = _run(
+        capsys, "fit", train, "--method", "lp", "--p", "1.5", "--no-standardize", "--model", model
+    )
+    assert code == 0, err
+    clf, meta = load_model(model)
+    assert clf.get_params()["p"] == 1.5 and meta["standardize"] is None
+
+
+def test_fit_errors(data, tmp_path, capsys):
+    model = tmp_path / "m.npz"
+    bad = [
+        (["fit", tmp_path / "missing.csv", "--model", model], "no such file"),
+        (["fit", data["train"], "--label", "class", "--model", model], "no column named 'class'"),
+        (
+            ["fit", data["train"], "--label", "diagnosis", "--C", "-1", "--model", model],
+            "C must be > 0",
+        ),
+        (
+            ["fit", data["train"], "--label", "diagnosis", "--p", "2", "--model", model],
+            "--p is only used",
+        ),
+        (
+            [
+                "fit",
+                data["train"],
+                "--label",
+                "diagnosis",
+                "--method",
+                "lp",
+                "--p",
+                "1",
+                "--model",
+                model,
+            ],
+            "p must be > 1",
+        ),
+        (
+            ["fit", data["train"], "--label", "diagnosis", "--model", tmp_path / "no" / "m.npz"],
+            "cannot write the model",
+        ),
+        (
+            ["fit", data["train"], "--label", "diagnosis", "--method", "newton", "--model", model],
+            "invalid choice",
+        ),
+        (["fit", data["train"], "--label", "diagnosis"], "required: --model"),
+    ]
+    for argv, message in bad:
+        code, _, err = _run(capsys, *argv)
+        assert code == 2, argv
+        assert message in _one_error_line(err, "fit"), (argv, err)
+    assert not model.exists()
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("a,b,label\n1,2,x\n1,oops,y\n", "line 3, column 'b' is not a number: 'oops'"),
+        ("a,b,label\n1,,x\n1,2,y\n", "line 2, column 'b' is empty"),
+        ("a,b,label\n1,2,x\n1,2\n", "line 3: 2 fields"),
+        ("a,b,label\n1,nan,x\n1,2,y\n", "NaN or infinite"),
+        ("a,b,label\n1,2,0.5\n1,2,1.5\n", "non-integer numbers"),
+        ("a,b,label\n1,2,x\n3,4,x\n", "only one class"),
+        ("", "is empty"),
+        ("a,b,label\n", "no data rows"),
+        ("a,a,label\n1,2,x\n", "repeated column names"),
+        ("label\nx\ny\n", "no feature columns"),
+    ],
+)
+def test_bad_csv_files(tmp_path, capsys, content, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    code, _, err = _run(capsys, "fit", path, "--model", tmp_path / "m.npz")
+    assert code == 2
+    assert message in _one_error_line(err, "fit")
+
+
+def test_binary_file_as_csv(tmp_path, capsys):
+    path = tmp_path / "bin.csv"
+    path.write_bytes(bytes(range(256)) * 4)
+    code, _, err = _run(capsys, "fit", path, "--model", tmp_path / "m.npz")
+    assert code == 2 and "cannot read" in _one_error_line(err, "fit")
+
+
+def test_predict_errors(data, model, tmp_path, capsys):
+    other = _write_csv(tmp_path / "other.csv", np.ones((3, 2)), ["a", "b", "a"])
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(np.random.default_rng(1).bytes(500))
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(model.read_bytes()[:-300])
+    no_meta = tmp_path / "no_meta.npz"
+    np.savez(no_meta, weights=np.ones(3))
+    evil = tmp_path / "evil.npz"
+    np.savez(evil, metadata=np.array([{"format": "mklopt-model"}], dtype=object))
+    bad = [
+        ([tmp_path / "missing.npz", data["test"]], "does not exist"),
+        ([junk, data["test"]], "is not an mklopt model file"),
+        ([truncated, data["test"]], "truncated or corrupt"),
+        ([no_meta, data["test"]], "no metadata"),
+        ([evil, data["test"]], "pickled Python objects"),
+        ([data["test"], data["test"]], "is not an mklopt model file"),
+        ([model, tmp_path / "missing.csv"], "no such file"),
+        ([model, other], "differ from the model's"),
+        ([model, data["test"], "--out", tmp_path / "no" / "p.csv"], "cannot write"),
+    ]
+    for argv, message in bad:
+        code, out, err = _run(capsys, "predict", *argv)
+        assert code == 2, argv
+        assert message in _one_error_line(err, "predict"), (argv, err)
+        assert out == ""
+
+
+# ---------------------------------------------------------------------- help
+@pytest.mark.parametrize("command", ["bench", "fit", "predict"])
+def test_help_of_every_subcommand(capsys, command):
+    code, out, _ = _run(capsys, command, "--help")
+    assert code == 0
+    assert out.startswith(f"usage: mklopt {command}")
+    if command == "fit":
+        for option in ("--label", "--method", "--kernels", "--C", "--model", "--no-standardize"):
+            assert option in out
+
+
+def test_top_level_help_and_usage_errors(capsys):
+    code, out, _ = _run(capsys, "--help")
+    assert code == 0 and all(c in out for c in ("bench", "fit", "predict"))
+    code, _, err = _run(capsys)
+    assert code == 2 and err.strip().startswith("mklopt: error:")
+    assert len(err.strip().splitlines()) == 1
+    code, _, err = _run(capsys, "frobnicate")
+    assert code == 2 and "invalid choice" in err and len(err.strip().splitlines()) == 1
+
+
+# ----------------------------------------------------------------- processes
+def test_python_dash_m_and_console_script(data, model, tmp_path):
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    r = subprocess.run(
+        [sys.executable, "-m", "mklopt", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert r.returncode == 0 and r.stdout.startswith("usage: mklopt")
+    script = shutil.which("mklopt")
+    if script is None:
+        pytest.skip("the mklopt console script is not on PATH")
+    r = subprocess.run(
+        [script, "predict", str(model), data["test"]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[0] == "prediction" and "accuracy" in r.stderr
+    r = subprocess.run(
+        [script, "predict", str(tmp_path / "missing.npz"), data["test"]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.startswith("mklopt predict: error: ")
