@@ -15,16 +15,24 @@ from mklopt.stopping import DualityGap, MaxIter, TimeLimit
 
 
 class Stalled:
-    """Stop when rel_gap improved by less than `factor` over `window` calls."""
+    """Stop when rel_gap improved by less than `factor` over `window` iterations.
+
+    The criterion sees one Progress row per oracle call; a method may call
+    the oracle several times per iteration (SimpleMKL's line search), so the
+    gap is recorded once per outer iteration.
+    """
 
     __name__ = "stalled"
 
     def __init__(self, window=10, factor=0.9):
         self.window, self.factor = window, factor
         self.gaps = deque(maxlen=window + 1)
+        self.iteration = None
 
     def __call__(self, progress):
-        self.gaps.append(progress.rel_gap)
+        if progress.iteration != self.iteration:
+            self.iteration = progress.iteration
+            self.gaps.append(progress.rel_gap)
         return len(self.gaps) > self.window and self.gaps[-1] > self.factor * self.gaps[0]
 
 

@@ -31,7 +31,7 @@ def main(name="ionosphere", method="level"):
           f"converged: {clf.converged_}")
     print(f"selected      {np.count_nonzero(w > 0)} kernels; largest weights:")
     for k in top:
-        print(f"    {w[k]:.4f}  {clf.kernels_[k]}")
+        print(f"    {w[k]:.4f}  {clf.kernel_specs_[k]}")
     print(f"fit time      {seconds:.2f} s (kernel construction included)")
     print(f"test accuracy {clf.score(X_te, y_te):.4f}")
 
