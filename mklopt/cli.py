@@ -453,7 +453,9 @@ def main(argv=None):
     try:
         return args.func(args)
     except UserError as exc:
-        print(f"mklopt {args.command}: error: {exc}", file=sys.stderr)
+        # one line, whatever the underlying message looks like
+        message = " ".join(str(exc).split())
+        print(f"mklopt {args.command}: error: {message}", file=sys.stderr)
         return 2
     except OSError as exc:  # e.g. an output directory that cannot be created
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
