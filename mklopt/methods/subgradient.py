@@ -68,6 +68,13 @@ class Subgradient(MethodBase):
     One outer iteration is one direction with its whole line search
     (:class:`~mklopt.stopping.MaxIter` counts these).
 
+    Every line search evaluates ``J`` alone (value-only oracle calls where
+    the oracle supports them); the accepted point is then solved with its
+    gradient. When no step along the direction lowers ``J`` (near the
+    optimum the decrease drops below the noise that the inner solver's
+    tolerance leaves in ``J``), the run stops with reason
+    ``"line_search_stalled"``; tighten the oracle's ``tol`` to go further.
+
     The projected variant keeps the best point found; its iterates need not
     decrease ``J``.
 
@@ -154,6 +161,7 @@ class Subgradient(MethodBase):
                 yield w
                 return
             J0 = ans.value
+            moved = False  # whether the update loop below already lowered J
             # Descent-direction update: jump to the largest feasible step while
             # that still decreases J (Rakotomamonjy et al. 2008, Algorithm 1).
             while True:
@@ -165,9 +173,21 @@ class Subgradient(MethodBase):
                 w_max = w + gamma_max * D
                 w_max[nu] = 0.0
                 w_max = self._clean(w_max)
+                if float(np.max(np.abs(w_max - w))) <= 1e-9:
+                    # A weight already at rounding level hits zero at once:
+                    # drop that kernel from the direction without an SVM call
+                    # (comparing two equal values of J would only see noise).
+                    w = w_max
+                    D[mu] += D[nu]
+                    D[nu] = 0.0
+                    mu = int(np.argmax(w))
+                    if not np.any(D < 0.0):
+                        J_max = math.inf
+                        break
+                    continue
                 J_max = (yield from value_at(w_max)).value
                 if J_max < J0 and np.count_nonzero(w_max) > 1:
-                    w, J0 = w_max, J_max
+                    w, J0, moved = w_max, J_max, True
                     D[mu] += D[nu]
                     D[nu] = 0.0
                     mu = int(np.argmax(w))
@@ -186,11 +206,12 @@ class Subgradient(MethodBase):
                 d = a + _GOLD * (b - a)
                 vals[c] = (yield from value_at(self._clean(w + c * D))).value
                 vals[d] = (yield from value_at(self._clean(w + d * D))).value
-                # SimpleMKL's bracket tolerance, extended: while no evaluated
-                # step beats step 0 the bracket keeps shrinking towards 0, so
-                # every iteration decreases J (a coarse bracket can stall at 0).
+                # SimpleMKL's bracket tolerance, extended: in an iteration that
+                # has not lowered J yet, while no evaluated step beats step 0
+                # the bracket keeps shrinking towards 0 (a coarse bracket alone
+                # can stall at 0), down to 1e-6 of the maximal step.
                 while (b - a) > self.line_search_tol * gamma_max or (
-                    min(vals, key=vals.get) == 0.0 and (b - a) > 1e-12 * gamma_max
+                    not moved and min(vals, key=vals.get) == 0.0 and (b - a) > 1e-6 * gamma_max
                 ):
                     if vals[c] < vals[d]:
                         b, d = d, c
@@ -203,6 +224,15 @@ class Subgradient(MethodBase):
                     vals[new] = (yield from value_at(self._clean(w + new * D))).value
                 step = min(vals, key=vals.get)
                 s.step_sizes.append(step)
+                if step == 0.0 and not moved:
+                    # No step along a descent direction lowers J: the decrease
+                    # is below the noise of J left by the inner solver's
+                    # tolerance. Going on would repeat the same search, so the
+                    # run stops here with its best point and gap.
+                    self._finish("line_search_stalled", converged=False)
+                    s.iteration_done = True
+                    yield w
+                    return
                 w_new = self._clean(w + step * D) if step > 0.0 else w
             # Gradient at the accepted point (a full oracle call).
             s.need_q = True

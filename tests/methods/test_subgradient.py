@@ -90,3 +90,22 @@ def test_exact_l1_optimum_on_small_real_svm(direction):
     assert res.gap >= 0 and all(p.gap >= 0 for p in res.history)
     assert abs(res.value - exact) <= res.gap + P.slack(exact)
     assert res.lower <= exact + P.slack(exact)
+
+
+def test_reduced_gradient_stops_honestly_at_a_kink():
+    """On a piecewise-linear J the reduced gradient can reach a kink where no
+    step along its direction lowers J; it stops there instead of spinning."""
+    from tests._toy_oracles import PiecewiseLinearOracle
+
+    stalled = 0
+    for seed in range(6):
+        oracle = PiecewiseLinearOracle.random(6, 10, seed=seed)
+        res = solve(oracle, Subgradient(), stop=DualityGap(1e-9) | MaxIter(300))
+        assert res.gap >= 0
+        assert res.value <= res.history[0].value
+        if res.reason == "line_search_stalled":
+            stalled += 1
+            assert not res.converged and res.n_iter < 300
+            # the last row is the stalled point's value, never below the best
+            assert res.history[-1].upper == res.value
+    assert stalled > 0
