@@ -95,7 +95,8 @@ def as_criterion(obj):
     if callable(obj):
         return _Callable(obj)
     raise TypeError(
-        f"stop must be a StopCriterion or a callable taking a Progress row, got {type(obj).__name__}"
+        "stop must be a StopCriterion or a callable taking a Progress row, "
+        f"got {type(obj).__name__}"
     )
 
 

@@ -49,7 +49,7 @@ def names():
     return _NAMES
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _read(name):
     # importlib.resources reads from the installed package (a wheel, a zip
     # or the source tree alike), never from a path relative to the CWD.

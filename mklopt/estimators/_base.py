@@ -43,6 +43,7 @@ from .._validation import check_int
 
 __all__ = [
     "HAS_SKLEARN",
+    "resolve_kernel_specs",
     "ClassifierBase",
     "ParamsMixin",
     "ClassifierScoreMixin",
@@ -605,3 +606,38 @@ def _as_seed(value, name="random_state"):
         f"{name} must be None, a non-negative int or a numpy.random.Generator, got "
         f"{type(value).__name__}"
     )
+
+
+def resolve_kernel_specs(kernels, n_features, protocol):
+    """The kernel specs an estimator's ``kernels`` parameter stands for.
+
+    Parameters
+    ----------
+    kernels : "grid" or list of kernel specs
+        ``"grid"`` is :func:`mklopt.kernels.grid` under ``protocol``.
+    n_features : int
+        Number of features of the training data.
+    protocol : {"level2008", "mkboost2013"}
+        The grid of the estimator's paper.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming ``kernels``.
+    """
+    from .. import kernels as _kernels
+
+    if isinstance(kernels, str):
+        if kernels != "grid":
+            raise ValueError(
+                f"kernels must be 'grid' or a list of kernel specs, got the string {kernels!r}"
+            )
+        return list(_kernels.grid(n_features, protocol=protocol))
+    if not isinstance(kernels, (list, tuple)):
+        raise TypeError(
+            "kernels must be 'grid' or a list of kernel specs (e.g. [rbf(1.0), poly(2)]), "
+            f"got {type(kernels).__name__}"
+        )
+    if len(kernels) == 0:
+        raise ValueError("kernels is an empty list; give at least one kernel spec")
+    return list(kernels)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_choice, check_real
-from ._base import ClassifierBase, ConvergenceWarning, _as_seed
+from ._base import ClassifierBase, ConvergenceWarning, _as_seed, resolve_kernel_specs
 
 __all__ = ["MKBoostClassifier"]
 
@@ -180,23 +180,7 @@ class MKBoostClassifier(ClassifierBase):
 
     # ---- parameter validation ----------------------------------------------
     def _resolve_specs(self, n_features):
-        from .. import kernels as _kernels
-
-        k = self.kernels
-        if isinstance(k, str):
-            if k != "grid":
-                raise ValueError(
-                    f"kernels must be 'grid' or a list of kernel specs, got the string {k!r}"
-                )
-            return list(_kernels.grid(n_features, protocol="mkboost2013"))
-        if not isinstance(k, (list, tuple)):
-            raise TypeError(
-                "kernels must be 'grid' or a list of kernel specs (e.g. [rbf(1.0), poly(2)]), "
-                f"got {type(k).__name__}"
-            )
-        if len(k) == 0:
-            raise ValueError("kernels is an empty list; give at least one kernel spec")
-        return list(k)
+        return resolve_kernel_specs(self.kernels, n_features, protocol="mkboost2013")
 
     def _method(self, seed):
         from ..methods import Boosting

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import math
 import numbers
 import time
 import warnings
@@ -13,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_int, check_real
-from ._base import ClassifierBase, ConvergenceWarning
+from ._base import ClassifierBase, ConvergenceWarning, resolve_kernel_specs
 
 __all__ = ["MKLClassifier"]
 
@@ -290,23 +289,7 @@ class MKLClassifier(ClassifierBase):
 
     # ---- parameter validation ----------------------------------------------
     def _resolve_specs(self, n_features):
-        from .. import kernels as _kernels
-
-        k = self.kernels
-        if isinstance(k, str):
-            if k != "grid":
-                raise ValueError(
-                    f"kernels must be 'grid' or a list of kernel specs, got the string {k!r}"
-                )
-            return list(_kernels.grid(n_features, protocol="level2008"))
-        if not isinstance(k, (list, tuple)):
-            raise TypeError(
-                "kernels must be 'grid' or a list of kernel specs (e.g. [rbf(1.0), linear()]), "
-                f"got {type(k).__name__}"
-            )
-        if len(k) == 0:
-            raise ValueError("kernels is an empty list; give at least one kernel spec")
-        return list(k)
+        return resolve_kernel_specs(self.kernels, n_features, protocol="level2008")
 
     def _resolve_groups(self, specs):
         from ..domains import as_groups
@@ -482,7 +465,8 @@ class MKLClassifier(ClassifierBase):
             self.result_ = results
         if not conv.all():
             bad = [
-                f"{self.classes_[i]!r} vs {self.classes_[j]!r}: {r.reason}, rel. gap {r.rel_gap:.3g}"
+                f"{self.classes_[i]!r} vs {self.classes_[j]!r}: {r.reason}, "
+                f"rel. gap {r.rel_gap:.3g}"
                 for (i, j), r in zip(self.pairs_, results)
                 if not r.converged
             ]

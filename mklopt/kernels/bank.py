@@ -747,3 +747,26 @@ def _check_kernel(Kk, k):
         f"{lam:.3g} (trace {tr:.3g}; tolerance {_PSD_RTOL:g} x trace). Fix the kernel "
         "(e.g. clip negative eigenvalues) or pass check=False to skip this test"
     )
+
+
+def as_bank(bank):
+    """Return ``bank`` if it is a :class:`KernelBank`; wrap raw matrices in one.
+
+    Parameters
+    ----------
+    bank : KernelBank or array-like of shape (n_kernels, n_samples, n_samples)
+        A bank, or kernel matrices (checked by :meth:`KernelBank.from_matrices`).
+
+    Raises
+    ------
+    TypeError
+        For anything else.
+    """
+    if isinstance(bank, KernelBank) or (hasattr(bank, "K") and hasattr(bank, "n_kernels")):
+        return bank  # a KernelBank, or an object that quacks like one
+    if isinstance(bank, (np.ndarray, list, tuple)):
+        return KernelBank.from_matrices(bank)
+    raise TypeError(
+        "bank must be a mklopt.KernelBank or an (n_kernels, n_samples, n_samples) array "
+        f"of kernel matrices, got {type(bank).__name__}"
+    )

@@ -10,9 +10,9 @@ __all__ = ["METHODS", "MethodBase", "get_method", "register", "Subgradient", "Bo
            "CuttingPlane", "LevelBundle", "MirrorDescent", "AnalyticLp"]
 
 # one import per method (each registers itself) ------------------------------
-from .subgradient import Subgradient  # noqa: E402
+from .analytic_lp import AnalyticLp  # noqa: E402
 from .boosting import Boosting  # noqa: E402
 from .cutting_plane import CuttingPlane  # noqa: E402
 from .level_bundle import LevelBundle  # noqa: E402
 from .mirror_descent import MirrorDescent  # noqa: E402
-from .analytic_lp import AnalyticLp  # noqa: E402
+from .subgradient import Subgradient  # noqa: E402

@@ -147,7 +147,7 @@ class CutModel:
         """
         if self.n_cuts == 0:
             raise RuntimeError("the cutting-plane model has no cuts yet")
-        Q, s = self.Q, self.s
+        Q = self.Q
         # Seed: the previous working set plus, for every cut, its steepest kernel.
         W = np.union1d(self._W, np.argmax(Q, axis=1))
         for _ in range(self.n_kernels + 1):
@@ -260,9 +260,10 @@ class CutModel:
         """ECOS on eq. 8 restricted to the kernels ``W``.
 
         Returns ``(w_W, mu)``: the solution and the cut multipliers ``mu`` of
-        the squared-distance problem, or None when ECOS fails. ECOS solves ``min t`` with ``||w - w0|| <= t``;
-        its duals ``z`` of the (scaled) cut rows relate to those of
-        ``min ||w - w0||^2 / 2`` by the factor ``t``: ``mu_j = t z_j / scale_j``.
+        the squared-distance problem, or None when ECOS fails. ECOS solves
+        ``min t`` with ``||w - w0|| <= t``; its duals ``z`` of the (scaled)
+        cut rows relate to those of ``min ||w - w0||^2 / 2`` by the factor
+        ``t``: ``mu_j = t z_j / scale_j``.
         """
         G, h, A, b, c, dims, scale = self._level_socp(w0, level, W)
         mw = W.size

@@ -10,6 +10,7 @@ from numpy.typing import NDArray
 from .._jit.smo import smo_gradient, smo_solve, smo_violation, svm_bias
 from .._types import OracleAnswer
 from .._validation import check_int, check_labels, check_real, check_vector, check_weights
+from ..kernels.bank import as_bank
 from ._warnings import ConvergenceWarning
 
 __all__ = ["SVMDual"]
@@ -18,19 +19,6 @@ __all__ = ["SVMDual"]
 # and is repaired rather than refused.
 _WARM_RTOL = 1e-8
 
-
-def _as_bank(bank):
-    """Accept a KernelBank-like object, or wrap raw matrices in a KernelBank."""
-    if hasattr(bank, "combine") and hasattr(bank, "quad_forms") and hasattr(bank, "n_kernels"):
-        return bank
-    if isinstance(bank, (np.ndarray, list, tuple)):
-        from ..kernels.bank import KernelBank
-
-        return KernelBank.from_matrices(bank)
-    raise TypeError(
-        "bank must be a mklopt.KernelBank or an (n_kernels, n_samples, n_samples) array "
-        f"of kernel matrices, got {type(bank).__name__}"
-    )
 
 
 class SVMDual:
@@ -131,7 +119,7 @@ class SVMDual:
     """
 
     def __init__(self, bank, y, C=1.0, tol=1e-3, max_iter=None):
-        self.bank = _as_bank(bank)
+        self.bank = as_bank(bank)
         self.n_kernels = int(self.bank.n_kernels)
         self.n_samples = int(self.bank.n_samples)
         self.y = check_labels(y, self.n_samples, name="y")

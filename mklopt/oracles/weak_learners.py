@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from .._jit.smo import smo_solve, smo_violation, svm_bias
 from .._validation import check_int, check_labels, check_real
+from ..kernels.bank import as_bank
 from ._warnings import ConvergenceWarning
 
 __all__ = ["WeakLearners", "WeakLearner", "WeakLearnersAnswer", "BoostQuery"]
@@ -129,19 +130,6 @@ class WeakLearnersAnswer:
     n_solver_iter: int = 0
 
 
-def _as_bank(bank):
-    """Accept a KernelBank-like object (with ``K``) or raw kernel matrices."""
-    if hasattr(bank, "K") and hasattr(bank, "n_kernels"):
-        return bank
-    if isinstance(bank, (np.ndarray, list, tuple)):
-        from ..kernels.bank import KernelBank
-
-        return KernelBank.from_matrices(bank)
-    raise TypeError(
-        "bank must be a mklopt.KernelBank or an (n_kernels, n_samples, n_samples) array "
-        f"of kernel matrices, got {type(bank).__name__}"
-    )
-
 
 class WeakLearners:
     """Boosting oracle: one SVM per kernel on a sample, judged on all points.
@@ -205,7 +193,7 @@ class WeakLearners:
     """
 
     def __init__(self, bank, y, C=50.0, tol=1e-3, max_iter=None):
-        self.bank = _as_bank(bank)
+        self.bank = as_bank(bank)
         self.n_kernels = int(self.bank.n_kernels)
         self.n_samples = int(self.bank.n_samples)
         self.y = check_labels(y, self.n_samples, name="y")

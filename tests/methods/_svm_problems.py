@@ -9,12 +9,12 @@ C = 1.0
 SVM_TOL = 1e-6
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def problem():
     return small_problem("sonar", n=60, seed=0)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _exact(key, domain):
     K, y = problem()
     return exact_optimum(K, y, C, domain)

@@ -66,7 +66,7 @@ def test_queries_on_product_of_simplexes_and_gaps_nonnegative(seed, groups):
     assert res.value - exact <= res.gap + 1e-6 * abs(exact)
     lam, gamma = res.extra["lam"], res.extra["gamma"]
     if groups is not None:
-        for j, g in enumerate(groups):
+        for _j, g in enumerate(groups):
             assert lam[g].min() >= 0 and lam[g].sum() == pytest.approx(1.0, abs=1e-12)
         assert gamma.sum() == pytest.approx(1.0) and gamma.min() > 0
         np.testing.assert_allclose(res.weights, dom.effective(lam, gamma), rtol=1e-12)
