@@ -360,3 +360,28 @@ def test_ionosphere_grid_constant_feature():
 
 def test_top_level_export():
     assert mklopt.KernelBank is KernelBank and "KernelBank" in mklopt.__all__
+
+
+@pytest.mark.parametrize("n_active", [1, 3, 9, 12])
+@pytest.mark.parametrize("support_size", [2, 5, 20])
+def test_bank_paths_agree_with_numpy(n_active, support_size):
+    """combine and quad_forms switch between a jitted loop (sparse weights,
+    small supports) and one BLAS pass (dense weights, large supports); both
+    paths must give the NumPy result."""
+    rng = np.random.default_rng(n_active * 100 + support_size)
+    n, m = 20, 12
+    X = rng.normal(size=(n, 3))
+    specs = [rbf(s) for s in (0.5, 1.0, 2.0, 4.0)] + [
+        poly(d, features=[f]) for d in (1, 2) for f in range(3)
+    ] + [linear(), rbf(1.0, features=[0])]
+    bank = KernelBank.from_specs(X, specs)
+    assert bank.n_kernels == m
+    w = np.zeros(m)
+    w[rng.choice(m, n_active, replace=False)] = rng.uniform(0.1, 1.0, n_active)
+    np.testing.assert_allclose(bank.combine(w), np.tensordot(w, bank.K, axes=1), atol=1e-14)
+    S = np.sort(rng.choice(n, support_size, replace=False))
+    v = rng.normal(size=n)
+    vs = np.zeros(n)
+    vs[S] = v[S]
+    expect = np.einsum("i,kij,j->k", vs, bank.K, vs)
+    np.testing.assert_allclose(bank.quad_forms(v, S), expect, rtol=1e-12, atol=1e-14)
