@@ -263,16 +263,16 @@ def _run_boost(name, split, keys, *, C, repeats, protocol):
             t0 = time.perf_counter()
             clf.fit(X_tr, y_tr)
             times.append(time.perf_counter() - t0)
-        used = getattr(clf, "n_kernels_used_", None)
-        if used is None:
-            used = int(np.count_nonzero(np.atleast_2d(clf.weights_)[0] > 0))
+        w = np.atleast_2d(clf.weights_)
         out.append(
             MethodRun(
                 dataset=name, split=split, method=key, seconds=statistics.median(times),
                 n_iter=int(np.max(np.atleast_1d(clf.n_iter_))),
-                n_svm_calls=int(np.sum(np.atleast_1d(getattr(clf, "n_svm_trained_", 0)))),
+                n_svm_calls=int(np.sum(np.atleast_1d(clf.n_fits_))),
                 value=math.nan, gap=math.nan, rel_gap=math.nan, converged=False,
-                reason="rounds", accuracy=float(clf.score(X_te, y_te)), n_selected=int(used),
+                reason=str(np.atleast_1d(clf.stop_reason_)[0]),
+                accuracy=float(clf.score(X_te, y_te)),
+                n_selected=int(np.count_nonzero(w.max(axis=0) > 0)),
                 n_train=len(y_tr), n_kernels=len(specs),
             )
         )

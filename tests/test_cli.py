@@ -346,3 +346,18 @@ def test_python_dash_m_and_console_script(data, model, tmp_path):
     )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.startswith("mklopt predict: error: ")
+
+
+def test_bench_mkboost_protocol(tmp_path, capsys):
+    out = tmp_path / "boost"
+    code, stdout, err = _run(
+        capsys, "bench", "--protocol", "mkboost2013", "--datasets", "wdbc", "--methods",
+        "level", "mkboost-s1", "--splits", "1", "--out", out, "--quiet",
+    )
+    assert code == 0, err
+    runs = json.loads((out / "runs.json").read_text())["runs"]
+    by = {r["method"]: r for r in runs}
+    assert set(by) == {"level", "mkboost-s1"}
+    assert by["level"]["n_kernels"] == 17 and by["level"]["converged"]
+    assert 0 < by["mkboost-s1"]["n_svm_calls"] <= 17 * 100
+    assert by["mkboost-s1"]["accuracy"] > 0.9 and by["level"]["accuracy"] > 0.9
