@@ -450,3 +450,14 @@ def test_method_instance_with_p_or_groups_is_an_error():
         small(method=Subgradient(), p=2.0).fit(*blobs(30))
     with pytest.raises(TypeError, match="pass Subgradient"):
         small(method=Subgradient).fit(*blobs(30))
+
+
+@pytest.mark.parametrize("method", ["mkboost", "boosting"])
+def test_boosting_is_refused_with_a_pointer_to_its_estimator(method):
+    X, y = blobs(30, seed=3)
+    with pytest.raises(ValueError, match="MKBoostClassifier"):
+        MKLClassifier(method=method).fit(X, y)
+    from mklopt.methods import Boosting
+
+    with pytest.raises(ValueError, match="MKBoostClassifier"):
+        MKLClassifier(method=Boosting()).fit(X, y)

@@ -491,7 +491,7 @@ class ClassifierBase(*_BASES):
         y_idx = y_idx.ravel()
         if classes.shape[0] < 2:
             raise ValueError(
-                f"y has only one class ({classes[0]!r}); {name} needs at least two "
+                f"y has only one class ({classes[0].tolist()!r}); {name} needs at least two "
                 "classes to train a classifier"
             )
         try:

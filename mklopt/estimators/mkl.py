@@ -83,6 +83,16 @@ class _Predictor:
         return Kx @ self.dual_coef + self.bias
 
 
+def _check_oracle_kind(cls, label):
+    """MKLClassifier runs methods of the SVM-dual oracle; boosting has its own estimator."""
+    kind = getattr(cls, "oracle_kind", "dual")
+    if kind != "dual":
+        raise ValueError(
+            f"method {label} works with the {kind} oracle, not the SVM dual; "
+            "use mklopt.MKBoostClassifier for boosting"
+        )
+
+
 def _is_method_instance(obj):
     return all(callable(getattr(obj, a, None)) for a in ("start", "ask", "tell"))
 
@@ -324,6 +334,7 @@ class MKLClassifier(ClassifierBase):
                 cls = get_method(m)
             except ValueError as exc:
                 raise ValueError(f"method: {exc}") from None
+            _check_oracle_kind(cls, repr(m))
             accepted = _init_params(cls)
             label = f"method={m!r}"
             kwargs = {}
@@ -359,6 +370,7 @@ class MKLClassifier(ClassifierBase):
                 "'mirror', 'lp') or an outer-method instance with start/ask/tell, got "
                 f"{type(m).__name__}"
             )
+        _check_oracle_kind(type(m), type(m).__name__)
         for name in ("p", "groups"):
             if getattr(self, name) is not None:
                 raise ValueError(
