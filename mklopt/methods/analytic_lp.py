@@ -61,8 +61,7 @@ class AnalyticLp(MethodBase):
 
     Examples
     --------
-    >>> import sys; sys.path.insert(0, "tests")
-    >>> from _toy_oracles import SmoothQuadraticOracle
+    >>> from mklopt.testing import SmoothQuadraticOracle
     >>> from mklopt import solve
     >>> from mklopt.stopping import DualityGap, MaxIter
     >>> oracle = SmoothQuadraticOracle.random(n_kernels=4, seed=1)

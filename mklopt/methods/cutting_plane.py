@@ -62,8 +62,7 @@ class CuttingPlane(MethodBase):
 
     Examples
     --------
-    >>> import sys; sys.path.insert(0, "tests")
-    >>> from _toy_oracles import PiecewiseLinearOracle
+    >>> from mklopt.testing import PiecewiseLinearOracle
     >>> from mklopt import solve
     >>> from mklopt.stopping import BoundGap, MaxIter
     >>> oracle = PiecewiseLinearOracle.random(n_kernels=5, n_pieces=8, seed=1)

@@ -120,8 +120,7 @@ class MirrorDescent(MethodBase):
 
     Examples
     --------
-    >>> import sys; sys.path.insert(0, "tests")
-    >>> from _toy_oracles import SmoothQuadraticOracle
+    >>> from mklopt.testing import SmoothQuadraticOracle
     >>> from mklopt import solve
     >>> from mklopt.stopping import DualityGap, MaxIter
     >>> oracle = SmoothQuadraticOracle.random(n_kernels=6, seed=2)

@@ -80,8 +80,7 @@ class Subgradient(MethodBase):
 
     Examples
     --------
-    >>> import sys; sys.path.insert(0, "tests")
-    >>> from _toy_oracles import PiecewiseLinearOracle
+    >>> from mklopt.testing import PiecewiseLinearOracle
     >>> from mklopt import solve
     >>> from mklopt.stopping import DualityGap, MaxIter
     >>> oracle = PiecewiseLinearOracle.random(n_kernels=4, n_pieces=6, seed=1)

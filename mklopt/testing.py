@@ -1,0 +1,156 @@
+"""Toy oracles with known optima, for testing outer methods.
+
+They answer like :class:`mklopt.oracles.SVMDual` (an
+:class:`~mklopt.OracleAnswer` with ``value``, ``q``, ``alpha``, ...) but in
+microseconds, and they know their exact optimum, so a new outer method can
+be checked for convergence without an SVM.
+
+``PiecewiseLinearOracle`` has ``J(w) = max_j f(w, alpha_j)`` over a few fixed
+"dual points", each given by ``s_j = 1'alpha_j`` and ``q_j >= 0``, so that
+``f(w, alpha_j) = s_j - w'q_j / 2`` and ``J`` is a convex piecewise-linear
+function; its minimum over the simplex is an LP (``exact_l1_optimum``).
+"""
+
+import numpy as np
+from scipy.optimize import linprog
+
+from ._types import OracleAnswer
+
+__all__ = ["PiecewiseLinearOracle", "SmoothQuadraticOracle"]
+
+
+class PiecewiseLinearOracle:
+    """``J(w) = max_j (s_j - w'q_j / 2)``: non-smooth, exact optimum by an LP.
+
+    Parameters
+    ----------
+    s : array-like of shape (n_pieces,)
+        ``s_j = 1'alpha_j`` of each piece.
+    Q : array-like of shape (n_pieces, n_kernels)
+        ``q_j`` of each piece (non-negative).
+    """
+
+    def __init__(self, s, Q):
+        self.s = np.asarray(s, dtype=float)
+        self.Q = np.asarray(Q, dtype=float)  # (n_pieces, n_kernels)
+        self.n_kernels = self.Q.shape[1]
+        self.n_samples = self.Q.shape[0]
+        self.n_calls = 0
+
+    @classmethod
+    def random(cls, n_kernels, n_pieces, seed=0):
+        rng = np.random.default_rng(seed)
+        Q = rng.uniform(0.5, 3.0, size=(n_pieces, n_kernels)) ** 2
+        s = rng.uniform(5.0, 6.0, size=n_pieces)
+        return cls(s, Q)
+
+    def __call__(self, w, warm_start=None):
+        self.n_calls += 1
+        vals = self.s - 0.5 * self.Q @ w
+        j = int(np.argmax(vals))
+        alpha = np.zeros(self.n_samples)
+        alpha[j] = 1.0
+        q = self.Q[j].copy()
+        return OracleAnswer(
+            w=np.array(w, dtype=float),
+            value=float(vals[j]),
+            grad=-0.5 * q,
+            q=q,
+            alpha=alpha,
+            bias=0.0,
+            support=np.array([j], dtype=np.int64),
+            n_solver_iter=1,
+            sum_alpha=float(self.s[j]),
+        )
+
+    def exact_l1_optimum(self):
+        """min over the simplex of max_j (s_j - q_j'w / 2), by an LP in (w, t)."""
+        m = self.n_kernels
+        c = np.r_[np.zeros(m), 1.0]
+        A_ub = np.c_[-0.5 * self.Q, -np.ones(len(self.s))]
+        b_ub = -self.s
+        A_eq = np.r_[np.ones(m), 0.0][None, :]
+        res = linprog(
+            c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=[1.0],
+            bounds=[(0, None)] * m + [(None, None)], method="highs",
+        )
+        assert res.status == 0
+        return float(res.fun), res.x[:m]
+
+
+class SmoothQuadraticOracle:
+    """``J(w) = max_a s'a - 1/2 sum_k w_k a'M_k a = s'(sum_k w_k M_k)^{-1} s / 2``.
+
+    An unconstrained stand-in for the SVM dual: ``J`` is smooth and convex on
+    the simplex, the maximiser ``a*(w)`` is exact, so ``D(a) = s'a - max_k
+    a'M_k a / 2`` is an exact lower bound and the L1 optimum is the QCQP
+    ``max_a s'a - t/2, a'M_k a <= t`` (``exact_l1_optimum``, by cvxpy).
+    """
+
+    def __init__(self, s, M):
+        self.s = np.asarray(s, dtype=float)
+        self.M = np.asarray(M, dtype=float)  # (n_kernels, r, r), positive definite
+        self.n_kernels = self.M.shape[0]
+        self.n_samples = self.M.shape[1]
+        self.n_calls = 0
+
+    @classmethod
+    def random(cls, n_kernels, dim=5, seed=0):
+        rng = np.random.default_rng(seed)
+        B = rng.normal(size=(n_kernels, dim, dim))
+        M = np.einsum("kij,klj->kil", B, B) + 0.1 * np.eye(dim)
+        M *= rng.uniform(0.2, 2.0, size=(n_kernels, 1, 1))
+        return cls(rng.normal(size=dim), M)
+
+    def __call__(self, w, warm_start=None):
+        self.n_calls += 1
+        w = np.asarray(w, dtype=float)
+        A = np.tensordot(w, self.M, axes=1)
+        a = np.linalg.solve(A, self.s)
+        q = np.einsum("i,kij,j->k", a, self.M, a)
+        sa = float(self.s @ a)
+        return OracleAnswer(
+            w=w.copy(),
+            value=sa - 0.5 * float(w @ q),
+            grad=-0.5 * q,
+            q=q,
+            alpha=a,
+            bias=0.0,
+            support=np.arange(a.size, dtype=np.int64),
+            n_solver_iter=1,
+            sum_alpha=sa,
+        )
+
+    def exact_l1_optimum(self):
+        import cvxpy as cp
+
+        a = cp.Variable(self.n_samples)
+        t = cp.Variable()
+        cons = [cp.quad_form(a, cp.psd_wrap(Mk)) <= t for Mk in self.M]
+        prob = cp.Problem(cp.Maximize(self.s @ a - t / 2), cons)
+        prob.solve(solver=cp.CLARABEL)
+        return float(prob.value)
+
+    def exact_optimum(self, domain):
+        """``J* = max_a s'a - h(q(a)) / 2`` for the formulation of ``domain`` (cvxpy, Clarabel)."""
+        import cvxpy as cp
+
+        from mklopt.domains import GroupSimplex, LpBall, Simplex
+
+        L = [np.linalg.cholesky(Mk) for Mk in self.M]
+        a = cp.Variable(self.n_samples)
+        if isinstance(domain, Simplex):
+            return self.exact_l1_optimum()
+        if isinstance(domain, LpBall):
+            t = cp.Variable(self.n_kernels)
+            cons = [cp.sum_squares(Lk.T @ a) <= t[k] for k, Lk in enumerate(L)]
+            obj = self.s @ a - cp.norm(t, domain.p_star) / 2
+        elif isinstance(domain, GroupSimplex):
+            u = cp.Variable(domain.n_groups)
+            cons = [cp.norm(Lk.T @ a) <= u[domain.group_of[k]] for k, Lk in enumerate(L)]
+            obj = self.s @ a - cp.square(cp.sum(u)) / 2
+        else:  # pragma: no cover
+            raise TypeError(domain)
+        prob = cp.Problem(cp.Maximize(obj), cons)
+        prob.solve(solver=cp.CLARABEL)
+        return float(prob.value)
