@@ -41,8 +41,11 @@ class OracleAnswer:
         Indices with ``alpha_i > 0``.
     n_solver_iter : int
         Iterations of the inner solver.
-    sum_alpha : float
-        ``1' alpha``, kept so that dual values need not touch ``alpha``.
+    linear_term : float
+        The linear term ``l(alpha)`` of the oracle's dual (DESIGN section 9):
+        ``1' alpha`` for the SVM, ``y' beta - epsilon |beta|_1`` for
+        epsilon-SVR, 0 for one-class. Every formulation's dual value ``D``
+        reads it, so dual values never touch ``alpha``.
     """
 
     w: NDArray[np.float64]
@@ -53,7 +56,7 @@ class OracleAnswer:
     bias: float
     support: NDArray[np.int64]
     n_solver_iter: int = 0
-    sum_alpha: float = float("nan")
+    linear_term: float = float("nan")
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -57,7 +57,7 @@ class Domain:
 
     def dual_value(self, answer):
         """``D(alpha) = 1'alpha - h(q) / 2`` for an oracle answer."""
-        return float(answer.sum_alpha) - 0.5 * self.support(answer.q)
+        return float(answer.linear_term) - 0.5 * self.support(answer.q)
 
     def gap(self, w, answer):
         """Duality gap ``J(w) - D(alpha) = (h(q) - w'q) / 2`` at an oracle answer."""

@@ -60,7 +60,7 @@ class PiecewiseLinearOracle:
             bias=0.0,
             support=np.array([j], dtype=np.int64),
             n_solver_iter=1,
-            sum_alpha=float(self.s[j]),
+            linear_term=float(self.s[j]),
         )
 
     def exact_l1_optimum(self):
@@ -118,7 +118,7 @@ class SmoothQuadraticOracle:
             bias=0.0,
             support=np.arange(a.size, dtype=np.int64),
             n_solver_iter=1,
-            sum_alpha=sa,
+            linear_term=sa,
         )
 
     def exact_l1_optimum(self):

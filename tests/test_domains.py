@@ -7,11 +7,11 @@ from mklopt import OracleAnswer
 from mklopt.domains import GroupSimplex, LpBall, Simplex, as_groups
 
 
-def answer(w, q, sum_alpha=10.0):
+def answer(w, q, linear_term=10.0):
     q = np.asarray(q, float)
-    return OracleAnswer(w=w, value=sum_alpha - 0.5 * float(w @ q), grad=-q / 2, q=q,
+    return OracleAnswer(w=w, value=linear_term - 0.5 * float(w @ q), grad=-q / 2, q=q,
                         alpha=np.zeros(1), bias=0.0, support=np.zeros(0, np.int64),
-                        sum_alpha=sum_alpha)
+                        linear_term=linear_term)
 
 
 seeds = st.integers(0, 10**6)

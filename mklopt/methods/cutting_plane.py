@@ -84,7 +84,7 @@ class CuttingPlane(MethodBase):
 
     def _tell(self, s, query, answer):
         self._offer(query, answer)
-        s.model.add(answer.sum_alpha, answer.q)
+        s.model.add(answer.linear_term, answer.q)
         lower, s.w = s.model.minimize()
         s.lower = max(s.lower, lower, self.best_dual)
 

@@ -109,7 +109,7 @@ class LevelBundle(MethodBase):
 
     def _tell(self, s, query, answer):
         self._offer(query, answer)
-        s.model.add(answer.sum_alpha, answer.q)
+        s.model.add(answer.linear_term, answer.q)
         f_low, w_hat = s.model.minimize()
         s.lower = max(s.lower, f_low)
         s.upper = min(s.upper, float(answer.value))

@@ -111,7 +111,7 @@ class SVMDual:
     >>> K = np.stack([X @ X.T, np.exp(-(X - X.T) ** 2)])
     >>> oracle = SVMDual(K, [-1, -1, 1, 1], C=10.0)
     >>> ans = oracle(np.array([0.5, 0.5]))
-    >>> bool(np.isclose(ans.value, ans.sum_alpha - 0.5 * ans.w @ ans.q))
+    >>> bool(np.isclose(ans.value, ans.linear_term - 0.5 * ans.w @ ans.q))
     True
     >>> ans2 = oracle(np.array([0.9, 0.1]), warm_start=ans.alpha)
     >>> oracle.n_calls
@@ -157,7 +157,7 @@ class SVMDual:
         OracleAnswer
             ``value = J(w) = 1'alpha - 1/2 w'q``, ``grad = -q/2``, ``q``,
             ``alpha``, ``bias``, ``support``, ``n_solver_iter``,
-            ``sum_alpha``, ``w``.
+            ``linear_term``, ``w``.
 
         Raises
         ------
@@ -192,16 +192,16 @@ class SVMDual:
             )
         bias = float(svm_bias(y, alpha, grad, C))
         support = np.flatnonzero(alpha > 0.0).astype(np.int64)
-        sum_alpha = float(alpha.sum())
+        linear_term = float(alpha.sum())
         if not need_q:
             # alpha'Q alpha = v'K(w)v = w'q, and G = Q alpha - 1 is exact on exit.
-            value = sum_alpha - 0.5 * float(alpha[support] @ (grad[support] + 1.0))
+            value = linear_term - 0.5 * float(alpha[support] @ (grad[support] + 1.0))
             return OracleAnswer(
                 w=w, value=value, grad=None, q=None, alpha=alpha, bias=bias,
-                support=support, n_solver_iter=int(n_iter), sum_alpha=sum_alpha,
+                support=support, n_solver_iter=int(n_iter), linear_term=linear_term,
             )
         q = np.array(self.bank.quad_forms(alpha * y, support=support), dtype=np.float64)
-        value = sum_alpha - 0.5 * float(w @ q)
+        value = linear_term - 0.5 * float(w @ q)
         return OracleAnswer(
             w=w,
             value=value,
@@ -211,7 +211,7 @@ class SVMDual:
             bias=bias,
             support=support,
             n_solver_iter=int(n_iter),
-            sum_alpha=sum_alpha,
+            linear_term=linear_term,
         )
 
     def _combine(self, w):

@@ -80,7 +80,7 @@ def check_answer(oracle, ans, K_all, y, w):
     np.testing.assert_allclose(ans.q, q_full, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(ans.grad, -0.5 * ans.q)
     np.testing.assert_array_equal(ans.w, w)
-    assert ans.sum_alpha == pytest.approx(alpha.sum())
+    assert ans.linear_term == pytest.approx(alpha.sum())
     assert ans.value == pytest.approx(alpha.sum() - 0.5 * w @ ans.q)
     K = np.tensordot(w, K_all, axes=1)
     assert kkt_violation(K, y, alpha, C) <= oracle.tol + 1e-9
