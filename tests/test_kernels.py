@@ -385,3 +385,17 @@ def test_bank_paths_agree_with_numpy(n_active, support_size):
     vs[S] = v[S]
     expect = np.einsum("i,kij,j->k", vs, bank.K, vs)
     np.testing.assert_allclose(bank.quad_forms(v, S), expect, rtol=1e-12, atol=1e-14)
+
+
+def test_blocks_are_single_kernel_submatrices():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((12, 3))
+    bank = KernelBank.from_specs(X, [rbf(1.0), poly(2), linear()])
+    rows, cols = [0, 5, 5, 11], [3, 0]
+    out = bank.blocks([2, 0, 2], rows, cols)
+    assert out.shape == (3, 4, 2) and out.dtype == np.float64
+    for j, k in enumerate([2, 0, 2]):
+        np.testing.assert_array_equal(out[j], bank.K[k][np.ix_(rows, cols)])
+    np.testing.assert_array_equal(bank.blocks([1], rows)[0], bank.K[1][np.ix_(rows, rows)])
+    with pytest.raises(ValueError, match="kernels"):
+        bank.blocks([3], rows)

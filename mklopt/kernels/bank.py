@@ -500,6 +500,34 @@ class KernelBank:
             return q
         return _combine.quad_forms(self.K, v, S, q)
 
+    def blocks(self, kernels, rows, cols=None):
+        """Blocks of single kernels: ``out[j] = K[kernels[j]][rows][:, cols]``.
+
+        What consumers that need individual kernels read (the weak SVMs of
+        boosting, an exact solve restricted to active kernels and support
+        vectors).
+
+        Parameters
+        ----------
+        kernels : array-like of int
+            Kernel indices (repeats allowed).
+        rows : array-like of int
+            Training indices (repeats allowed, e.g. a bootstrap sample).
+        cols : array-like of int, optional
+            Training indices; default ``rows``.
+
+        Returns
+        -------
+        ndarray of shape (len(kernels), len(rows), len(cols)), float64
+        """
+        ks = _check_indices(kernels, "kernels", self.n_kernels)
+        r = _check_indices(rows, "rows", self.n_samples, allow_empty=True)
+        c = r if cols is None else _check_indices(cols, "cols", self.n_samples, allow_empty=True)
+        out = np.empty((ks.size, r.size, c.size))
+        for j, k in enumerate(ks.tolist()):
+            out[j] = self.K[k][np.ix_(r, c)]
+        return out
+
     # ------------------------------------------------------------ prediction
     def _need_specs(self, what):
         if self.specs is None:

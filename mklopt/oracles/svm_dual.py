@@ -11,6 +11,7 @@ from .._jit.smo import smo_gradient, smo_solve, smo_violation, svm_bias
 from .._types import OracleAnswer
 from .._validation import check_int, check_labels, check_real, check_vector, check_weights
 from ..kernels.bank import as_bank
+from ._problem import DualProblem
 from ._warnings import ConvergenceWarning
 
 __all__ = ["SVMDual"]
@@ -59,6 +60,9 @@ class SVMDual:
         Bank dimensions.
     n_calls : int
         Number of oracle calls so far.
+    problem : DualProblem
+        The dual in the SMO form shared by every oracle (signs ``y``,
+        linear term ``-1``, upper bounds ``C``, ``y'alpha = 0``).
     bank, y, C, tol, max_iter
         As given (``y`` as a float64 array, ``max_iter`` resolved).
 
@@ -131,6 +135,11 @@ class SVMDual:
         self.max_iter = check_int(max_iter, "max_iter", low=1)
         self.n_calls = 0
         self._K = np.empty((n, n), dtype=np.float64)
+        #: The dual in SMO form (see :class:`~mklopt.oracles._problem.DualProblem`):
+        #: ``a = alpha``, signs ``y``, linear term ``-1``, bounds ``C``.
+        self.problem = DualProblem.make(
+            self.y, np.arange(n), np.full(n, -1.0), self.C, 0.0, n
+        )
 
     #: ``need_q=False`` is supported (see :meth:`__call__`).
     supports_value_only = True

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import mklopt
 from mklopt import KernelBank
+from mklopt.kernels import rbf
 from mklopt.oracles import ConvergenceWarning, SVMDual
 
 SVC = pytest.importorskip("sklearn.svm").SVC
@@ -270,3 +271,20 @@ def test_bad_warm_start(small):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         oracle(w, warm_start=np.zeros(10))  # the cold start is a valid warm start
+
+
+def test_dual_problem_describes_the_svm_dual():
+    """``oracle.problem`` reproduces the answer's v = alpha*y and linear term 1'alpha."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((30, 3))
+    y = np.where(X[:, 0] + 0.3 * rng.standard_normal(30) > 0, 1.0, -1.0)
+    bank = KernelBank.from_specs(X, [rbf(1.0), rbf(3.0)])
+    oracle = SVMDual(bank, y, C=5.0, tol=1e-6)
+    ans = oracle(np.array([0.3, 0.7]))
+    P = oracle.problem
+    assert P.n_variables == 30 and P.total == 0.0
+    np.testing.assert_allclose(P.v(ans.alpha), ans.alpha * y, rtol=0, atol=1e-15)
+    assert P.linear_term(ans.alpha) == pytest.approx(ans.linear_term, rel=1e-12)
+    assert np.all(ans.alpha <= P.upper) and abs(P.signs @ ans.alpha - P.total) < 1e-9
+    with pytest.raises(ValueError, match="read-only"):
+        P.upper[0] = 1.0
