@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mklopt._jit.smo import smo_gradient, smo_solve, svm_bias
+from mklopt._jit.smo import smo_gradient, smo_rho, smo_solve
 
 DATA = Path(__file__).resolve().parents[1] / "mklopt" / "datasets" / "data"
 WIDTHS = 2.0 ** np.arange(-3, 7)
@@ -79,19 +79,26 @@ def n_kernels(d):
     return (len(WIDTHS) + len(DEGREES)) * (d + 1)
 
 
-def cold(K, y, tol):
+def _problem(y):
+    """Classification in the SMO core's form: kernel rows, bounds, linear term."""
     n = y.size
-    alpha = np.zeros(n)
-    grad = np.full(n, -1.0)
-    it = smo_solve(K, y, C, alpha, grad, tol, 10**7)
-    return alpha, svm_bias(y, alpha, grad, C), it
+    return np.arange(n), np.full(n, C), np.full(n, -1.0)
+
+
+def cold(K, y, tol):
+    rows, upper, _ = _problem(y)
+    alpha = np.zeros(y.size)
+    grad = np.full(y.size, -1.0)
+    it = smo_solve(K, rows, y, upper, alpha, grad, tol, 10**7, True)
+    return alpha, -smo_rho(y, upper, alpha, grad), it
 
 
 def warm(K, y, alpha0, tol):
+    rows, upper, linear = _problem(y)
     alpha = alpha0.copy()
-    grad = smo_gradient(K, y, alpha, np.empty(y.size))
-    it = smo_solve(K, y, C, alpha, grad, tol, 10**7)
-    return alpha, svm_bias(y, alpha, grad, C), it
+    grad = smo_gradient(K, rows, y, linear, alpha, np.empty(y.size))
+    it = smo_solve(K, rows, y, upper, alpha, grad, tol, 10**7, True)
+    return alpha, -smo_rho(y, upper, alpha, grad), it
 
 
 def median_time(fn, repeats):

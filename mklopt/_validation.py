@@ -19,7 +19,6 @@ __all__ = [
     "check_vector",
     "check_labels",
     "check_weights",
-    "available_memory",
 ]
 
 
@@ -140,20 +139,3 @@ def check_weights(w, n_kernels, name="w"):
     if not np.any(a > 0):
         raise ValueError(f"{name} is all zero; at least one kernel needs a positive weight")
     return a
-
-
-def available_memory():
-    """Bytes of memory available now (``MemAvailable``), or None when unknown."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:  # pragma: no cover - non-Linux fallback
-        import os
-
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover
-        return None

@@ -41,6 +41,22 @@ import zipfile
 
 import numpy as np
 
+from . import __version__
+from .estimators import MKBoostClassifier, MKLClassifier
+from .estimators.mkl import _BinaryMKL
+from .kernels import (
+    RBF,
+    STORAGES,
+    KernelExpansion,
+    KernelFunctions,
+    Linear,
+    Poly,
+    linear,
+    poly,
+    rbf,
+)
+from .methods import METHODS
+
 __all__ = ["save_model", "load_model", "ModelFormatError", "FORMAT_NAME", "FORMAT_VERSION"]
 
 #: Value of the ``format`` field of the metadata.
@@ -65,6 +81,8 @@ _PARAMS = (
     "normalize",
     "weight_threshold",
     "time_limit",
+    "storage",
+    "cache_size",
     "max_memory",
 )
 
@@ -99,8 +117,6 @@ class ModelFormatError(ValueError):
 # kernel specs <-> JSON
 # --------------------------------------------------------------------------
 def _spec_to_json(spec):
-    from .kernels import RBF, Linear, Poly
-
     feats = None if spec.features is None else [int(f) for f in spec.features]
     if isinstance(spec, RBF):
         return {"kind": "rbf", "sigma": float(spec.sigma), "features": feats}
@@ -112,8 +128,6 @@ def _spec_to_json(spec):
 
 
 def _spec_from_json(obj, k):
-    from .kernels import linear, poly, rbf
-
     if not isinstance(obj, dict) or "kind" not in obj:
         raise ModelFormatError(f"kernel spec {k} is not a JSON object with a 'kind' field")
     kind = obj["kind"]
@@ -162,8 +176,6 @@ def _jsonable(value, name):
 
 
 def _method_name(method):
-    from .methods import METHODS
-
     if isinstance(method, str):
         return method
     # An outer-method instance: keep its registry name (the instance's own
@@ -231,9 +243,6 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
     ``converged_``, and the constructor parameters except ``callback``.
     Not saved: ``history_`` and ``result_`` (the run records).
     """
-    from . import __version__
-    from .estimators import MKBoostClassifier, MKLClassifier
-
     if isinstance(clf, MKBoostClassifier):
         raise TypeError(
             "only MKLClassifier models can be saved; MKBoostClassifier ensembles are not "
@@ -257,23 +266,23 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
     sv_X, sv_index, sv_pair, coef, sv_off = [], [], [], [], [0]
     k_idx, k_w, k_scale, k_off = [], [], [], [0]
     supports = clf.support_ if len(clf.models_) > 1 else [clf.support_]
+    spec_index = {s: k for k, s in enumerate(specs)}
     for model, support in zip(clf.models_, supports, strict=True):
         pred = model.predictor
-        if pred.bank is None:
+        fn = pred.functions
+        if fn is None:
             n_sv = 0
         else:
-            bank = pred.bank
-            selected = [specs.index(s) for s in bank.specs]
-            n_sv = bank.n_samples
-            sv_X.append(bank.X_train)
-            k_idx.extend(selected)
-            k_w.extend(np.asarray(pred.w, dtype=np.float64).tolist())
-            k_scale.extend(np.asarray(bank.scales, dtype=np.float64).tolist())
-        if n_sv != len(support) or n_sv != len(pred.dual_coef):
+            n_sv = fn.n_samples
+            sv_X.append(fn.X)
+            k_idx.extend(spec_index[s] for s in fn.specs)
+            k_w.extend(np.asarray(pred.weights, dtype=np.float64).tolist())
+            k_scale.extend(np.asarray(fn.scales, dtype=np.float64).tolist())
+        if n_sv != len(support) or n_sv != len(pred.coef):
             raise ValueError("clf is inconsistent: support vectors and dual coefficients differ")
         sv_index.append(np.asarray(support, dtype=np.int64))
         sv_pair.append(np.asarray(model.support, dtype=np.int64))
-        coef.append(np.asarray(pred.dual_coef, dtype=np.float64))
+        coef.append(np.asarray(pred.coef, dtype=np.float64))
         sv_off.append(sv_off[-1] + n_sv)
         k_off.append(len(k_idx))
 
@@ -282,7 +291,7 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
         "classes": _classes_array(clf.classes_),
         "pairs": np.asarray(clf.pairs_, dtype=np.int64).reshape(n_pairs, 2),
         "weights": np.asarray(clf.weights_, dtype=np.float64).reshape(n_pairs, m),
-        "intercept": np.array([mdl.predictor.bias for mdl in clf.models_], dtype=np.float64),
+        "intercept": np.array([mdl.bias for mdl in clf.models_], dtype=np.float64),
         "n_iter": np.atleast_1d(np.asarray(clf.n_iter_, dtype=np.int64)),
         "n_oracle_calls": np.atleast_1d(np.asarray(clf.n_oracle_calls_, dtype=np.int64)),
         "gap": np.atleast_1d(np.asarray(clf.gap_, dtype=np.float64)),
@@ -459,6 +468,7 @@ def _check_params(path, params):
             )
         ),
         "normalize": lambda v: v in (None, "trace"),
+        "storage": lambda v: v in STORAGES,
     }
     for name, value in params.items():
         if not ok.get(name, number)(value):
@@ -539,11 +549,6 @@ def _check_arrays(path, a, meta):
 
 
 def _build(a, meta, specs):
-    from .estimators import MKLClassifier
-    from .estimators.mkl import _BinaryMKL, _Predictor
-    from .kernels import KernelBank
-    from .methods import METHODS
-
     params = dict(meta["params"])
     if params.get("kernels") != "grid":
         params["kernels"] = list(specs)
@@ -560,34 +565,25 @@ def _build(a, meta, specs):
         s0, s1 = int(sv_off[k]), int(sv_off[k + 1])
         k0, k1 = int(k_off[k]), int(k_off[k + 1])
         coef = np.ascontiguousarray(a["dual_coef"][s0:s1])
-        pred = _Predictor.__new__(_Predictor)
-        pred.bias = float(a["intercept"][k])
-        pred.dual_coef = coef
+        bias = float(a["intercept"][k])
         if s1 == s0:
-            pred.bank, pred.w = None, None
+            pred = KernelExpansion(None, [], [], bias)
         else:
             sel = a["kernel_index"][k0:k1]
-            X_sv = np.ascontiguousarray(a["sv_X"][s0:s1])
-            scales = np.ascontiguousarray(a["kernel_scale"][k0:k1])
-            sel_specs = [specs[i] for i in sel.tolist()]
-            # The kernel matrices on the support vectors are recomputed from
-            # the specs with the saved training scales (cross() on the
-            # training points reproduces them exactly).
-            bank = KernelBank(
-                np.zeros((sel.size, s1 - s0, s1 - s0)), scales, specs=sel_specs, X_train=X_sv
+            functions = KernelFunctions(
+                [specs[i] for i in sel.tolist()],
+                np.ascontiguousarray(a["kernel_scale"][k0:k1]),
+                np.ascontiguousarray(a["sv_X"][s0:s1]),
             )
-            bank.K[...] = bank.cross(X_sv)
-            pred.bank = bank
-            pred.w = np.ascontiguousarray(a["kernel_weight"][k0:k1])
+            pred = KernelExpansion(functions, a["kernel_weight"][k0:k1], coef, bias)
         models.append(
             _BinaryMKL(
                 predictor=pred,
                 weights=np.ascontiguousarray(a["weights"][k]),
                 support=np.ascontiguousarray(a["sv_pair_index"][s0:s1]),
                 dual_coef=coef,
-                bias=pred.bias,
+                bias=bias,
                 result=None,
-                n_kernels_used=int(k1 - k0),
             )
         )
         supports.append(np.ascontiguousarray(a["sv_index"][s0:s1]))

@@ -27,7 +27,7 @@ def entropic_step(lam, g, step, offsets):
     return out
 
 
-# --- kernels and combination (mklopt._jit.kernels, mklopt._jit.combine) ---
+# --- kernels from specs (mklopt._jit.groups) and combination (mklopt._jit.combine) ---
 
 
 def sq_dists(A, B):
@@ -36,19 +36,43 @@ def sq_dists(A, B):
     return np.sum(diff**2, axis=-1)
 
 
-def gram(A, B):
-    """Inner products A B^T."""
-    return np.asarray(A, float) @ np.asarray(B, float).T
+def spec_matrix(spec, A, B):
+    """The raw kernel of one spec (rbf, poly, linear) between the rows of A and B."""
+    cols = slice(None) if spec.features is None else list(spec.features)
+    a, b = np.asarray(A, float)[:, cols], np.asarray(B, float)[:, cols]
+    kind = type(spec).__name__
+    if kind == "RBF":
+        return np.exp(-sq_dists(a, b) / (2.0 * spec.sigma**2))
+    if kind == "Poly":
+        return (a @ b.T + 1.0) ** spec.degree
+    return a @ b.T
 
 
-def rbf_from_sq_dists(D2, sigmas, scales):
-    """Stack of exp(-D2 / (2 sigma^2)) * scale, one slice per width."""
-    return np.stack([np.exp(-D2 / (2.0 * s**2)) * c for s, c in zip(sigmas, scales)])
+def kernel_matrices(specs, A, B, scales):
+    """Stack of raw_k(A, B) / scales[k]."""
+    return np.stack([spec_matrix(s, A, B) / c for s, c in zip(specs, scales)])
 
 
-def poly_from_gram(G, degrees, offsets, scales):
-    """Stack of (G + offset)^degree * scale, one slice per degree."""
-    return np.stack([(G + c) ** int(p) * s for p, c, s in zip(degrees, offsets, scales)])
+def combined(specs, A, B, w, scales):
+    """sum_k w_k raw_k(A, B) / scales[k]."""
+    return np.tensordot(np.asarray(w, float), kernel_matrices(specs, A, B, scales), axes=1)
+
+
+def raw_traces(specs, X):
+    """Trace of each raw kernel on X."""
+    return np.array([np.trace(spec_matrix(s, X, X)) for s in specs])
+
+
+def quad_forms_from_specs(specs, X, scales, v, support):
+    """q_k = v_S' K_k[S, S] v_S with K_k = raw_k / scales[k] evaluated on X."""
+    S = np.asarray(support, dtype=np.int64)
+    vs = np.asarray(v, float)[S]
+    return np.array([vs @ (spec_matrix(s, X[S], X[S]) / c) @ vs for s, c in zip(specs, scales)])
+
+
+def table_rows(codes, table, idx):
+    """table[codes[idx]][:, codes]."""
+    return np.asarray(table)[np.ix_(np.asarray(codes)[idx], np.asarray(codes))]
 
 
 def combine(K, w):
@@ -56,14 +80,16 @@ def combine(K, w):
     return np.tensordot(np.asarray(w, float), np.asarray(K, float), axes=1)
 
 
-def quad_forms(K, v, support):
-    """q_k = v_S' K_k[S, S] v_S."""
+def combine_rows(K, w, idx):
+    """Rows idx of sum_k w_k K_k."""
+    return combine(K, w)[np.asarray(idx)]
+
+
+def quad_forms(K, v, support, kernels=None):
+    """q_k = v_S' K_k[S, S] v_S (for the given kernels, default all)."""
     S = np.asarray(support, dtype=np.int64)
     vs = np.asarray(v, float)[S]
-    sub = np.asarray(K, float)[:, S][:, :, S]
+    K = np.asarray(K, float)
+    ks = np.arange(K.shape[0]) if kernels is None else np.asarray(kernels)
+    sub = K[ks][:, S][:, :, S]
     return np.einsum("i,kij,j->k", vs, sub, vs)
-
-
-def combine_block(K, w, rows, cols):
-    """sum_k w_k K_k[rows][:, cols] (repeated indices allowed)."""
-    return combine(np.asarray(K, float)[:, rows][:, :, cols], w)

@@ -243,21 +243,23 @@ def test_prediction_uses_only_support_and_selected_kernels(monkeypatch):
     clf = small(weight_threshold=0.5).fit(X, y)
     predictor = clf.models_[0].predictor
     keep = np.flatnonzero(clf.weights_ > 0.5 * clf.weights_.max())
-    # the kept bank holds the selected kernels on the support vectors only
-    assert predictor.bank.specs == tuple(SMALL[k] for k in keep)
-    np.testing.assert_array_equal(predictor.bank.X_train, X[clf.support_])
-    assert predictor.bank.K.shape == (keep.size, clf.support_.size, clf.support_.size)
+    # the predictor keeps kernel functions of the selected kernels on the
+    # support vectors only, and no kernel matrix at all
+    fn = predictor.functions
+    assert fn.specs == tuple(SMALL[k] for k in keep)
+    np.testing.assert_array_equal(fn.X, X[clf.support_])
+    assert not any(isinstance(v, np.ndarray) and v.ndim == 3 for v in vars(fn).values())
     calls = []
-    real = predictor.bank.combine_cross
+    real = fn.combine_cross
 
     def spy(Xn, w, columns=None):
-        calls.append((np.array(w), np.array(columns)))
+        calls.append((np.array(w), columns))
         return real(Xn, w, columns=columns)
 
-    monkeypatch.setattr(predictor.bank, "combine_cross", spy)
+    monkeypatch.setattr(fn, "combine_cross", spy)
     clf.predict(X[:7])
     ((w, cols),) = calls
-    assert cols.size == clf.support_.size
+    assert cols is None and fn.n_samples == clf.support_.size
     np.testing.assert_allclose(w, clf.weights_[keep])
 
 

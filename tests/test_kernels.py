@@ -126,7 +126,7 @@ def test_constant_features_give_no_nan(rng):
 def test_float32_storage(X):
     b64 = KernelBank.from_specs(X, grid(4))
     b32 = KernelBank.from_specs(X, grid(4), dtype=np.float32)
-    assert b32.K.dtype == np.float32 and b32.nbytes * 2 == b64.nbytes
+    assert b32.K.dtype == np.float32 and b32.K.nbytes * 2 == b64.K.nbytes
     assert_allclose(b32.K, b64.K, rtol=1e-6, atol=1e-8)
     w = np.linspace(0, 1, 65)
     out = b32.combine(w)
@@ -159,9 +159,12 @@ def test_from_specs_validation(X):
 
 def test_memory_error_before_allocation(rng):
     X = rng.standard_normal((100_000, 2))  # 13 * 3 kernels of 1e10 entries: far too big
-    with pytest.raises(MemoryError, match=r"(?s)needs .*GiB.*float32.*max_memory"):
-        KernelBank.from_specs(X, grid(2))
-    with pytest.raises(MemoryError, match="max_memory"):
+    with pytest.raises(MemoryError, match=r"(?s)needs .*GiB.*on_the_fly.*float32.*max_memory"):
+        KernelBank.from_specs(X, grid(2), storage="dense")
+    # "auto" computes them on the fly instead: only X is stored.
+    fly = KernelBank.from_specs(X, grid(2))
+    assert fly.storage.name == "on_the_fly" and fly.nbytes < 50 * X.nbytes
+    with pytest.raises(MemoryError, match="(?s)max_memory.*subsample"):
         KernelBank.from_specs(X[:50], grid(2), max_memory=1000)
     with pytest.raises(ValueError, match="max_memory"):
         KernelBank.from_specs(X[:50], grid(2), max_memory=-1)
@@ -255,26 +258,24 @@ def test_prediction_validation_and_user_matrices(bank, rng):
         ub.combine_cross_matrices(Kc[:, :, :5], w)
 
 
-# ---------------------------------------------------------------- sub-banks
-def test_subset_take_submatrix_block(bank, X):
-    sub = bank.subset([3, 1])
-    assert_array_equal(sub.K, bank.K[[3, 1]])
+# ------------------------------------------------------------ kernel functions
+def test_functions_subset_and_take(bank, X):
+    fn = bank.functions
+    sub = fn.subset([3, 1])
     assert sub.specs == (bank.specs[3], bank.specs[1])
     assert_array_equal(sub.scales, bank.scales[[3, 1]])
+    assert_array_equal(sub.matrices(), bank.K[[3, 1]])
     idx = np.array([4, 4, 0, 29])
-    tk = bank.take(idx)
-    assert_array_equal(tk.K, bank.K[:, idx][:, :, idx])
+    tk = fn.take(idx)
+    assert_array_equal(tk.X, X[idx])
     assert_array_equal(tk.cross(X[:2]), bank.cross(X[:2])[:, :, idx])
-    assert_array_equal(bank.submatrix(5, idx), bank.K[5][np.ix_(idx, idx)])
-    allrows = np.arange(30)
-    assert bank.submatrix(5, allrows, idx).shape == (30, 4)
-    w = np.zeros(65)
-    w[[2, 40]] = [0.3, 0.7]
-    assert_allclose(bank.combine_block(w, idx, allrows), bank.combine(w)[idx], rtol=1e-12)
-    with pytest.raises(ValueError, match="kernel"):
-        bank.submatrix(65, idx)
+    assert_array_equal(tk.matrices(), bank.K[:, idx][:, :, idx])
     with pytest.raises(ValueError, match="rows"):
-        bank.take([30])
+        fn.take([30])
+    with pytest.raises(ValueError, match="kernels"):
+        fn.subset([65])
+    with pytest.raises(ValueError, match="scales"):
+        type(fn)(fn.specs, -fn.scales, X)
 
 
 # --------------------------------------------------------------- from_matrices

@@ -84,24 +84,24 @@ def combine_kernels(K, w, out):
 
 
 @njit(**JIT)
-def quad_forms(K, v, support, out):
-    """Quadratic forms over a support: ``out[k] = v_S' K[k][S, S] v_S``.
+def quad_forms(K, v, support, kernels, out):
+    """Quadratic forms over a support: ``out[j] = v_S' K[kernels[j]][S, S] v_S``.
 
     ``K`` is a C-contiguous (m, n, n) float64 or float32 array of symmetric
     matrices; ``v`` is the full (n,) float64 vector (in the oracle
     ``v = alpha * y``); ``support`` is (s,) int64 of distinct indices ``S``
-    (entries of ``v`` outside it are ignored); ``out`` is (m,) float64,
-    written. Uses symmetry, ``sum_a v_a^2 K_aa + 2 sum_{a<b} v_a v_b K_ab``,
-    so only the upper triangle of ``K[k][S, S]`` is read; sorted support
-    indices keep the row reads monotone.
+    (entries of ``v`` outside it are ignored); ``kernels`` (r,) int64 the
+    kernels wanted; ``out`` is (r,) float64, written. Uses symmetry,
+    ``sum_a v_a^2 K_aa + 2 sum_{a<b} v_a v_b K_ab``, so only the upper
+    triangle of ``K[k][S, S]`` is read; sorted support indices keep the row
+    reads monotone.
     """
-    m = K.shape[0]
     s = support.shape[0]
     vs = np.empty(s, dtype=np.float64)
     for a in range(s):
         vs[a] = v[support[a]]
-    for k in range(m):
-        Kk = K[k]
+    for j in range(kernels.shape[0]):
+        Kk = K[kernels[j]]
         total = 0.0
         for a in range(s):
             r = Kk[support[a]]
@@ -120,32 +120,49 @@ def quad_forms(K, v, support, out):
                 a0 += vs[b] * r[support[b]]
                 b += 1
             total += vs[a] * (vs[a] * r[support[a]] + 2.0 * ((a0 + a1) + (a2 + a3)))
-        out[k] = total
+        out[j] = total
     return out
 
 
 @njit(**JIT)
-def combine_block(K, w, rows, cols, out):
-    """Weighted sum of sub-matrices: ``out = sum_k w[k] K[k][rows][:, cols]``.
+def combine_rows(K, w, idx, out):
+    """Rows of the combined kernel: ``out[r] = sum_k w[k] K[k][idx[r]]``.
 
-    ``K`` is (m, n, n) float64 or float32; ``w`` is (m,) float64; ``rows``
-    (r,) and ``cols`` (c,) are int64 indices (repeats allowed, e.g. a
-    bootstrap sample); ``out`` is (r, c) float64, written. Kernels with
-    ``w[k] == 0`` are not read. Symmetry is not assumed.
+    ``K`` is (m, n, n) float64 or float32 (a memory map works: each row is
+    read once per active kernel); ``w`` is (m,) float64; ``idx`` (r,) int64;
+    ``out`` (r, n) float64, written. Kernels with ``w[k] == 0`` are not read;
+    four kernels are folded into a row per pass.
     """
-    nr = rows.shape[0]
-    nc = cols.shape[0]
-    for i in range(nr):
-        for j in range(nc):
-            out[i, j] = 0.0
+    n = K.shape[2]
     act = _active(w)
-    for a in range(act.shape[0]):
-        k = act[a]
-        wk = w[k]
-        Kk = K[k]
-        for i in range(nr):
-            r = Kk[rows[i]]
-            o = out[i]
-            for j in range(nc):
-                o[j] += wk * r[cols[j]]
+    na = act.shape[0]
+    for r in range(idx.shape[0]):
+        i = idx[r]
+        o = out[r]
+        for j in range(n):
+            o[j] = 0.0
+        a = 0
+        while a + 3 < na:
+            k0 = act[a]
+            k1 = act[a + 1]
+            k2 = act[a + 2]
+            k3 = act[a + 3]
+            w0 = w[k0]
+            w1 = w[k1]
+            w2 = w[k2]
+            w3 = w[k3]
+            r0 = K[k0, i]
+            r1 = K[k1, i]
+            r2 = K[k2, i]
+            r3 = K[k3, i]
+            for j in range(n):
+                o[j] += w0 * r0[j] + w1 * r1[j] + w2 * r2[j] + w3 * r3[j]
+            a += 4
+        while a < na:
+            k0 = act[a]
+            w0 = w[k0]
+            r0 = K[k0, i]
+            for j in range(n):
+                o[j] += w0 * r0[j]
+            a += 1
     return out

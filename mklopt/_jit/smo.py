@@ -1,38 +1,49 @@
-"""Sequential minimal optimisation for the SVM dual on a precomputed kernel.
+"""Sequential minimal optimisation for the dual problems of every MKL oracle.
 
-The problem is
+One solver serves classification, epsilon-SVR and one-class (DESIGN
+section 9). The problem, in libsvm's form (Fan, Chen and Lin, JMLR 6, 2005,
+eq. 1; see :class:`mklopt.oracles.DualProblem`), is
 
-    max_a  1'a - 1/2 a'Qa   s.t.  0 <= a <= C,  y'a = 0,   Q_ij = y_i y_j K_ij,
+    min_a  1/2 a'Qa + p'a   s.t.  s'a = total,  0 <= a_t <= upper_t,
+    Q_tu = s_t s_u K[rows_t, rows_u],
 
-with ``K`` any symmetric n x n float64 matrix (a combined MKL kernel, or a
-sub-kernel ``K[np.ix_(idx, idx)]`` of a bootstrap sample: repeated points
-are fine, their zero curvature is handled by the ``TAU`` safeguard).
+with ``K`` a symmetric float64 kernel matrix, signs ``s_t`` in {-1, +1} and
+``rows_t`` the kernel row variable ``t`` reads (the identity for
+classification and one-class; epsilon-SVR has two variables per row). The
+linear term ``p`` enters only through the gradient ``G = Qa + p`` that the
+caller passes in (:func:`smo_gradient` builds it), so the loop itself never
+sees which problem it solves.
 
-Working-set selection is the second-order rule "WSS 2" of Fan, Chen and Lin
-(JMLR 6, 2005), the rule libsvm uses. With ``G = Qa - 1`` and
-``F_t = -y_t G_t``:
+Working-set selection is the second-order rule "WSS 2" of Fan, Chen and
+Lin, the rule libsvm uses. With ``F_t = -s_t G_t``:
 
 * ``i = argmax { F_t : t in I_up }``,
-  ``I_up = {t : y_t = +1, a_t < C} U {t : y_t = -1, a_t > 0}``;
+  ``I_up = {t : s_t = +1, a_t < U_t} U {t : s_t = -1, a_t > 0}``;
 * ``j = argmin { -b_it^2 / a_it : t in I_low, F_t < F_i }`` with
-  ``b_it = F_i - F_t``, ``a_it = K_ii + K_tt - 2 K_it`` (``TAU`` if <= 0),
-  ``I_low = {t : y_t = +1, a_t > 0} U {t : y_t = -1, a_t < C}``;
+  ``b_it = F_i - F_t``, ``a_it = K_ii + K_tt - 2 K_it`` in kernel rows
+  (``TAU`` if <= 0), ``I_low = {t : s_t = +1, a_t > 0} U {t : s_t = -1,
+  a_t < U_t}``;
 * stop when ``m(a) - M(a) = F_i - min_{I_low} F <= tol`` (libsvm's ``eps``).
 
-The pair moves along ``d = y_i e_i - y_j e_j`` (which keeps ``y'a = 0``) by
-the exact line-search step ``b_ij / a_ij`` cut back to the box, and ``F``
-follows with one fused pass over the contiguous rows ``K[i]`` and ``K[j]``
-that also picks the next ``i``. Each iteration therefore reads two kernel
-rows in two passes and allocates nothing.
+The pair moves along ``d = s_i e_i - s_j e_j`` (which keeps ``s'a``) by the
+exact line-search step ``b_ij / a_ij`` cut back to the box. In kernel terms
+``v = sum_t s_t a_t e_{rows_t}`` then changes by ``step (e_{r_i} - e_{r_j})``
+and ``F_t`` by ``-step (K[r_i, r_t] - K[r_j, r_t])``: one fused pass over
+two contiguous kernel rows that also picks the next ``i``. Each iteration
+reads two kernel rows and allocates nothing.
 
 Shrinking (optional, on by default) sets aside bound variables that cannot
 currently be part of a violating pair, at the start (a warm start is near
 the solution, so most bound variables go at once) and every
-``min(n, 1000)`` iterations. The gradient of the set-aside variables is
+``min(n, 1000)`` iterations. The ``F`` of the set-aside variables is
 brought up to date from the rows of the touched indices only, and the stop
 test is always made on all variables.
 
-All functions take C-contiguous float64 arrays; ``y`` holds -1.0/+1.0.
+The same loop solves the sub-problems of the row-cached decomposition
+(:mod:`mklopt.oracles._solver`): there ``K`` is the small block of a
+working set and ``F`` its part of the global one.
+
+All functions take C-contiguous float64 arrays (int64 for ``rows``).
 """
 
 import numpy as np
@@ -45,94 +56,98 @@ TAU = 1e-12
 
 
 @njit(**JIT)
-def smo_gradient(K, y, alpha, grad):
-    """Write ``grad = Q alpha - 1`` using only the rows of nonzero ``alpha``.
+def smo_gradient(K, rows, signs, linear, a, grad):
+    """Write ``grad = Q a + p`` using only the kernel rows of nonzero ``a``.
 
-    ``K`` (n, n) symmetric, ``y``, ``alpha`` and ``grad`` (n,); ``grad`` is
-    written. Cost O(n |S|) with ``S = {s : alpha_s != 0}``; each row
-    ``K[s]`` is read contiguously (symmetry makes it column ``s``), four
-    rows per sweep so that the accumulator is loaded and stored once per
-    four rows.
+    ``K`` (n_rows, n_rows) symmetric; ``rows`` (N,) int64; ``signs``,
+    ``linear`` (``p``), ``a`` and ``grad`` (N,) float64; ``grad`` is
+    written. With ``v = sum_t s_t a_t e_{rows_t}``, ``grad_t = p_t + s_t
+    (K v)[rows_t]``. Cost O(n_rows |supp v|): each row ``K[r]`` with
+    ``v_r != 0`` is read contiguously (symmetry makes it column ``r``),
+    four rows per sweep.
     """
-    n = y.shape[0]
-    acc = np.zeros(n)
-    rows = np.empty(n, dtype=np.int64)
-    n_sv = 0
-    for s in range(n):
-        if alpha[s] != 0.0:
-            rows[n_sv] = s
-            n_sv += 1
-    n4 = n_sv - n_sv % 4
-    for r in range(0, n4, 4):
-        s0, s1, s2, s3 = rows[r], rows[r + 1], rows[r + 2], rows[r + 3]
-        c0 = alpha[s0] * y[s0]
-        c1 = alpha[s1] * y[s1]
-        c2 = alpha[s2] * y[s2]
-        c3 = alpha[s3] * y[s3]
-        K0, K1, K2, K3 = K[s0], K[s1], K[s2], K[s3]
-        for t in range(n):
-            acc[t] += (c0 * K0[t] + c1 * K1[t]) + (c2 * K2[t] + c3 * K3[t])
-    for r in range(n4, n_sv):
-        s0 = rows[r]
-        c0 = alpha[s0] * y[s0]
-        K0 = K[s0]
-        for t in range(n):
-            acc[t] += c0 * K0[t]
-    for t in range(n):
-        grad[t] = y[t] * acc[t] - 1.0
+    nr = K.shape[0]
+    N = a.shape[0]
+    v = np.zeros(nr)
+    for t in range(N):
+        if a[t] != 0.0:
+            v[rows[t]] += signs[t] * a[t]
+    acc = np.zeros(nr)
+    nz = np.empty(nr, dtype=np.int64)
+    n_nz = 0
+    for r in range(nr):
+        if v[r] != 0.0:
+            nz[n_nz] = r
+            n_nz += 1
+    n4 = n_nz - n_nz % 4
+    for c in range(0, n4, 4):
+        r0, r1, r2, r3 = nz[c], nz[c + 1], nz[c + 2], nz[c + 3]
+        c0, c1, c2, c3 = v[r0], v[r1], v[r2], v[r3]
+        K0, K1, K2, K3 = K[r0], K[r1], K[r2], K[r3]
+        for u in range(nr):
+            acc[u] += (c0 * K0[u] + c1 * K1[u]) + (c2 * K2[u] + c3 * K3[u])
+    for c in range(n4, n_nz):
+        r0 = nz[c]
+        c0 = v[r0]
+        K0 = K[r0]
+        for u in range(nr):
+            acc[u] += c0 * K0[u]
+    for t in range(N):
+        grad[t] = linear[t] + signs[t] * acc[rows[t]]
     return grad
 
 
 @njit(**JIT)
-def _in_sets(yt, at, C):
-    """Memberships (in I_up, in I_low) of a variable with label yt, value at."""
-    if yt > 0.0:
-        return at < C, at > 0.0
-    return at > 0.0, at < C
+def _in_sets(st, at, ut):
+    """Memberships (in I_up, in I_low) of a variable with sign st, value at, bound ut."""
+    if st > 0.0:
+        return at < ut, at > 0.0
+    return at > 0.0, at < ut
 
 
 @njit(**JIT)
-def _select_i(y, C, alpha, F, act, n_act):
+def _select_i(signs, upper, a, F, act, n_act):
     """``argmax {F_t : t in I_up}`` over ``act[:n_act]``; (-1, -inf) if empty."""
     gmax = -np.inf
     i = -1
     for k in range(n_act):
         t = act[k]
-        at = alpha[t]
-        if ((at < C) if y[t] > 0.0 else (at > 0.0)) and F[t] >= gmax:
+        at = a[t]
+        if ((at < upper[t]) if signs[t] > 0.0 else (at > 0.0)) and F[t] >= gmax:
             gmax = F[t]
             i = t
     return i, gmax
 
 
 @njit(**JIT)
-def _select_j(K, diag, y, C, alpha, F, act, n_act, i, gmax):
+def _select_j(K, dvar, rows, mapped, signs, upper, a, F, act, n_act, i, gmax):
     """Second-order choice of j for a given i, and M = min over I_low of F.
 
-    Over ``act[:n_act]``: ``j = argmin -b^2/a`` over ``t`` in I_low with
-    ``b = gmax - F_t > 0`` and ``a = K_ii + K_tt - 2 K_it`` (``TAU`` if
-    <= 0). Returns (-1, inf) when I_low is empty or ``i < 0``.
+    Over ``act[:n_act]``: ``j = argmin -b^2/c`` over ``t`` in I_low with
+    ``b = gmax - F_t > 0`` and ``c = K_ii + K_tt - 2 K_it`` (``TAU`` if
+    <= 0); ``dvar[t] = K[rows_t, rows_t]``. Returns (-1, inf) when I_low is
+    empty or ``i < 0``.
     """
     j = -1
     gmin = np.inf
     if i < 0:
         return j, gmin
-    Ki = K[i]
-    Kii = diag[i]
+    Ki = K[rows[i]]
+    Kii = dvar[i]
     best = np.inf
     for k in range(n_act):
         t = act[k]
-        at = alpha[t]
-        if (at > 0.0) if y[t] > 0.0 else (at < C):
+        at = a[t]
+        if (at > 0.0) if signs[t] > 0.0 else (at < upper[t]):
             ft = F[t]
             if ft < gmin:
                 gmin = ft
             b = gmax - ft
             if b > 0.0:
-                a = Kii + diag[t] - 2.0 * Ki[t]
-                if a <= 0.0:
-                    a = TAU
-                obj = -(b * b) / a
+                c = Kii + dvar[t] - 2.0 * Ki[rows[t] if mapped else t]
+                if c <= 0.0:
+                    c = TAU
+                obj = -(b * b) / c
                 if obj <= best:
                     best = obj
                     j = t
@@ -140,15 +155,15 @@ def _select_j(K, diag, y, C, alpha, F, act, n_act, i, gmax):
 
 
 @njit(**JIT)
-def _sync(K, F, dv, touched, is_touched, n_touched, act, n_act):
+def _sync(K, rows, F, dv, touched, is_touched, n_touched, act, n_act):
     """Bring ``F`` of the inactive variables ``act[n_act:]`` up to date.
 
-    Since ``F_t = y_t - (K v)_t`` with ``v = alpha * y``, a change ``dv`` of
-    ``v`` on the touched indices moves ``F`` by ``-K dv``: one contiguous row
-    per touched index. ``dv`` and ``is_touched`` are cleared for those
-    indices; returns the new number of touched indices (0).
+    ``F_t = -s_t p_t - (K v)[rows_t]``, so a change ``dv`` of ``v`` (indexed
+    by kernel row) on the touched rows moves ``F_t`` by ``-(K dv)[rows_t]``:
+    one contiguous row per touched kernel row. ``dv`` and ``is_touched`` are
+    cleared for those rows; returns the new number of touched rows (0).
     """
-    n = F.shape[0]
+    N = F.shape[0]
     for r in range(n_touched):
         u = touched[r]
         c = dv[u]
@@ -156,14 +171,14 @@ def _sync(K, F, dv, touched, is_touched, n_touched, act, n_act):
         is_touched[u] = 0
         if c != 0.0:
             Ku = K[u]
-            for k in range(n_act, n):
+            for k in range(n_act, N):
                 t = act[k]
-                F[t] -= c * Ku[t]
+                F[t] -= c * Ku[rows[t]]
     return 0
 
 
 @njit(**JIT)
-def _shrink(y, C, alpha, F, act):
+def _shrink(signs, upper, a, F, act):
     """Order ``act`` as (active, inactive); return the number of active ones.
 
     Needs ``F`` exact for every variable. A variable in only one of I_up and
@@ -172,11 +187,11 @@ def _shrink(y, C, alpha, F, act):
     always stay active. The final check on all variables catches any that
     start violating later.
     """
-    n = y.shape[0]
+    N = signs.shape[0]
     gmax = -np.inf
     gmin = np.inf
-    for t in range(n):
-        up, low = _in_sets(y[t], alpha[t], C)
+    for t in range(N):
+        up, low = _in_sets(signs[t], a[t], upper[t])
         if up and F[t] > gmax:
             gmax = F[t]
         if low and F[t] < gmin:
@@ -184,9 +199,9 @@ def _shrink(y, C, alpha, F, act):
     # Active indices fill act from the front (ascending), inactive ones
     # from the back.
     n_act = 0
-    back = n
-    for t in range(n):
-        up, low = _in_sets(y[t], alpha[t], C)
+    back = N
+    for t in range(N):
+        up, low = _in_sets(signs[t], a[t], upper[t])
         if (up and (low or F[t] >= gmin)) or (low and F[t] <= gmax):
             act[n_act] = t
             n_act += 1
@@ -197,45 +212,57 @@ def _shrink(y, C, alpha, F, act):
 
 
 @njit(**JIT)
-def _smo_core(K, diag, y, C, alpha, F, tol, max_iter, shrinking):
-    # F_t = -y_t G_t is kept instead of G: the update then needs no sign.
+def _smo_core(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking):
+    # F_t = -s_t G_t is kept instead of G: the update then needs no sign.
     # Passes run over the active indices act[:n_act] (all of them unless
-    # shrinking set some aside); dv accumulates the change of v = alpha * y
-    # that the inactive F_t have not seen yet.
-    n = y.shape[0]
-    act = np.arange(n)
-    n_act = n
-    dv = np.zeros(n)
-    touched = np.empty(n, dtype=np.int64)
-    is_touched = np.zeros(n, dtype=np.uint8)
+    # shrinking set some aside); dv accumulates the change of v (per kernel
+    # row) that the inactive F_t have not seen yet.
+    N = signs.shape[0]
+    nr = K.shape[0]
+    # Classification and one-class read row t for variable t; skipping the
+    # map there keeps the hot loops as fast as a map-free solver (LLVM
+    # unswitches the loop-invariant test).
+    mapped = False
+    if N != nr:
+        mapped = True
+    else:
+        for t in range(N):
+            if rows[t] != t:
+                mapped = True
+                break
+    act = np.arange(N)
+    n_act = N
+    dv = np.zeros(nr)
+    touched = np.empty(nr, dtype=np.int64)
+    is_touched = np.zeros(nr, dtype=np.uint8)
     n_touched = 0
     # Shrink at the start (a warm start is near the solution, so most bound
-    # variables can be set aside at once) and then every min(n, 1000)
+    # variables can be set aside at once) and then every min(N, 1000)
     # iterations, as libsvm does.
-    period = min(n, 1000)
+    period = min(N, 1000)
     counter = 0 if shrinking else -1
 
-    i, gmax = _select_i(y, C, alpha, F, act, n_act)
+    i, gmax = _select_i(signs, upper, a, F, act, n_act)
     n_iter = 0
     while True:
         if counter == 0:
-            if n_act < n:
-                n_touched = _sync(K, F, dv, touched, is_touched, n_touched, act, n_act)
-            n_act = _shrink(y, C, alpha, F, act)
+            if n_act < N:
+                n_touched = _sync(K, rows, F, dv, touched, is_touched, n_touched, act, n_act)
+            n_act = _shrink(signs, upper, a, F, act)
             counter = period
-            i, gmax = _select_i(y, C, alpha, F, act, n_act)
+            i, gmax = _select_i(signs, upper, a, F, act, n_act)
 
-        j, gmin = _select_j(K, diag, y, C, alpha, F, act, n_act, i, gmax)
+        j, gmin = _select_j(K, dvar, rows, mapped, signs, upper, a, F, act, n_act, i, gmax)
         if j < 0 or gmax - gmin <= tol:
-            if n_act == n:
+            if n_act == N:
                 break
             # Optimal on the active set: make every F exact, then check all.
-            n_touched = _sync(K, F, dv, touched, is_touched, n_touched, act, n_act)
-            n_act = n
-            for t in range(n):
+            n_touched = _sync(K, rows, F, dv, touched, is_touched, n_touched, act, n_act)
+            n_act = N
+            for t in range(N):
                 act[t] = t
             counter = period if shrinking else -1
-            i, gmax = _select_i(y, C, alpha, F, act, n_act)
+            i, gmax = _select_i(signs, upper, a, F, act, n_act)
             continue
         if n_iter >= max_iter:
             break
@@ -243,16 +270,18 @@ def _smo_core(K, diag, y, C, alpha, F, tol, max_iter, shrinking):
         if counter > 0:
             counter -= 1
 
-        # Exact step along d = y_i e_i - y_j e_j, cut back to the box.
-        Ki = K[i]
-        a = diag[i] + diag[j] - 2.0 * Ki[j]
-        if a <= 0.0:
-            a = TAU
-        step = (gmax - F[j]) / a
-        yi = y[i]
-        yj = y[j]
-        room_i = C - alpha[i] if yi > 0.0 else alpha[i]
-        room_j = alpha[j] if yj > 0.0 else C - alpha[j]
+        # Exact step along d = s_i e_i - s_j e_j, cut back to the box.
+        ri = rows[i]
+        rj = rows[j]
+        Ki = K[ri]
+        c = dvar[i] + dvar[j] - 2.0 * Ki[rj]
+        if c <= 0.0:
+            c = TAU
+        step = (gmax - F[j]) / c
+        si = signs[i]
+        sj = signs[j]
+        room_i = upper[i] - a[i] if si > 0.0 else a[i]
+        room_j = a[j] if sj > 0.0 else upper[j] - a[j]
         hit_i = False
         hit_j = False
         if step >= room_i:
@@ -263,69 +292,70 @@ def _smo_core(K, diag, y, C, alpha, F, tol, max_iter, shrinking):
             hit_j = True
             hit_i = room_i == room_j
         # Land exactly on a bound when the box stops the step, so that the
-        # index sets (and libsvm's bias rule) see clean 0 and C values.
+        # index sets (and libsvm's bias rule) see clean 0 and U values.
         if hit_i:
-            alpha[i] = C if yi > 0.0 else 0.0
+            a[i] = upper[i] if si > 0.0 else 0.0
         else:
-            alpha[i] += yi * step
+            a[i] += si * step
         if hit_j:
-            alpha[j] = 0.0 if yj > 0.0 else C
+            a[j] = 0.0 if sj > 0.0 else upper[j]
         else:
-            alpha[j] -= yj * step
-        if n_act < n:
-            # v_i changes by +step and v_j by -step.
-            dv[i] += step
-            dv[j] -= step
-            for u in (i, j):
+            a[j] -= sj * step
+        if n_act < N:
+            # v[r_i] changes by +step and v[r_j] by -step.
+            dv[ri] += step
+            dv[rj] -= step
+            for u in (ri, rj):
                 if not is_touched[u]:
                     is_touched[u] = 1
                     touched[n_touched] = u
                     n_touched += 1
 
-        # F_t -= step (K_it - K_jt), fused with the choice of the next i.
-        Kj = K[j]
+        # F_t -= step (K[r_i, r_t] - K[r_j, r_t]), fused with the next i.
+        Kj = K[rj]
         gmax = -np.inf
         i = -1
         for k in range(n_act):
             t = act[k]
-            ft = F[t] - step * (Ki[t] - Kj[t])
+            rt = rows[t] if mapped else t
+            ft = F[t] - step * (Ki[rt] - Kj[rt])
             F[t] = ft
-            at = alpha[t]
-            if ((at < C) if y[t] > 0.0 else (at > 0.0)) and ft >= gmax:
+            at = a[t]
+            if ((at < upper[t]) if signs[t] > 0.0 else (at > 0.0)) and ft >= gmax:
                 gmax = ft
                 i = t
-    if n_act < n:
-        _sync(K, F, dv, touched, is_touched, n_touched, act, n_act)
+    if n_act < N:
+        _sync(K, rows, F, dv, touched, is_touched, n_touched, act, n_act)
     return n_iter
 
 
 @njit(**JIT)
-def smo_solve(K, y, C, alpha, grad, tol, max_iter, shrinking=True):
-    """Solve the SVM dual by SMO with second-order working-set selection.
+def smo_solve(K, rows, signs, upper, a, grad, tol, max_iter, shrinking):
+    """Solve ``min 1/2 a'Qa + p'a`` over the box and ``s'a = const`` by SMO.
 
     Parameters
     ----------
-    K : (n, n) float64, C-contiguous, symmetric
-        Kernel matrix (any n; a sub-kernel of a sample works as well).
-    y : (n,) float64
-        Labels in {-1.0, +1.0}.
-    C : float
-        Upper bound of every ``alpha_t``.
-    alpha : (n,) float64, in/out
-        A feasible start (``0 <= alpha <= C``, ``y'alpha = 0``); overwritten
-        with the solution.
-    grad : (n,) float64, in/out
-        ``Q alpha - 1`` for the starting ``alpha`` (see :func:`smo_gradient`);
+    K : (n_rows, n_rows) float64, C-contiguous, symmetric
+        Kernel matrix (a combined MKL kernel, or the block of a working set).
+    rows : (N,) int64
+        Kernel row of each variable.
+    signs : (N,) float64
+        ``s_t`` in {-1.0, +1.0}.
+    upper : (N,) float64
+        Upper bounds (> 0); every lower bound is 0.
+    a : (N,) float64, in/out
+        A feasible start; overwritten with the solution. ``s'a`` is kept.
+    grad : (N,) float64, in/out
+        ``Q a + p`` for the starting ``a`` (see :func:`smo_gradient`);
         overwritten with the gradient at the solution.
     tol : float
-        Stop when ``m(alpha) - M(alpha) <= tol`` over all variables.
+        Stop when ``m(a) - M(a) <= tol`` over all variables.
     max_iter : int
         Iteration budget.
-    shrinking : bool, default=True
+    shrinking : bool
         Set aside bound variables that cannot currently violate the KKT
-        conditions (at the start and every ``min(n, 1000)`` iterations),
-        then check all variables before stopping. The answer meets ``tol``
-        either way.
+        conditions, then check all variables before stopping. The answer
+        meets ``tol`` either way.
 
     Returns
     -------
@@ -333,37 +363,31 @@ def smo_solve(K, y, C, alpha, grad, tol, max_iter, shrinking=True):
         Iterations done; equal to ``max_iter`` when the budget ran out
         (check :func:`smo_violation` to tell the two apart).
     """
-    n = y.shape[0]
-    diag = np.empty(n)
-    F = np.empty(n)
-    for t in range(n):
-        diag[t] = K[t, t]
-        F[t] = -y[t] * grad[t]
-    n_iter = _smo_core(K, diag, y, C, alpha, F, tol, max_iter, shrinking)
-    for t in range(n):
-        grad[t] = -y[t] * F[t]
+    N = signs.shape[0]
+    dvar = np.empty(N)
+    F = np.empty(N)
+    for t in range(N):
+        dvar[t] = K[rows[t], rows[t]]
+        F[t] = -signs[t] * grad[t]
+    n_iter = _smo_core(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking)
+    for t in range(N):
+        grad[t] = -signs[t] * F[t]
     return n_iter
 
 
 @njit(**JIT)
-def smo_violation(y, alpha, grad, C):
-    """Maximal KKT violation ``m(alpha) - M(alpha)`` (0 or less at optimum).
+def smo_violation(signs, upper, a, grad):
+    """Maximal KKT violation ``m(a) - M(a)`` (0 or less at optimum).
 
-    ``m = max_{I_up} -y_t G_t`` and ``M = min_{I_low} -y_t G_t``; returns
+    ``m = max_{I_up} -s_t G_t`` and ``M = min_{I_low} -s_t G_t``; returns
     ``-inf`` when either set is empty.
     """
-    n = y.shape[0]
+    N = signs.shape[0]
     gmax = -np.inf
     gmin = np.inf
-    for t in range(n):
-        at = alpha[t]
-        ft = -y[t] * grad[t]
-        if y[t] > 0.0:
-            up = at < C
-            low = at > 0.0
-        else:
-            up = at > 0.0
-            low = at < C
+    for t in range(N):
+        ft = -signs[t] * grad[t]
+        up, low = _in_sets(signs[t], a[t], upper[t])
         if up and ft > gmax:
             gmax = ft
         if low and ft < gmin:
@@ -374,28 +398,29 @@ def smo_violation(y, alpha, grad, C):
 
 
 @njit(**JIT)
-def svm_bias(y, alpha, grad, C):
-    """Bias ``b = -rho`` of the decision function ``sum_i a_i y_i K(x_i, x) + b``.
+def smo_rho(signs, upper, a, grad):
+    """libsvm's offset ``rho``; the decision function is ``sum_i v_i K(x_i, x) - rho``.
 
-    libsvm's rule: ``rho`` is the mean of ``y_t G_t`` over the free
-    variables (``0 < alpha_t < C``); without free variables it is the
-    midpoint of the interval that the bounded variables allow.
+    ``rho`` is the mean of ``s_t G_t`` over the free variables
+    (``0 < a_t < U_t``); without free variables it is the midpoint of the
+    interval that the bounded variables allow (libsvm's ``calculate_rho``,
+    the same rule for all three problems).
     """
-    n = y.shape[0]
+    N = signs.shape[0]
     ub = np.inf
     lb = -np.inf
     total = 0.0
     n_free = 0
-    for t in range(n):
-        yg = y[t] * grad[t]
-        at = alpha[t]
-        if at >= C:
-            if y[t] < 0.0:
+    for t in range(N):
+        yg = signs[t] * grad[t]
+        at = a[t]
+        if at >= upper[t]:
+            if signs[t] < 0.0:
                 ub = min(ub, yg)
             else:
                 lb = max(lb, yg)
         elif at <= 0.0:
-            if y[t] > 0.0:
+            if signs[t] > 0.0:
                 ub = min(ub, yg)
             else:
                 lb = max(lb, yg)
@@ -403,11 +428,43 @@ def svm_bias(y, alpha, grad, C):
             n_free += 1
             total += yg
     if n_free > 0:
-        rho = total / n_free
-    elif ub == np.inf:
-        rho = lb
-    elif lb == -np.inf:
-        rho = ub
-    else:
-        rho = 0.5 * (ub + lb)
-    return -rho
+        return total / n_free
+    if ub == np.inf:
+        return lb
+    if lb == -np.inf:
+        return ub
+    return 0.5 * (ub + lb)
+
+
+@njit(**JIT)
+def accumulate_rows(data, slots, coef, out):
+    """``out += sum_j coef[j] data[slots[j]]`` (rows of a row cache).
+
+    ``data`` (c, n) float64; ``slots`` (r,) int64 rows of ``data``; ``coef``
+    (r,) float64; ``out`` (n,) float64, accumulated in slot order. Rows with
+    a zero coefficient are not read.
+    """
+    n = out.shape[0]
+    for j in range(slots.shape[0]):
+        c = coef[j]
+        if c != 0.0:
+            r = data[slots[j]]
+            for u in range(n):
+                out[u] += c * r[u]
+    return out
+
+
+@njit(**JIT)
+def gather_block(data, slots, cols, out):
+    """``out[i, j] = data[slots[i], cols[j]]``: the working set's kernel block.
+
+    ``data`` (c, n) float64; ``slots`` (r,) and ``cols`` (r,) int64; ``out``
+    (r, r) float64, written.
+    """
+    r = slots.shape[0]
+    for i in range(r):
+        row = data[slots[i]]
+        o = out[i]
+        for j in range(cols.shape[0]):
+            o[j] = row[cols[j]]
+    return out

@@ -39,11 +39,14 @@ from itertools import combinations
 
 import numpy as np
 
-from .._validation import check_int
+from .._memory import check_max_memory
+from .._validation import check_choice, check_int
+from ..kernels.bank import STORAGES, _check_cache_size
 
 __all__ = [
     "HAS_SKLEARN",
     "resolve_kernel_specs",
+    "check_storage_params",
     "ClassifierBase",
     "ParamsMixin",
     "ClassifierScoreMixin",
@@ -641,3 +644,10 @@ def resolve_kernel_specs(kernels, n_features, protocol):
     if len(kernels) == 0:
         raise ValueError("kernels is an empty list; give at least one kernel spec")
     return list(kernels)
+
+
+def check_storage_params(storage, cache_size, max_memory):
+    """Validate the estimators' kernel-storage parameters (TypeError/ValueError naming them)."""
+    check_choice(storage, "storage", STORAGES)
+    _check_cache_size(cache_size)
+    check_max_memory(max_memory)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._validation import check_choice, check_real
-from ._base import ClassifierBase, ConvergenceWarning, _as_seed, resolve_kernel_specs
+from ._base import (
+    ClassifierBase,
+    ConvergenceWarning,
+    _as_seed,
+    check_storage_params,
+    resolve_kernel_specs,
+)
 
 __all__ = ["MKBoostClassifier"]
 
@@ -79,10 +84,22 @@ class MKBoostClassifier(ClassifierBase):
         a weak SVM on a sample of size ``r N`` acts like a smaller ``C``.
     tol : float, default=1e-3
         KKT tolerance of the SMO solver of each weak SVM (libsvm's default).
+    storage : {"auto", "dense", "on_the_fly"}, default="auto"
+        Where the training kernels live (see
+        :meth:`mklopt.KernelBank.from_specs`): ``"dense"`` stores all
+        ``n_kernels * n_samples**2`` entries, ``"on_the_fly"`` stores only the
+        features and computes kernel rows as the solver reads them, skipping
+        kernels with zero weight. ``"auto"`` keeps dense while it fits under
+        ``max_memory``, so large training sets just work.
+    cache_size : float, optional
+        Megabytes for the weak SVMs' row cache (used only
+        when a sample is too large for its kernel block) (libsvm's
+        ``cache_size``); default 2048 or a quarter of the memory limit.
     max_memory : int, optional
-        Bytes the kernel bank may use (``n_kernels * n_samples**2 * 8``).
-        By default the available memory is the limit; a bank that would not
-        fit is refused with a ``MemoryError`` before anything is allocated.
+        Bytes the kernel storage may use. By default 80 % of the memory
+        available when ``fit`` starts; a storage that would not fit is
+        refused with a ``MemoryError`` before anything is allocated, naming
+        the option that would.
 
     Attributes
     ----------
@@ -165,6 +182,8 @@ class MKBoostClassifier(ClassifierBase):
         random_state=None,
         normalize=None,
         tol=1e-3,
+        storage="auto",
+        cache_size=None,
         max_memory=None,
     ):
         self.kernels = kernels
@@ -176,6 +195,8 @@ class MKBoostClassifier(ClassifierBase):
         self.random_state = random_state
         self.normalize = normalize
         self.tol = tol
+        self.storage = storage
+        self.cache_size = cache_size
         self.max_memory = max_memory
 
     # ---- parameter validation ----------------------------------------------
@@ -199,31 +220,11 @@ class MKBoostClassifier(ClassifierBase):
         check_choice(self.normalize, "normalize", (None, "trace"))
         _as_seed(self.random_state)
         self._method(None).check_params()
-        if self.max_memory is not None:
-            if isinstance(self.max_memory, bool) or not isinstance(self.max_memory, numbers.Real):
-                raise TypeError(
-                    f"max_memory must be a number of bytes, got {type(self.max_memory).__name__}"
-                )
-            check_real(self.max_memory, "max_memory", low=0.0, strict_low=True)
+        check_storage_params(self.storage, self.cache_size, self.max_memory)
         self._specs = self._resolve_specs(X.shape[1])
-        self._check_bank_memory(X.shape[0])
         # One stream of seeds, one per binary problem in turn: the same
         # random_state gives the same model, pairs get different draws.
         self._seeds = np.random.default_rng(self.random_state)
-
-    def _check_bank_memory(self, n_samples):
-        from .._validation import available_memory
-
-        m = len(self._specs)
-        need = m * n_samples * n_samples * 8
-        limit = self.max_memory if self.max_memory is not None else available_memory()
-        if limit is not None and need > limit:
-            which = "max_memory" if self.max_memory is not None else "available memory"
-            raise MemoryError(
-                f"the kernel bank needs {need / 2**20:.1f} MiB ({m} kernels x {n_samples}^2 "
-                f"samples x 8 bytes) but {which} is {limit / 2**20:.1f} MiB; use fewer kernels "
-                "or samples, or raise max_memory"
-            )
 
     # ---- one binary problem ------------------------------------------------
     def _fit_binary(self, X, y):
@@ -233,7 +234,12 @@ class MKBoostClassifier(ClassifierBase):
         from ..stopping import MaxIter
 
         bank = KernelBank.from_specs(
-            X, self._specs, normalize=self.normalize, max_memory=self.max_memory
+            X,
+            self._specs,
+            storage=self.storage,
+            normalize=self.normalize,
+            cache_size=self.cache_size,
+            max_memory=self.max_memory,
         )
         oracle = WeakLearners(bank, y, C=self._C, tol=self._tol)
         seed = int(self._seeds.integers(2**63 - 1))
@@ -241,7 +247,7 @@ class MKBoostClassifier(ClassifierBase):
         result = solve(oracle, self._method(seed), stop=MaxIter(int(self.n_rounds) + 1))
         ens = result.extra["ensemble"]
         rows = {
-            int(k): bank.take(ens.support[int(k)]).subset([int(k)])
+            int(k): bank.functions.take(ens.support[int(k)]).subset([int(k)])
             for k in ens.kernels
             if ens.support[int(k)].size > 0
         }

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import numbers
 import time
 import warnings
 from dataclasses import dataclass
@@ -12,7 +11,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_int, check_real
-from ._base import ClassifierBase, ConvergenceWarning, resolve_kernel_specs
+from ..kernels import KernelExpansion
+from ._base import (
+    ClassifierBase,
+    ConvergenceWarning,
+    check_storage_params,
+    resolve_kernel_specs,
+)
 
 __all__ = ["MKLClassifier"]
 
@@ -42,45 +47,17 @@ class _Plan:
 class _BinaryMKL:
     """What one binary problem keeps after fitting.
 
-    ``predictor`` evaluates the combined kernel between new points and the
-    support vectors only, with the kernels whose weight survived pruning.
+    ``predictor`` is a :class:`~mklopt.kernels.KernelExpansion` over the
+    support vectors and the kernels whose weight survived pruning; the
+    training bank is dropped after ``fit``.
     """
 
-    predictor: object
+    predictor: KernelExpansion
     weights: np.ndarray
     support: np.ndarray
     dual_coef: np.ndarray
     bias: float
     result: object
-    n_kernels_used: int
-
-
-class _Predictor:
-    """Decision function of one binary problem, restricted to what it needs.
-
-    Keeps a small bank holding only the selected kernels (``w_k`` above the
-    threshold) on only the support vectors, with the training normalisation
-    constants; the full training bank is dropped after ``fit``. The decision
-    value is ``combine_cross(X, w, columns=support) @ dual_coef + bias``.
-    """
-
-    def __init__(self, bank, w, support, dual_coef, bias):
-        self.bias = float(bias)
-        self.dual_coef = dual_coef
-        selected = np.flatnonzero(w > 0)
-        if support.size == 0:
-            # No support vector: the decision function is the constant bias.
-            self.bank, self.w = None, None
-            return
-        self.bank = bank.subset(selected).take(support)
-        self.w = np.ascontiguousarray(w[selected])
-
-    def __call__(self, X):
-        if self.bank is None:
-            return np.full(X.shape[0], self.bias)
-        columns = np.arange(self.bank.n_samples)
-        Kx = self.bank.combine_cross(X, self.w, columns=columns)
-        return Kx @ self.dual_coef + self.bias
 
 
 def _check_oracle_kind(cls, label):
@@ -170,10 +147,21 @@ class MKLClassifier(ClassifierBase):
         Wall-clock budget in seconds for the whole ``fit`` (all one-vs-one
         problems together). When it runs out the best point so far is kept
         and a :class:`ConvergenceWarning` is issued.
+    storage : {"auto", "dense", "on_the_fly"}, default="auto"
+        Where the training kernels live (see
+        :meth:`mklopt.KernelBank.from_specs`): ``"dense"`` stores all
+        ``n_kernels * n_samples**2`` entries, ``"on_the_fly"`` stores only the
+        features and computes kernel rows as the solver reads them, skipping
+        kernels with zero weight. ``"auto"`` keeps dense while it fits under
+        ``max_memory``, so large training sets just work.
+    cache_size : float, optional
+        Megabytes for the SMO solver's cache of kernel rows (libsvm's
+        ``cache_size``); default 2048 or a quarter of the memory limit.
     max_memory : int, optional
-        Bytes the kernel bank may use (``n_kernels * n_samples**2 * 8``).
-        By default the available memory is the limit; a bank that would not
-        fit is refused with a ``MemoryError`` before anything is allocated.
+        Bytes the kernel storage may use. By default 80 % of the memory
+        available when ``fit`` starts; a storage that would not fit is
+        refused with a ``MemoryError`` before anything is allocated, naming
+        the option that would.
     callback : callable, optional
         ``callback(progress)`` after every oracle call with a
         :class:`mklopt.Progress` row; raise ``StopIteration`` to stop the
@@ -280,6 +268,8 @@ class MKLClassifier(ClassifierBase):
         normalize="trace",
         weight_threshold=1e-6,
         time_limit=None,
+        storage="auto",
+        cache_size=None,
         max_memory=None,
         callback=None,
     ):
@@ -294,6 +284,8 @@ class MKLClassifier(ClassifierBase):
         self.normalize = normalize
         self.weight_threshold = weight_threshold
         self.time_limit = time_limit
+        self.storage = storage
+        self.cache_size = cache_size
         self.max_memory = max_memory
         self.callback = callback
 
@@ -396,13 +388,7 @@ class MKLClassifier(ClassifierBase):
         if self.time_limit is not None:
             limit = check_real(self.time_limit, "time_limit", low=0.0, strict_low=True)
             deadline = time.perf_counter() + limit
-        if self.max_memory is not None:
-            # KernelBank enforces the limit itself, before allocating.
-            if isinstance(self.max_memory, bool) or not isinstance(self.max_memory, numbers.Real):
-                raise TypeError(
-                    f"max_memory must be a number of bytes, got {type(self.max_memory).__name__}"
-                )
-            check_real(self.max_memory, "max_memory", low=0.0, strict_low=True)
+        check_storage_params(self.storage, self.cache_size, self.max_memory)
         if self.callback is not None and not callable(self.callback):
             raise TypeError("callback must be callable, taking one mklopt.Progress row")
         specs = self._resolve_specs(X.shape[1])
@@ -425,7 +411,12 @@ class MKLClassifier(ClassifierBase):
 
         plan = self._fit_state
         bank = KernelBank.from_specs(
-            X, plan.specs, normalize=self.normalize, max_memory=self.max_memory
+            X,
+            plan.specs,
+            storage=self.storage,
+            normalize=self.normalize,
+            cache_size=self.cache_size,
+            max_memory=self.max_memory,
         )
         oracle = SVMDual(bank, y, C=plan.C, tol=plan.inner_tol)
         result = solve(oracle, plan.new_method(), stop=self._stop(plan), callback=self.callback)
@@ -433,8 +424,9 @@ class MKLClassifier(ClassifierBase):
         alpha = np.asarray(result.alpha, dtype=np.float64)
         support = np.flatnonzero(alpha > 0.0).astype(np.int64)
         dual_coef = alpha[support] * y[support]
-        w_pred = np.where(w > plan.threshold * w.max(), w, 0.0)
-        predictor = _Predictor(bank, w_pred, support, dual_coef, float(result.bias))
+        predictor = KernelExpansion.from_solution(
+            bank.functions, w, alpha * y, float(result.bias), threshold=plan.threshold
+        )
         return _BinaryMKL(
             predictor=predictor,
             weights=w,
@@ -442,7 +434,6 @@ class MKLClassifier(ClassifierBase):
             dual_coef=dual_coef,
             bias=float(result.bias),
             result=result,
-            n_kernels_used=int(np.count_nonzero(w_pred)),
         )
 
     def _decision_binary(self, model, X):

@@ -1,4 +1,4 @@
-"""Kernel specs, the papers' kernel grids and the KernelBank.
+"""Kernel specs, the papers' kernel grids, kernel functions and the KernelBank.
 
 Examples
 --------
@@ -10,7 +10,21 @@ Examples
 65
 """
 
-from .bank import KernelBank
+from .bank import STORAGES, KernelBank
+from .expansion import KernelExpansion
+from .functions import KernelFunctions
 from .specs import RBF, Linear, Poly, grid, linear, poly, rbf
 
-__all__ = ["KernelBank", "rbf", "poly", "linear", "grid", "RBF", "Poly", "Linear"]
+__all__ = [
+    "KernelBank",
+    "KernelFunctions",
+    "KernelExpansion",
+    "STORAGES",
+    "rbf",
+    "poly",
+    "linear",
+    "grid",
+    "RBF",
+    "Poly",
+    "Linear",
+]

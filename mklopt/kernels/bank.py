@@ -1,59 +1,46 @@
-"""KernelBank: the m training kernel matrices, their specs and scales.
+"""KernelBank: a bank's kernel functions and the storage its oracles read.
 
-The bank is what every oracle reads: ``combine`` builds ``sum_k w_k K_k`` for
-the SVM solver, ``quad_forms`` gives ``q_k = v' K_k v`` over the support, and
-``cross`` / ``combine_cross`` evaluate the same (identically normalised)
-kernels between new points and the training points at prediction time.
+A bank has two parts (DESIGN section 8):
+
+* its **kernel functions** (:class:`~mklopt.kernels.KernelFunctions`): specs,
+  normalisation constants computed on the training set, and the training
+  points. They evaluate kernels between new points and training points;
+  prediction and saved models need nothing else;
+* its **storage** (:mod:`mklopt.kernels.storage`): where the training kernels
+  live for the solvers, behind a few verbs (rows of the combined kernel, its
+  diagonal, the quadratic forms ``q``, single-kernel blocks). A dense array,
+  the features themselves (computed on the fly), or feature maps.
+
+Consumers (the oracles, the weak learners, prediction) use only those verbs,
+so every storage serves every oracle and method.
 """
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
 
 import numpy as np
 
-from .._jit import combine as _combine
-from .._jit import kernels as _kern
-from .._validation import available_memory, check_choice, check_matrix, check_vector, check_weights
-from .specs import RBF, Linear, Poly
+from .._memory import check_max_memory, check_memory, fits, fmt_bytes, memory_limit
+from .._validation import check_choice, check_matrix, check_vector, check_weights
+from .functions import KernelFunctions, _check_indices, _check_specs
+from .storage import DenseStorage, OnTheFlyStorage
 
-__all__ = ["KernelBank"]
+__all__ = ["KernelBank", "STORAGES"]
 
-_GIB = float(2**30)
-# Fraction of the currently available memory a bank may take by default.
-_MEMORY_FRACTION = 0.8
+#: Storage names accepted by :meth:`KernelBank.from_specs`.
+STORAGES = ("auto", "dense", "on_the_fly")
+
 # A kernel passes the PSD check when K + _PSD_RTOL * trace(K) * I has a
 # Cholesky factor, i.e. (up to rounding) lambda_min(K) >= -_PSD_RTOL * trace(K).
 _PSD_RTOL = 1e-8
 # Largest |K - K'| allowed, relative to max |K|.
 _SYM_RTOL = 1e-8
-
-
-def _fmt_bytes(b):
-    return f"{b / _GIB:.3g} GiB ({int(b):,} bytes)"
-
-
-def _check_memory(needed, max_memory, what, advice):
-    """Raise MemoryError before allocating ``needed`` bytes if over the limit."""
-    if max_memory is None:
-        avail = available_memory()
-        if avail is None:
-            return
-        limit = _MEMORY_FRACTION * avail
-        source = f"{int(_MEMORY_FRACTION * 100)}% of the {_fmt_bytes(avail)} available now"
-    else:
-        if isinstance(max_memory, bool) or not isinstance(max_memory, numbers.Real):
-            raise TypeError(f"max_memory must be a number of bytes or None, got {max_memory!r}")
-        if not max_memory > 0:
-            raise ValueError(f"max_memory must be > 0 bytes, got {max_memory!r}")
-        limit = float(max_memory)
-        source = "max_memory"
-    if needed > limit:
-        raise MemoryError(
-            f"{what} needs {_fmt_bytes(needed)} but the limit is {_fmt_bytes(limit)} "
-            f"({source}). {advice}"
-        )
+# Default budget of the solvers' row cache: this many MB, or a quarter of
+# the memory limit if that is smaller.
+_CACHE_MB = 2048
+# Rows per chunk when scanning a (possibly memory-mapped) matrix.
+_SCAN_ROWS = 2048
 
 
 def _check_dtype(dtype, name="dtype"):
@@ -66,116 +53,59 @@ def _check_dtype(dtype, name="dtype"):
     return dt
 
 
-def _check_indices(idx, name, size, *, distinct=False, allow_empty=False):
-    """1-D int64 indices into ``range(size)`` (negative indices refused)."""
-    a = np.asarray(idx)
-    if a.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of indices, got shape {a.shape}")
-    if a.size == 0:
-        if allow_empty:
-            return np.zeros(0, dtype=np.int64)
-        raise ValueError(f"{name} is empty")
-    if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
-        raise TypeError(f"{name} must hold integer indices, got dtype {a.dtype}")
-    a = np.ascontiguousarray(a, dtype=np.int64)
-    lo, hi = int(a.min()), int(a.max())
-    if lo < 0 or hi >= size:
-        raise ValueError(f"{name} must hold indices in [0, {size}), got values in [{lo}, {hi}]")
-    if distinct and np.unique(a).size != a.size:
+def _check_cache_size(cache_size):
+    if cache_size is None:
+        return None
+    if isinstance(cache_size, bool) or not isinstance(cache_size, numbers.Real):
+        raise TypeError(f"cache_size must be a number of MB or None, got {cache_size!r}")
+    if not cache_size >= 0:
+        raise ValueError(f"cache_size must be >= 0 MB, got {cache_size!r}")
+    return float(cache_size)
+
+
+def _unique_sorted(idx, name, size):
+    S = np.sort(_check_indices(idx, name, size, allow_empty=True))
+    if S.size > 1 and np.any(S[1:] == S[:-1]):
         raise ValueError(f"{name} must not hold repeated indices")
-    return a
-
-
-class _Group:
-    """Specs on one feature subset, evaluated together to share work."""
-
-    def __init__(self, features):
-        self.features = features
-        self.rbf_idx, self.sigmas = [], []
-        self.gram_idx, self.degrees, self.offsets = [], [], []
-
-    def freeze(self):
-        self.rbf_idx = np.asarray(self.rbf_idx, dtype=np.int64)
-        self.sigmas = np.asarray(self.sigmas, dtype=np.float64)
-        self.gram_idx = np.asarray(self.gram_idx, dtype=np.int64)
-        self.degrees = np.asarray(self.degrees, dtype=np.int64)
-        self.offsets = np.asarray(self.offsets, dtype=np.float64)
-        return self
-
-    def columns(self, X):
-        if self.features is None:
-            return X
-        return np.ascontiguousarray(X[:, list(self.features)])
-
-
-def _plan(specs):
-    """Group spec indices by feature subset (first-seen order)."""
-    groups = {}
-    for k, s in enumerate(specs):
-        g = groups.setdefault(s.features, _Group(s.features))
-        if isinstance(s, RBF):
-            g.rbf_idx.append(k)
-            g.sigmas.append(s.sigma)
-        elif isinstance(s, Poly):
-            g.gram_idx.append(k)
-            g.degrees.append(s.degree)
-            g.offsets.append(1.0)
-        else:  # Linear
-            g.gram_idx.append(k)
-            g.degrees.append(1)
-            g.offsets.append(0.0)
-    return [g.freeze() for g in groups.values()]
-
-
-def _check_specs(specs, n_features):
-    if isinstance(specs, (RBF, Poly, Linear)):
-        specs = (specs,)
-    if isinstance(specs, (str, bytes)) or not isinstance(specs, Sequence):
-        raise TypeError(
-            f"specs must be a sequence of kernel specs (rbf, poly, linear, grid), "
-            f"got {type(specs).__name__}"
-        )
-    specs = tuple(specs)
-    if not specs:
-        raise ValueError("specs is empty; give at least one kernel spec, e.g. grid(X.shape[1])")
-    for k, s in enumerate(specs):
-        if not isinstance(s, (RBF, Poly, Linear)):
-            raise TypeError(
-                f"specs[{k}] must be a kernel spec made by rbf(), poly() or linear(), "
-                f"got {type(s).__name__}"
-            )
-        if s.features is not None and max(s.features) >= n_features:
-            raise ValueError(
-                f"specs[{k}] = {s!r} uses feature {max(s.features)} but X has only "
-                f"{n_features} features (indices 0..{n_features - 1})"
-            )
-    return specs
+    return S
 
 
 class KernelBank:
-    """The m base kernel matrices of a training set, ready for the MKL oracles.
+    """The m base kernels of a training set, ready for the MKL oracles.
 
-    Build one with :meth:`from_specs` (kernels evaluated from data; they can
-    then be evaluated on new points) or :meth:`from_matrices` (matrices you
-    already have). The constructor itself only wires validated parts
-    together and is not the public entry point.
+    Build one with :meth:`from_specs` (kernels evaluated from data, which
+    can then be evaluated on new points) or :meth:`from_matrices` (matrices
+    you already have, in memory or memory-mapped). The constructor only
+    wires validated parts together.
+
+    Parameters
+    ----------
+    storage : storage object
+        One of :mod:`mklopt.kernels.storage` (or any object with the same
+        verbs).
+    functions : KernelFunctions, optional
+        The kernels as functions (None for user matrices).
+    scales : array-like of shape (n_kernels,), optional
+        Normalisation constants when there are no functions (user
+        matrices); default ones.
+    cache_size : float, optional
+        Megabytes the SMO solver may keep in its cache of combined-kernel
+        rows (libsvm's ``cache_size``). Default: 2048 or a quarter of the
+        memory limit, whichever is smaller.
 
     Attributes
     ----------
-    K : ndarray of shape (n_kernels, n_samples, n_samples)
-        C-contiguous float64 (or float32 on request) normalised kernel
-        matrices, ``K[k] = raw_k / scales[k]``. Treat it as read-only.
-    n_kernels : int
-    n_samples : int
+    n_kernels, n_samples : int
+    storage : storage object
+        ``storage.name`` is ``"dense"``, ``"on_the_fly"`` or
+        ``"feature_map"``.
+    functions : KernelFunctions or None
     specs : tuple of specs or None
-        The kernel specs (None for user matrices).
     scales : ndarray of shape (n_kernels,)
         Normalisation constants computed on the training set (the trace of
-        each raw kernel for ``normalize="trace"``, else ones). A raw kernel
-        with zero trace (only possible for an all-zero matrix, e.g. a linear
-        kernel on a constant, standardised feature) keeps scale 1.
+        each raw kernel for ``normalize="trace"``, else ones).
     X_train : ndarray of shape (n_samples, n_features) or None
-        Training inputs, kept for prediction (None for user matrices).
+    cache_size : float or None
 
     Notes
     -----
@@ -189,41 +119,46 @@ class KernelBank:
     >>> from mklopt.kernels import KernelBank, rbf, poly
     >>> X = np.random.default_rng(0).standard_normal((20, 3))
     >>> bank = KernelBank.from_specs(X, [rbf(1.0), rbf(2.0), poly(2)])
-    >>> bank.K.shape
-    (3, 20, 20)
+    >>> bank.storage.name, bank.K.shape
+    ('dense', (3, 20, 20))
     >>> round(float(np.trace(bank.K[2])), 12)
     1.0
-    >>> bank.combine([0.5, 0.5, 0.0]).shape
-    (20, 20)
+    >>> fly = KernelBank.from_specs(X, [rbf(1.0), rbf(2.0), poly(2)], storage="on_the_fly")
+    >>> w = [0.5, 0.5, 0.0]
+    >>> bool(np.allclose(fly.combine(w), bank.combine(w), rtol=1e-12))
+    True
     """
 
-    def __init__(self, K, scales, specs=None, X_train=None):
-        if not isinstance(K, np.ndarray) or K.ndim != 3 or K.shape[1] != K.shape[2]:
-            raise ValueError("K must be an (n_kernels, n_samples, n_samples) array")
-        if K.dtype not in (np.float64, np.float32) or not K.flags.c_contiguous:
-            raise ValueError("K must be C-contiguous float64 or float32")
-        self.K = K
-        self.n_kernels = int(K.shape[0])
-        self.n_samples = int(K.shape[1])
-        self.scales = check_vector(scales, "scales", size=self.n_kernels)
-        self.specs = None if specs is None else tuple(specs)
-        if self.specs is not None and len(self.specs) != self.n_kernels:
-            raise ValueError(f"specs has {len(self.specs)} entries for {self.n_kernels} kernels")
-        if X_train is not None:
-            X_train = check_matrix(X_train, "X_train")
-            if X_train.shape[0] != self.n_samples:
-                raise ValueError(
-                    f"X_train has {X_train.shape[0]} rows for {self.n_samples} samples"
-                )
-        if (X_train is None) != (self.specs is None):
-            raise ValueError("specs and X_train go together: give both or neither")
-        self.X_train = X_train
-        self._groups = None if self.specs is None else _plan(self.specs)
+    def __init__(self, storage, functions=None, scales=None, cache_size=None):
+        self.storage = storage
+        self.n_kernels = int(storage.n_kernels)
+        self.n_samples = int(storage.n_samples)
+        self.functions = functions
+        if functions is not None:
+            if (functions.n_kernels, functions.n_samples) != (self.n_kernels, self.n_samples):
+                raise ValueError("functions and storage disagree on the kernels or samples")
+            self.scales = functions.scales
+        else:
+            self.scales = (
+                np.ones(self.n_kernels)
+                if scales is None
+                else check_vector(scales, "scales", size=self.n_kernels)
+            )
+        self.cache_size = _check_cache_size(cache_size)
 
     # ------------------------------------------------------------------ build
     @classmethod
-    def from_specs(cls, X, specs, normalize="trace", dtype=np.float64, max_memory=None):
-        """Evaluate kernel specs on training data.
+    def from_specs(
+        cls,
+        X,
+        specs,
+        storage="auto",
+        normalize="trace",
+        dtype=np.float64,
+        cache_size=None,
+        max_memory=None,
+    ):
+        """Kernels from specs on training data.
 
         Parameters
         ----------
@@ -234,16 +169,25 @@ class KernelBank:
         specs : sequence of specs
             From :func:`rbf`, :func:`poly`, :func:`linear` or :func:`grid`.
             Specs on the same feature subset share one squared-distance
-            matrix (all widths) and one Gram matrix (all degrees).
+            evaluation (all widths) and one inner product (all degrees).
+        storage : {"auto", "dense", "on_the_fly"}, default="auto"
+            ``"dense"`` stores all ``m n^2`` entries (fastest for small
+            ``n``); ``"on_the_fly"`` stores only ``X`` and computes rows,
+            quadratic forms and blocks from it, skipping kernels with zero
+            weight. ``"auto"`` keeps dense when the bank and the solver's
+            work matrix fit under ``max_memory``, else computes on the fly.
         normalize : {"trace", None}, default="trace"
             ``"trace"`` scales each kernel to unit trace on ``X``; the same
-            constants are used by :meth:`cross`.
+            constants are used for new points.
         dtype : {np.float64, np.float32}, default=np.float64
-            Storage type of ``K``. float32 halves memory and bandwidth; all
-            arithmetic (combination, quadratic forms) stays in float64.
+            Storage type of a dense bank. float32 halves memory and
+            bandwidth; all arithmetic stays in float64.
+        cache_size : float, optional
+            Megabytes for the solver's cache of combined-kernel rows (see
+            the class docstring).
         max_memory : float or None, default=None
-            Byte limit for the bank; None means 80% of the memory available
-            now.
+            Byte limit for what the bank stores; None means 80% of the
+            memory available now.
 
         Returns
         -------
@@ -253,78 +197,74 @@ class KernelBank:
         ------
         ValueError, TypeError
             On NaN/inf or a non-2-D ``X``, an empty or invalid spec list, a
-            feature index out of range, or a bad ``normalize``/``dtype``.
+            feature index out of range, or a bad option.
         MemoryError
-            Before allocating, when ``n_kernels * n_samples**2 * itemsize``
-            (plus two n x n work matrices) exceeds the limit.
+            Before allocating, when the chosen storage does not fit; the
+            message names the storage that would.
         """
         X = check_matrix(X, "X")
         n, d = X.shape
         specs = _check_specs(specs, d)
+        check_choice(storage, "storage", STORAGES)
         check_choice(normalize, "normalize", ("trace", None))
         dt = _check_dtype(dtype)
+        cache_size = _check_cache_size(cache_size)
+        check_max_memory(max_memory)
         m = len(specs)
-        needed = m * n * n * dt.itemsize + 2 * n * n * 8
-        _check_memory(
-            needed,
+        dense_bytes = m * n * n * dt.itemsize + n * n * 8
+        fly_bytes = X.nbytes * 3 + 64 * n * 8
+        if storage == "auto":
+            storage = "dense" if fits(dense_bytes, max_memory) else "on_the_fly"
+        functions = KernelFunctions.from_data(X, specs, normalize=normalize)
+        if storage == "dense":
+            check_memory(
+                dense_bytes,
+                max_memory,
+                f"A dense bank of {m} kernels on {n} samples ({dt.name})",
+                "Use storage='on_the_fly' (stores only X, about "
+                f"{fmt_bytes(fly_bytes)}), dtype=np.float32 (halves it), fewer kernels, or "
+                "pass max_memory=<bytes> to raise the limit.",
+            )
+            K = functions.matrices(dtype=dt)
+            return cls(DenseStorage(K), functions, cache_size=cache_size)
+        check_memory(
+            fly_bytes,
             max_memory,
-            f"A bank of {m} kernels on {n} samples ({dt.name})",
-            "Use fewer kernels, dtype=np.float32 (halves it), a subsample of the rows, "
-            "or pass max_memory=<bytes> to raise the limit.",
+            f"Kernels on the fly for {n} samples and {d} features",
+            "Nothing smaller can hold the training data: use a subsample of the rows.",
         )
-        groups = _plan(specs)
-        K = np.empty((m, n, n), dtype=dt)
-        scales = np.ones(m)
-        work = np.empty((n, n))
-        for g in groups:
-            Xs = g.columns(X)
-            if g.rbf_idx.size:
-                _kern.sq_dists_sym(Xs, work)
-                if normalize == "trace":
-                    scales[g.rbf_idx] = float(n)  # unit diagonal
-                for j, k in enumerate(g.rbf_idx):
-                    _kern.rbf_from_sq_dists(
-                        work, g.sigmas[j : j + 1], 1.0 / scales[k : k + 1], K[k : k + 1]
-                    )
-            if g.gram_idx.size:
-                _kern.gram_sym(Xs, work)
-                diag = np.diagonal(work)
-                for j, k in enumerate(g.gram_idx):
-                    if normalize == "trace":
-                        tr = float(np.sum((diag + g.offsets[j]) ** g.degrees[j]))
-                        scales[k] = tr if tr > 0.0 else 1.0
-                    _kern.poly_from_gram(
-                        work,
-                        g.degrees[j : j + 1],
-                        g.offsets[j : j + 1],
-                        1.0 / scales[k : k + 1],
-                        K[k : k + 1],
-                    )
-        return cls(K, scales, specs=specs, X_train=X)
+        return cls(OnTheFlyStorage(functions), functions, cache_size=cache_size)
 
     @classmethod
-    def from_matrices(cls, K, normalize=None, check=True, max_memory=None, dtype=None):
-        """Wrap kernel matrices the user already has.
+    def from_matrices(
+        cls, K, normalize=None, check=True, max_memory=None, dtype=None, cache_size=None
+    ):
+        """Wrap kernel matrices the user already has (in memory or on disk).
 
         Parameters
         ----------
         K : array-like of shape (n_kernels, n_samples, n_samples) or list of (n, n)
-            Base kernel matrices. A C-contiguous float64/float32 3-D array is
-            used without a copy when ``normalize`` is None (do not modify it
-            afterwards); anything else is copied into a new array.
+            Base kernel matrices. A C-contiguous float64/float32 3-D array,
+            including a memory map (``np.load(path, mmap_mode="r")``), is used
+            as it is, without a copy, whenever ``dtype`` does not ask for a
+            conversion (do not modify it afterwards); anything else is copied.
         normalize : {None, "trace"}, default=None
             None keeps the matrices as given; ``"trace"`` scales each to unit
-            trace (on a copy).
+            trace. For an array used without a copy the scales are applied
+            when the kernels are read, so a file on disk is never rewritten.
         check : bool, default=True
             Verify symmetry (``max|K - K'| <= 1e-8 max|K|``) and positive
             semi-definiteness (``lambda_min >= -1e-8 trace``, tested by a
-            Cholesky factorisation of ``K + 1e-8 trace I``, about
-            ``n^3 / 3`` flops per kernel). Finiteness is always checked.
+            Cholesky factorisation of ``K + 1e-8 trace I``, about ``n^3 / 3``
+            flops and one float64 ``n x n`` copy per kernel). Finiteness is
+            always checked, in chunks of rows.
         max_memory : float or None, default=None
             Byte limit for a copy; None means 80% of the available memory.
         dtype : {None, np.float64, np.float32}, default=None
             Storage type; None keeps float32 input as float32 and stores
             everything else as float64.
+        cache_size : float, optional
+            Megabytes for the solver's row cache (see the class docstring).
 
         Returns
         -------
@@ -346,6 +286,8 @@ class KernelBank:
         check_choice(normalize, "normalize", ("trace", None))
         if not isinstance(check, (bool, np.bool_)):
             raise TypeError(f"check must be True or False, got {check!r}")
+        cache_size = _check_cache_size(cache_size)
+        check_max_memory(max_memory)
         if isinstance(K, np.ndarray):
             if K.ndim == 2:
                 raise ValueError(
@@ -395,41 +337,105 @@ class KernelBank:
         else:
             dt = _check_dtype(dtype)
 
-        reuse = mats is None and normalize is None and K.dtype == dt and K.flags.c_contiguous
+        reuse = mats is None and K.dtype == dt and K.flags.c_contiguous
         if reuse:
             arr = K
         else:
-            _check_memory(
+            check_memory(
                 m * n1 * n1 * dt.itemsize,
                 max_memory,
                 f"A copy of {m} kernels on {n1} samples ({dt.name})",
-                "Pass a C-contiguous float64 (or float32) array with normalize=None to "
-                "avoid the copy, use fewer kernels or a subsample, or pass "
-                "max_memory=<bytes>.",
+                "Pass a C-contiguous float64 (or float32) 3-D array, or a memory map "
+                "from np.load(path, mmap_mode='r'), to use it without a copy; or use "
+                "fewer kernels, a subsample, or max_memory=<bytes>.",
             )
             arr = np.empty((m, n1, n1), dtype=dt)
             for k in range(m):
                 arr[k] = K[k] if mats is None else mats[k]
 
         for k in range(m):
-            if not np.all(np.isfinite(arr[k])):
-                raise ValueError(f"K[{k}] contains NaN or infinity")
+            for r0 in range(0, n1, _SCAN_ROWS):
+                if not np.all(np.isfinite(arr[k, r0 : r0 + _SCAN_ROWS])):
+                    raise ValueError(f"K[{k}] contains NaN or infinity")
         if check:
             for k in range(m):
                 _check_kernel(arr[k], k)
 
         scales = np.ones(m)
+        factors = None
         if normalize == "trace":
+            ar = np.arange(n1)
             for k in range(m):
-                tr = float(np.trace(arr[k], dtype=np.float64))
+                tr = float(np.sum(arr[k][ar, ar], dtype=np.float64))
                 if tr < 0.0:
                     raise ValueError(f"K[{k}] has negative trace {tr:.3g}; it is not a kernel")
                 if tr > 0.0:
                     scales[k] = tr
-                    arr[k] *= 1.0 / tr
-        return cls(arr, scales)
+            if reuse:
+                factors = 1.0 / scales  # the user's array (or file) is never written
+            else:
+                for k in range(m):
+                    arr[k] *= 1.0 / scales[k]
+        return cls(DenseStorage(arr, factors), None, scales=scales, cache_size=cache_size)
 
-    # --------------------------------------------------------------- oracles
+    # ------------------------------------------------------------ attributes
+    @property
+    def specs(self):
+        """The kernel specs, or None for user matrices."""
+        return None if self.functions is None else self.functions.specs
+
+    @property
+    def X_train(self):
+        """The training inputs, or None for user matrices."""
+        return None if self.functions is None else self.functions.X
+
+    @property
+    def K(self):
+        """The stored ``(n_kernels, n_samples, n_samples)`` array of a dense bank (read-only).
+
+        Raises
+        ------
+        AttributeError
+            For a bank whose kernels are not stored (on the fly, feature
+            maps), or user matrices kept raw on disk with their scales apart.
+        """
+        st = self.storage
+        if not isinstance(st, DenseStorage):
+            raise AttributeError(
+                f"this bank stores no kernel matrices (storage={st.name!r}); read kernels "
+                "through rows(), combine(), quad_forms() or blocks()"
+            )
+        if st.factors is not None:
+            raise AttributeError(
+                "this bank keeps the user's matrices unchanged and applies the scales when "
+                "reading them; the normalised kernel k is storage.K[k] / scales[k]"
+            )
+        return st.K
+
+    @property
+    def dtype(self):
+        """Storage type of a dense bank (float64 for the other storages)."""
+        return self.storage.K.dtype if isinstance(self.storage, DenseStorage) else np.dtype("f8")
+
+    @property
+    def nbytes(self):
+        """Bytes held by the storage."""
+        return int(self.storage.nbytes)
+
+    def cache_bytes(self, max_memory=None):
+        """The byte budget of the solvers' row cache (from ``cache_size``)."""
+        if self.cache_size is not None:
+            return int(self.cache_size * 2**20)
+        limit, _ = memory_limit(max_memory)
+        budget = _CACHE_MB * 2**20
+        if limit is not None:
+            budget = min(budget, 0.25 * limit)
+        return int(budget)
+
+    # ------------------------------------------------------------ the verbs
+    def _weights(self, w):
+        return np.array(check_weights(w, self.n_kernels, "w"), dtype=np.float64)
+
     def combine(self, w, out=None):
         """Combined kernel ``sum_k w[k] K[k]`` (kernels with zero weight are skipped).
 
@@ -438,16 +444,19 @@ class KernelBank:
         w : array-like of shape (n_kernels,)
             Non-negative finite weights, not all zero.
         out : ndarray of shape (n_samples, n_samples), optional
-            C-contiguous float64 array to write into (avoids an allocation
-            per oracle call).
+            C-contiguous float64 array to write into.
 
         Returns
         -------
         ndarray of shape (n_samples, n_samples), float64
         """
-        w = check_weights(w, self.n_kernels, "w")
+        w = self._weights(w)
         n = self.n_samples
         if out is None:
+            check_memory(
+                n * n * 8, None, f"The combined kernel on {n} samples",
+                "Read rows of it with rows() instead.",
+            )
             out = np.empty((n, n))
         elif (
             not isinstance(out, np.ndarray)
@@ -456,17 +465,30 @@ class KernelBank:
             or not out.flags.c_contiguous
         ):
             raise ValueError(f"out must be a C-contiguous float64 array of shape ({n}, {n})")
-        m = self.n_kernels
-        if self.K.dtype == np.float64 and np.count_nonzero(w) * 2 >= m and m >= 8:
-            # Mostly non-zero weights: one BLAS matrix-vector product over the
-            # whole bank reads it at full memory bandwidth (about 2x the jitted
-            # loop on two cores). Sparse weights take the loop, which reads
-            # only the selected kernels.
-            np.dot(w, self.K.reshape(m, n * n), out=out.reshape(n * n))
-            return out
-        return _combine.combine_kernels(self.K, w, out)
+        return self.storage.combine(w, out)
 
-    def quad_forms(self, v, support=None):
+    def rows(self, w, rows):
+        """Rows of the combined kernel, ``sum_k w[k] K[k][rows, :]``.
+
+        Parameters
+        ----------
+        w : array-like of shape (n_kernels,)
+        rows : array-like of int
+            Training indices (repeats allowed).
+
+        Returns
+        -------
+        ndarray of shape (len(rows), n_samples), float64
+        """
+        w = self._weights(w)
+        idx = _check_indices(rows, "rows", self.n_samples, allow_empty=True)
+        return self.storage.rows(w, idx, np.empty((idx.size, self.n_samples)))
+
+    def diag(self, w):
+        """Diagonal of the combined kernel, shape (n_samples,)."""
+        return self.storage.diag(self._weights(w))
+
+    def quad_forms(self, v, support=None, kernels=None):
         """Per-kernel quadratic forms ``q[k] = v_S' K[k][S, S] v_S``.
 
         Parameters
@@ -476,29 +498,21 @@ class KernelBank:
         support : array-like of int, optional
             Distinct indices ``S`` of the support vectors; entries of ``v``
             outside ``S`` are ignored. Default: the non-zeros of ``v``.
+        kernels : array-like of int, optional
+            Only these kernels (default: all), in that order.
 
         Returns
         -------
-        q : ndarray of shape (n_kernels,), float64
+        q : ndarray of shape (n_kernels,) or (len(kernels),), float64
             Non-negative up to rounding for PSD kernels.
         """
         v = check_vector(v, "v", size=self.n_samples)
         if support is None:
             S = np.flatnonzero(v).astype(np.int64)
         else:
-            S = np.sort(_check_indices(support, "support", self.n_samples, allow_empty=True))
-            if S.size > 1 and np.any(S[1:] == S[:-1]):
-                raise ValueError("support must not hold repeated indices")
-        q = np.empty(self.n_kernels)
-        n, m = self.n_samples, self.n_kernels
-        if self.K.dtype == np.float64 and S.size * 5 >= n * 2:
-            # A large support: one BLAS pass over the whole bank, q = (K v) v,
-            # is faster than the gathered S x S reads (same result to rounding).
-            vs = np.zeros(n)
-            vs[S] = v[S]
-            np.dot(np.dot(self.K.reshape(m * n, n), vs).reshape(m, n), vs, out=q)
-            return q
-        return _combine.quad_forms(self.K, v, S, q)
+            S = _unique_sorted(support, "support", self.n_samples)
+        ks = None if kernels is None else _check_indices(kernels, "kernels", self.n_kernels)
+        return self.storage.quad_forms(v, S, ks)
 
     def blocks(self, kernels, rows, cols=None):
         """Blocks of single kernels: ``out[j] = K[kernels[j]][rows][:, cols]``.
@@ -523,143 +537,38 @@ class KernelBank:
         ks = _check_indices(kernels, "kernels", self.n_kernels)
         r = _check_indices(rows, "rows", self.n_samples, allow_empty=True)
         c = r if cols is None else _check_indices(cols, "cols", self.n_samples, allow_empty=True)
-        out = np.empty((ks.size, r.size, c.size))
-        for j, k in enumerate(ks.tolist()):
-            out[j] = self.K[k][np.ix_(r, c)]
-        return out
+        check_memory(
+            ks.size * r.size * c.size * 8, None,
+            f"Kernel blocks ({ks.size} x {r.size} x {c.size})",
+            "Ask for fewer kernels or smaller blocks at a time.",
+        )
+        return self.storage.blocks(ks, r, c)
 
     # ------------------------------------------------------------ prediction
-    def _need_specs(self, what):
-        if self.specs is None:
+    def _need_functions(self, what):
+        if self.functions is None:
             raise ValueError(
                 f"{what} needs kernel specs, but this bank was built from matrices; "
                 "build it with KernelBank.from_specs, or compute the cross-kernel "
                 "matrices yourself and use combine_cross_matrices"
             )
-
-    def _check_new(self, X_new):
-        X_new = check_matrix(X_new, "X_new")
-        d = self.X_train.shape[1]
-        if X_new.shape[1] != d:
-            raise ValueError(f"X_new has {X_new.shape[1]} features but the bank was built on {d}")
-        return X_new
+        return self.functions
 
     def cross(self, X_new, kernels=None, max_memory=None):
-        """Kernel values between new points and the training points.
+        """Single kernels between new points and the training points.
 
-        Parameters
-        ----------
-        X_new : array-like of shape (n_new, n_features)
-        kernels : array-like of int, optional
-            Which kernels (default: all), in the order wanted.
-        max_memory : float or None, default=None
-            Byte limit for the result (default: 80% of available memory).
-
-        Returns
-        -------
-        ndarray of shape (len(kernels), n_new, n_samples), float64
-            ``raw_k(X_new, X_train) / scales[k]``; on ``X_new = X_train`` it
-            reproduces ``K[kernels]`` exactly (for a float64 bank).
-
-        Raises
-        ------
-        ValueError
-            For a bank built from matrices (no specs), or bad input.
+        See :meth:`KernelFunctions.cross`; on ``X_new = X_train`` it
+        reproduces the training kernels exactly.
         """
-        self._need_specs("cross()")
-        X_new = self._check_new(X_new)
-        if kernels is None:
-            kernels = np.arange(self.n_kernels, dtype=np.int64)
-        else:
-            kernels = _check_indices(kernels, "kernels", self.n_kernels)
-        n_new, n = X_new.shape[0], self.n_samples
-        _check_memory(
-            kernels.size * n_new * n * 8 + n_new * n * 8,
-            max_memory,
-            f"Cross kernels ({kernels.size} kernels, {n_new} x {n})",
-            "Ask for fewer kernels or fewer points at a time, or use combine_cross.",
-        )
-        out = np.empty((kernels.size, n_new, n))
-        pos = {}
-        for j, k in enumerate(kernels.tolist()):
-            pos.setdefault(k, []).append(j)
-        work = np.empty((n_new, n))
-        inv = 1.0 / self.scales
-        for g in self._groups:
-            want_rbf = [(j, k) for j, k in enumerate(g.rbf_idx.tolist()) if k in pos]
-            want_gram = [(j, k) for j, k in enumerate(g.gram_idx.tolist()) if k in pos]
-            if not (want_rbf or want_gram):
-                continue
-            Xn, Xt = g.columns(X_new), g.columns(self.X_train)
-            if want_rbf:
-                _kern.sq_dists(Xn, Xt, work)
-                for j, k in want_rbf:
-                    p = pos[k][0]
-                    _kern.rbf_from_sq_dists(
-                        work, g.sigmas[j : j + 1], inv[k : k + 1], out[p : p + 1]
-                    )
-            if want_gram:
-                _kern.gram(Xn, Xt, work)
-                for j, k in want_gram:
-                    p = pos[k][0]
-                    _kern.poly_from_gram(
-                        work,
-                        g.degrees[j : j + 1],
-                        g.offsets[j : j + 1],
-                        inv[k : k + 1],
-                        out[p : p + 1],
-                    )
-            for _, k in want_rbf + want_gram:
-                for p in pos[k][1:]:
-                    out[p] = out[pos[k][0]]
-        return out
+        return self._need_functions("cross()").cross(X_new, kernels, max_memory=max_memory)
 
     def combine_cross(self, X_new, w, columns=None):
         """Combined kernel between new points and (some) training points.
 
-        ``out[i, j] = sum_k w[k] K_k(X_new[i], X_train[columns[j]])`` with the
-        training normalisation. Only kernels with ``w[k] > 0`` and only the
-        requested training columns are evaluated, and no per-kernel matrix is
-        stored: this is what prediction uses (the support vectors and the
-        selected kernels only).
-
-        Parameters
-        ----------
-        X_new : array-like of shape (n_new, n_features)
-        w : array-like of shape (n_kernels,)
-            Non-negative kernel weights, not all zero.
-        columns : array-like of int, optional
-            Training indices (e.g. the support); default all.
-
-        Returns
-        -------
-        ndarray of shape (n_new, len(columns)), float64
+        See :meth:`KernelFunctions.combine_cross`: only kernels with
+        ``w[k] > 0`` and only the requested columns are evaluated.
         """
-        self._need_specs("combine_cross()")
-        X_new = self._check_new(X_new)
-        w = check_weights(w, self.n_kernels, "w")
-        Xt_all = self.X_train
-        if columns is not None:
-            columns = _check_indices(columns, "columns", self.n_samples, allow_empty=True)
-            Xt_all = np.ascontiguousarray(self.X_train[columns])
-        out = np.zeros((X_new.shape[0], Xt_all.shape[0]))
-        if out.size == 0:
-            return out
-        wk = w / self.scales
-        work = np.empty_like(out)
-        for g in self._groups:
-            wr = wk[g.rbf_idx]
-            wg = wk[g.gram_idx]
-            if not (np.any(wr > 0) or np.any(wg > 0)):
-                continue
-            Xn, Xt = g.columns(X_new), g.columns(Xt_all)
-            if np.any(wr > 0):
-                _kern.sq_dists(Xn, Xt, work)
-                _kern.rbf_accumulate(work, g.sigmas, wr, out)
-            if np.any(wg > 0):
-                _kern.gram(Xn, Xt, work)
-                _kern.poly_accumulate(work, g.degrees, g.offsets, wg, out)
-        return out
+        return self._need_functions("combine_cross()").combine_cross(X_new, w, columns)
 
     def combine_cross_matrices(self, K_cross, w, columns=None):
         """Combine precomputed raw cross-kernel matrices with this bank's scales.
@@ -700,66 +609,11 @@ class KernelBank:
             out += (w[k] / self.scales[k]) * blk
         return out
 
-    # ------------------------------------------------------------ sub-banks
-    def subset(self, kernels):
-        """A new bank with only the given kernels (copied), scales and specs kept."""
-        idx = _check_indices(kernels, "kernels", self.n_kernels)
-        specs = None if self.specs is None else tuple(self.specs[i] for i in idx.tolist())
-        return KernelBank(
-            np.ascontiguousarray(self.K[idx]), self.scales[idx], specs=specs, X_train=self.X_train
-        )
-
-    def take(self, rows):
-        """A new bank on the training rows ``rows`` (repeats allowed), scales kept.
-
-        The scales stay those of the full training set, so ``cross`` on the
-        new bank agrees with the original one.
-        """
-        idx = _check_indices(rows, "rows", self.n_samples)
-        K = np.ascontiguousarray(self.K[:, idx][:, :, idx])
-        X = None if self.X_train is None else self.X_train[idx]
-        return KernelBank(K, self.scales.copy(), specs=self.specs, X_train=X)
-
-    def submatrix(self, kernel, rows, cols=None):
-        """``K[kernel][rows][:, cols]`` as a new float64 array (repeats allowed).
-
-        For boosting: ``bank.submatrix(k, idx)`` is the kernel on a bootstrap
-        sample, ``bank.submatrix(k, np.arange(n), idx)`` its values between
-        all training points and the sample.
-        """
-        if isinstance(kernel, bool) or not isinstance(kernel, numbers.Integral):
-            raise TypeError(f"kernel must be an integer index, got {kernel!r}")
-        if not 0 <= kernel < self.n_kernels:
-            raise ValueError(f"kernel must be in [0, {self.n_kernels}), got {kernel}")
-        r = _check_indices(rows, "rows", self.n_samples)
-        c = r if cols is None else _check_indices(cols, "cols", self.n_samples)
-        return np.asarray(self.K[int(kernel)][np.ix_(r, c)], dtype=np.float64)
-
-    def combine_block(self, w, rows, cols=None):
-        """``sum_k w[k] K[k][rows][:, cols]`` without forming the full combination.
-
-        Rows and columns may repeat (bootstrap samples); zero weights are skipped.
-
-        Returns
-        -------
-        ndarray of shape (len(rows), len(cols)), float64
-        """
-        w = check_weights(w, self.n_kernels, "w")
-        r = _check_indices(rows, "rows", self.n_samples)
-        c = r if cols is None else _check_indices(cols, "cols", self.n_samples)
-        return _combine.combine_block(self.K, w, r, c, np.empty((r.size, c.size)))
-
-    # ------------------------------------------------------------------ misc
-    @property
-    def nbytes(self):
-        """Bytes held by ``K``."""
-        return int(self.K.nbytes)
-
     def __repr__(self):
-        src = "specs" if self.specs is not None else "matrices"
+        src = "specs" if self.functions is not None else "matrices"
         return (
             f"KernelBank(n_kernels={self.n_kernels}, n_samples={self.n_samples}, "
-            f"dtype={self.K.dtype.name}, from={src})"
+            f"storage={self.storage.name!r}, from={src})"
         )
 
 
@@ -806,8 +660,8 @@ def as_bank(bank):
     TypeError
         For anything else.
     """
-    if isinstance(bank, KernelBank) or (hasattr(bank, "K") and hasattr(bank, "n_kernels")):
-        return bank  # a KernelBank, or an object that quacks like one
+    if isinstance(bank, KernelBank):
+        return bank
     if isinstance(bank, (np.ndarray, list, tuple)):
         return KernelBank.from_matrices(bank)
     raise TypeError(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .._jit.smo import smo_solve, smo_violation, svm_bias
+from .._jit.smo import smo_rho, smo_solve, smo_violation
 from .._validation import check_int, check_labels, check_real
 from ..kernels.bank import as_bank
 from ._warnings import ConvergenceWarning
@@ -200,7 +200,6 @@ class WeakLearners:
         self.C = check_real(C, "C", low=0.0, strict_low=True)
         self.tol = check_real(tol, "tol", low=0.0, strict_low=True)
         self.max_iter = None if max_iter is None else check_int(max_iter, "max_iter", low=1)
-        self._K = np.asarray(self.bank.K)
         self.n_calls = 0
         self.n_fits = 0
         self.n_unconverged = 0
@@ -235,11 +234,19 @@ class WeakLearners:
         decision = np.empty((r, self.n_samples))
         learners = []
         total_iter = 0
+        storage = self.bank.storage
+        # Every kernel of the round on the same sample, in one request.
+        blocks = storage.blocks(kernels, sample, sample)
+        everyone = np.arange(self.n_samples, dtype=np.int64)
         for pos, k in enumerate(kernels):
-            learner, n_iter = self._fit_one(int(k), sample, ys)
+            learner, n_iter = self._fit_one(int(k), sample, ys, blocks[pos])
             total_iter += n_iter
             learners.append(learner)
-            decision[pos] = learner.decision(self._K[k][learner.support])
+            if learner.support.size:
+                rows = storage.blocks(np.array([k], dtype=np.int64), learner.support, everyone)[0]
+                decision[pos] = learner.decision(rows)
+            else:
+                decision[pos] = learner.bias
         self.n_fits += r
         predictions = np.where(decision > 0.0, 1.0, -1.0)
         wrong = predictions != y[None, :]
@@ -254,26 +261,17 @@ class WeakLearners:
             n_solver_iter=total_iter,
         )
 
-    def fit_learner(self, sample, kernel):
-        """Train one SVM on ``sample`` with kernel ``kernel`` (no counting).
-
-        Returns
-        -------
-        WeakLearner
-        """
-        sample, kernels, _ = self._check_query(BoostQuery.make(sample, [kernel]))
-        return self._fit_one(int(kernels[0]), sample, np.ascontiguousarray(self.y[sample]))[0]
-
     # ---- internals ----------------------------------------------------------
-    def _fit_one(self, k, sample, ys):
+    def _fit_one(self, k, sample, ys, Ks):
         C = self.C
-        Ks = np.ascontiguousarray(self._K[k][np.ix_(sample, sample)], dtype=np.float64)
+        Ks = np.ascontiguousarray(Ks, dtype=np.float64)
         n = sample.shape[0]
         budget = self.max_iter if self.max_iter is not None else max(100_000, 100 * n)
         alpha = np.zeros(n)
         grad = np.full(n, -1.0)
-        n_iter = smo_solve(Ks, ys, C, alpha, grad, self.tol, budget)
-        if n_iter >= budget and smo_violation(ys, alpha, grad, C) > self.tol:
+        upper = np.full(n, C)
+        n_iter = smo_solve(Ks, np.arange(n), ys, upper, alpha, grad, self.tol, budget, True)
+        if n_iter >= budget and smo_violation(ys, upper, alpha, grad) > self.tol:
             self.n_unconverged += 1
             # One fixed message, so that the default filter shows it once
             # rather than once per weak learner.
@@ -284,7 +282,7 @@ class WeakLearners:
                 ConvergenceWarning,
                 stacklevel=4,
             )
-        bias = float(svm_bias(ys, alpha, grad, C))
+        bias = -float(smo_rho(ys, upper, alpha, grad))
         sv = alpha > 0.0
         # Merge the copies of a repeated support vector: they share a kernel
         # row, so only the sum of their coefficients matters for prediction.

@@ -1,32 +1,172 @@
-"""Jitted kernel and combination primitives against their NumPy twins."""
+"""Jitted kernel and combination primitives against their NumPy twins.
+
+``mklopt._jit.groups`` evaluates kernels from specs over a columnar plan of
+feature groups (the dense build, on-the-fly rows and quadratic forms, and
+prediction all go through it); ``mklopt._jit.combine`` works on stored
+matrices. Each routine is checked against ``tests/_reference.py`` on specs
+and points that hypothesis draws, through the compiled and the pure-Python
+bodies, and the parallel routines on one thread against two.
+"""
 
 import ast
 import pathlib
 
+import numba
 import numpy as np
-import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from numpy.testing import assert_allclose, assert_array_equal
 
 from mklopt._jit import combine as jc
-from mklopt._jit import kernels as jk
+from mklopt._jit import groups as jg
+from mklopt.kernels import linear, poly, rbf
+from mklopt.kernels.functions import _Plan
 from tests import _reference as ref
 
-finite = st.floats(-10, 10, allow_nan=False, allow_infinity=False, width=64)
+finite = st.floats(-3, 3, allow_nan=False, allow_infinity=False, width=64)
 
 
 @st.composite
-def two_matrices(draw, max_rows=8, max_cols=4):
-    d = draw(st.integers(1, max_cols))
-    na = draw(st.integers(1, max_rows))
-    nb = draw(st.integers(1, max_rows))
-    A = draw(arrays(np.float64, (na, d), elements=finite))
-    B = draw(arrays(np.float64, (nb, d), elements=finite))
-    return A, B
+def specs_and_points(draw, max_d=4, max_n=9):
+    """Specs on random feature subsets (shared and distinct), and two point sets."""
+    d = draw(st.integers(1, max_d))
+    feats = st.one_of(
+        st.none(),
+        st.lists(st.integers(0, d - 1), min_size=1, max_size=d, unique=True),
+    )
+    one = st.one_of(
+        st.builds(rbf, st.floats(0.2, 4.0), feats),
+        st.builds(poly, st.integers(1, 3), feats),
+        st.builds(linear, feats),
+    )
+    specs = draw(st.lists(one, min_size=1, max_size=6))
+    A = draw(arrays(np.float64, (draw(st.integers(1, max_n)), d), elements=finite))
+    B = draw(arrays(np.float64, (draw(st.integers(1, max_n)), d), elements=finite))
+    if draw(st.booleans()):
+        B[: min(len(A), len(B))] = A[: min(len(A), len(B))]  # shared points: zero distances
+    scales = draw(arrays(np.float64, len(specs), elements=st.floats(0.5, 4.0)))
+    return specs, A, B, scales
 
 
+def _slots(m, kernels):
+    slot = np.full(m, -1, dtype=np.int64)
+    slot[kernels] = np.arange(len(kernels))
+    return slot
+
+
+# ------------------------------------------------------------ group routines
+@given(specs_and_points())
+def test_kernel_cross_and_sym_match_reference(data):
+    specs, A, B, scales = data
+    plan = _Plan(specs, A.shape[1])
+    m = len(specs)
+    ks = np.arange(m, dtype=np.int64)
+    groups = plan.groups_of(ks)
+    out = jg.kernel_cross(A, np.ascontiguousarray(B.T), *plan.arrays(), 1.0 / scales,
+                          _slots(m, ks), groups, np.empty((m, len(A), len(B))))
+    assert_allclose(out, ref.kernel_matrices(specs, A, B, scales), rtol=1e-12, atol=1e-12)
+    sym = jg.kernel_sym(A, np.ascontiguousarray(A.T), *plan.arrays(), 1.0 / scales,
+                        _slots(m, ks), groups, np.empty((m, len(A), len(A))))
+    assert_array_equal(sym, np.transpose(sym, (0, 2, 1)))  # exactly symmetric
+    # The general routine gives the same bits on the same points.
+    again = jg.kernel_cross(A, np.ascontiguousarray(A.T), *plan.arrays(), 1.0 / scales,
+                            _slots(m, ks), groups, np.empty_like(sym))
+    assert_array_equal(sym, again)
+
+
+@given(specs_and_points(), st.data())
+def test_combined_cross_and_diag_match_reference(data, draw):
+    specs, A, B, scales = data
+    m = len(specs)
+    w = draw.draw(arrays(np.float64, m, elements=st.sampled_from([0.0, 0.3, 1.0, 2.5])))
+    plan = _Plan(specs, A.shape[1])
+    wk = w / scales
+    groups = plan.groups_of(np.flatnonzero(wk))
+    out = jg.combined_cross(A, np.ascontiguousarray(B.T), *plan.arrays(), wk, groups,
+                            np.empty((len(A), len(B))))
+    assert_allclose(out, ref.combined(specs, A, B, w, scales), rtol=1e-12, atol=1e-12)
+    diag = jg.combined_diag(A, *plan.arrays(), wk, groups, np.empty(len(A)))
+    assert_allclose(diag, np.diag(ref.combined(specs, A, A, w, scales)), rtol=1e-12, atol=1e-12)
+
+
+@given(specs_and_points())
+def test_raw_traces_match_reference(data):
+    specs, A, _, _ = data
+    plan = _Plan(specs, A.shape[1])
+    got = jg.raw_traces(A, *plan.arrays(), np.empty(len(specs)))
+    assert_allclose(got, ref.raw_traces(specs, A), rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=60)
+@given(specs_and_points(max_n=12), st.data())
+def test_quad_forms_from_features_match_reference(data, draw):
+    specs, A, _, scales = data
+    n, m = len(A), len(specs)
+    v = draw.draw(arrays(np.float64, n, elements=st.floats(-2, 2, width=64)))
+    S = np.array(sorted(draw.draw(st.sets(st.integers(0, n - 1), min_size=1))), dtype=np.int64)
+    kernels = np.array(
+        sorted(draw.draw(st.sets(st.integers(0, m - 1), min_size=1))), dtype=np.int64
+    )
+    plan = _Plan(specs, A.shape[1])
+    XS = np.ascontiguousarray(A[S])
+    args = (XS, np.ascontiguousarray(XS.T), np.ascontiguousarray(v[S]), *plan.arrays(),
+            1.0 / scales, _slots(m, kernels), plan.groups_of(kernels))
+    want = ref.quad_forms_from_specs(specs, A, scales, v, S)[kernels]
+    tol = dict(rtol=1e-10, atol=1e-10 * max(1.0, float(np.sum(v**2)) * 1e4))
+    assert_allclose(jg.quad_forms_by_group(*args, np.zeros(kernels.size)), want, **tol)
+    for n_chunks in (1, 3):
+        assert_allclose(jg.quad_forms_by_rows(*args, n_chunks, np.zeros(kernels.size)), want, **tol)
+
+
+def test_table_rows_match_reference(rng):
+    codes = rng.integers(0, 4, size=11).astype(np.int64)
+    table = rng.normal(size=(4, 4))
+    idx = np.array([3, 3, 0, 10], dtype=np.int64)
+    base = rng.normal(size=(4, 11))
+    got = jg.table_rows(codes, table, idx, base.copy())
+    assert_allclose(got, base + ref.table_rows(codes, table, idx), rtol=1e-15)
+
+
+def test_parallel_routines_give_the_same_answers_on_one_thread(rng):
+    """prange loops have fixed reduction orders: one thread gives the same bits."""
+    specs = [rbf(0.5), rbf(2.0, [1]), poly(2, [0, 2]), linear([2])]
+    X = rng.normal(size=(70, 3))
+    plan = _Plan(specs, 3)
+    m = len(specs)
+    ks = np.arange(m, dtype=np.int64)
+    scales = np.array([70.0, 70.0, 3.0, 2.0])
+    w = np.array([0.5, 0.0, 1.0, 2.0])
+    v = rng.normal(size=70)
+    S = np.arange(0, 70, 2, dtype=np.int64)
+    XS = np.ascontiguousarray(X[S])
+    XT = np.ascontiguousarray(X.T)
+
+    def run():
+        g = plan.groups_of(ks)
+        return [
+            jg.combined_cross(X, XT, *plan.arrays(), w / scales, g, np.empty((70, 70))),
+            jg.kernel_sym(X, XT, *plan.arrays(), 1 / scales, _slots(m, ks), g,
+                          np.empty((m, 70, 70))),
+            jg.quad_forms_by_rows(XS, np.ascontiguousarray(XS.T), v[S], *plan.arrays(),
+                                  1 / scales, _slots(m, ks), g, 7, np.zeros(m)),
+            jg.quad_forms_by_group(XS, np.ascontiguousarray(XS.T), v[S], *plan.arrays(),
+                                   1 / scales, _slots(m, ks), g, np.zeros(m)),
+            jg.raw_traces(X, *plan.arrays(), np.empty(m)),
+        ]
+
+    many = run()
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = run()
+    finally:
+        numba.set_num_threads(threads)
+    for a, b in zip(many, one):
+        assert_array_equal(a, b)
+
+
+# --------------------------------------------------------------- combination
 @st.composite
 def psd_bank(draw, max_m=5, max_n=8):
     """A small bank of PSD matrices F F' (rank-deficient ones included)."""
@@ -37,142 +177,18 @@ def psd_bank(draw, max_m=5, max_n=8):
     return np.ascontiguousarray(np.einsum("kir,kjr->kij", F, F))
 
 
-# ----------------------------------------------------------------- distances
-@given(two_matrices())
-def test_sq_dists_matches_reference(AB):
-    A, B = AB
-    out = jk.sq_dists(A, B, np.empty((A.shape[0], B.shape[0])))
-    assert_allclose(out, ref.sq_dists(A, B), rtol=1e-12, atol=1e-12)
-    assert np.all(out >= 0.0)
-
-
-@given(two_matrices())
-def test_sq_dists_sym_exact_zero_diagonal_and_symmetric(AB):
-    A, _ = AB
-    out = jk.sq_dists_sym(A, np.empty((A.shape[0],) * 2))
-    assert_allclose(out, ref.sq_dists(A, A), rtol=1e-12, atol=1e-12)
-    assert np.all(np.diag(out) == 0.0)
-    assert_array_equal(out, out.T)
-    assert np.all(out >= 0.0)
-    # the general routine gives the same bits on the same points
-    assert_array_equal(out, jk.sq_dists(A, A, np.empty_like(out)))
-
-
-@given(two_matrices())
-def test_gram_matches_reference(AB):
-    A, B = AB
-    out = jk.gram(A, B, np.empty((A.shape[0], B.shape[0])))
-    assert_allclose(out, ref.gram(A, B), rtol=1e-12, atol=1e-10)
-    sym = jk.gram_sym(A, np.empty((A.shape[0],) * 2))
-    assert_array_equal(sym, sym.T)
-    assert_array_equal(sym, jk.gram(A, A, np.empty_like(sym)))
-
-
-# -------------------------------------------------------------- kernel values
-@given(two_matrices(), st.lists(st.floats(0.05, 50.0), min_size=1, max_size=4))
-def test_rbf_values_in_unit_interval_with_unit_diagonal(AB, sigmas):
-    A, B = AB
-    sig = np.array(sigmas)
-    D2 = jk.sq_dists_sym(A, np.empty((A.shape[0],) * 2))
-    out = jk.rbf_from_sq_dists(D2, sig, np.ones(sig.size), np.empty((sig.size,) + D2.shape))
-    assert np.all(out <= 1.0) and np.all(out >= 0.0)
-    for k in range(sig.size):
-        assert np.all(np.diag(out[k]) == 1.0)
-    D2ab = ref.sq_dists(A, B)
-    scales = np.linspace(0.5, 2.0, sig.size)
-    got = jk.rbf_from_sq_dists(D2ab, sig, scales, np.empty((sig.size,) + D2ab.shape))
-    assert_allclose(got, ref.rbf_from_sq_dists(D2ab, sig, scales), rtol=1e-12, atol=1e-300)
-
-
-def test_rbf_strictly_positive_for_moderate_distances(rng):
-    A = rng.standard_normal((6, 3))
-    D2 = jk.sq_dists_sym(A, np.empty((6, 6)))
-    out = jk.rbf_from_sq_dists(D2, np.array([1.0, 4.0]), np.ones(2), np.empty((2, 6, 6)))
-    assert np.all(out > 0.0) and np.all(out <= 1.0)
-
-
-@given(two_matrices(max_cols=3), st.lists(st.integers(1, 4), min_size=1, max_size=3))
-def test_poly_from_gram_matches_reference(AB, degrees):
-    A, B = AB
-    deg = np.array(degrees, dtype=np.int64)
-    offsets = np.where(np.arange(deg.size) % 2 == 0, 1.0, 0.0)
-    scales = np.linspace(0.5, 2.0, deg.size)
-    G = ref.gram(A, B)
-    got = jk.poly_from_gram(G, deg, offsets, scales, np.empty((deg.size,) + G.shape))
-    want = ref.poly_from_gram(G, deg, offsets, scales)
-    assert_allclose(got, want, rtol=1e-10, atol=1e-8)
-
-
-def test_float32_output_block(rng):
-    A = rng.standard_normal((5, 2))
-    D2 = jk.sq_dists_sym(A, np.empty((5, 5)))
-    out32 = jk.rbf_from_sq_dists(D2, np.array([1.0]), np.ones(1), np.empty((1, 5, 5), np.float32))
-    out64 = jk.rbf_from_sq_dists(D2, np.array([1.0]), np.ones(1), np.empty((1, 5, 5)))
-    assert out32.dtype == np.float32
-    assert_allclose(out32, out64, rtol=1e-6)
-
-
-def test_accumulate_matches_sum_of_kernels(rng):
-    A, B = rng.standard_normal((4, 3)), rng.standard_normal((6, 3))
-    D2, G = ref.sq_dists(A, B), ref.gram(A, B)
-    sig = np.array([0.5, 1.0, 2.0])
-    wr = np.array([0.3, 0.0, 1.2])
-    deg, off, wg = np.array([1, 2], np.int64), np.array([0.0, 1.0]), np.array([0.5, 0.25])
-    out = np.zeros((4, 6))
-    jk.rbf_accumulate(D2, sig, wr, out)
-    jk.poly_accumulate(G, deg, off, wg, out)
-    want = ref.combine(ref.rbf_from_sq_dists(D2, sig, np.ones(3)), wr) + ref.combine(
-        ref.poly_from_gram(G, deg, off, np.ones(2)), wg
-    )
-    assert_allclose(out, want, rtol=1e-12)
-
-
-def test_against_sklearn_pairwise(rng):
-    pairwise = pytest.importorskip("sklearn.metrics.pairwise")
-    A, B = rng.standard_normal((7, 4)), rng.standard_normal((5, 4))
-    sig = np.array([0.5, 2.0])
-    D2 = jk.sq_dists(A, B, np.empty((7, 5)))
-    got = jk.rbf_from_sq_dists(D2, sig, np.ones(2), np.empty((2, 7, 5)))
-    for k, s in enumerate(sig):
-        assert_allclose(got[k], pairwise.rbf_kernel(A, B, gamma=1 / (2 * s**2)), rtol=1e-10)
-    G = jk.gram(A, B, np.empty((7, 5)))
-    deg = np.array([1, 3], np.int64)
-    got = jk.poly_from_gram(G, deg, np.ones(2), np.ones(2), np.empty((2, 7, 5)))
-    for k, p in enumerate(deg):
-        want = pairwise.polynomial_kernel(A, B, degree=int(p), gamma=1.0, coef0=1.0)
-        assert_allclose(got[k], want, rtol=1e-10)
-
-
-# ---------------------------------------------------------------- combination
 @given(psd_bank(), st.data())
-def test_combine_matches_reference_and_is_linear(K, data):
+def test_combine_and_rows_match_reference(K, data):
     m, n = K.shape[:2]
-    w1 = data.draw(arrays(np.float64, m, elements=st.floats(0, 2, width=64)))
-    w2 = data.draw(arrays(np.float64, m, elements=st.floats(0, 2, width=64)))
-    c = data.draw(st.floats(0, 3))
-    f = lambda w: jc.combine_kernels(K, np.ascontiguousarray(w), np.empty((n, n)))  # noqa: E731
-    assert_allclose(f(w1), ref.combine(K, w1), rtol=1e-12, atol=1e-10)
-    assert_allclose(f(w1 + c * w2), f(w1) + c * f(w2), rtol=1e-10, atol=1e-9)
-    assert_array_equal(f(w1), f(w1).T)
-
-
-def test_combine_skips_zero_weights(rng):
-    K = np.ascontiguousarray(np.stack([np.eye(4), np.full((4, 4), np.nan), 2 * np.eye(4)]))
-    out = jc.combine_kernels(K, np.array([1.0, 0.0, 0.5]), np.empty((4, 4)))
-    assert_array_equal(out, 2 * np.eye(4))
-
-
-@pytest.mark.parametrize("m", [1, 3, 4, 5, 9])
-def test_combine_unroll_remainders_and_float32(rng, m):
-    F = rng.standard_normal((m, 6, 3))
-    K = np.ascontiguousarray(np.einsum("kir,kjr->kij", F, F))
-    w = rng.random(m)
-    w[rng.random(m) < 0.3] = 0.0
-    out = jc.combine_kernels(K, w, np.empty((6, 6)))
-    assert_allclose(out, ref.combine(K, w), rtol=1e-12, atol=1e-12)
-    out32 = jc.combine_kernels(K.astype(np.float32), w, np.empty((6, 6)))
-    assert out32.dtype == np.float64
-    assert_allclose(out32, ref.combine(K.astype(np.float32), w), rtol=1e-12, atol=1e-12)
+    w = data.draw(arrays(np.float64, m, elements=st.sampled_from([0.0, 0.25, 1.0, 3.0])))
+    assert_allclose(jc.combine_kernels(K, w, np.empty((n, n))), ref.combine(K, w),
+                    rtol=1e-12, atol=1e-12)
+    idx = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=5)),
+                   dtype=np.int64)
+    for KK in (K, K.astype(np.float32)):
+        got = jc.combine_rows(KK, w, idx, np.empty((idx.size, n)))
+        assert got.dtype == np.float64
+        assert_allclose(got, ref.combine_rows(KK, w, idx), rtol=1e-12, atol=1e-12)
 
 
 @given(psd_bank(), st.data())
@@ -182,9 +198,11 @@ def test_quad_forms_match_reference_and_nonnegative(K, data):
     S = np.array(
         sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=0, max_size=n))), dtype=np.int64
     )
-    q = jc.quad_forms(K, v, S, np.empty(m))
-    assert_allclose(q, ref.quad_forms(K, v, S), rtol=1e-10, atol=1e-9)
+    ks = np.array(data.draw(st.lists(st.integers(0, m - 1), min_size=1, max_size=m)),
+                  dtype=np.int64)
+    q = jc.quad_forms(K, v, S, ks, np.empty(ks.size))
     scale = np.sum(v**2) * np.max(np.abs(K)) * max(n, 1)
+    assert_allclose(q, ref.quad_forms(K, v, S, ks), rtol=1e-10, atol=1e-12 * max(scale, 1.0))
     assert np.all(q >= -1e-12 * max(scale, 1.0))
 
 
@@ -193,19 +211,13 @@ def test_quad_forms_unsorted_support_and_float32(rng):
     K = np.ascontiguousarray(np.einsum("kir,kjr->kij", F, F))
     v = rng.standard_normal(9)
     S = np.array([7, 2, 5, 0, 8, 3], dtype=np.int64)
-    q = jc.quad_forms(K, v, S, np.empty(3))
-    assert_allclose(q, ref.quad_forms(K, v, S), rtol=1e-12)
-    q32 = jc.quad_forms(K.astype(np.float32), v, S, np.empty(3))
-    assert_allclose(q32, ref.quad_forms(K.astype(np.float32), v, S), rtol=1e-10)
-
-
-def test_combine_block_with_repeats(rng):
-    K = rng.standard_normal((4, 7, 7))
-    w = np.array([0.5, 0.0, 2.0, 1.0])
-    rows = np.array([3, 3, 0, 6], dtype=np.int64)
-    cols = np.array([1, 5, 5], dtype=np.int64)
-    out = jc.combine_block(K, w, rows, cols, np.empty((4, 3)))
-    assert_allclose(out, ref.combine_block(K, w, rows, cols), rtol=1e-12)
+    ks = np.arange(3, dtype=np.int64)
+    scale = np.sum(v**2) * np.abs(K).max()
+    q = jc.quad_forms(K, v, S, ks, np.empty(3))
+    assert_allclose(q, ref.quad_forms(K, v, S), rtol=1e-12, atol=1e-13 * scale)
+    q32 = jc.quad_forms(K.astype(np.float32), v, S, ks, np.empty(3))
+    assert_allclose(q32, ref.quad_forms(K.astype(np.float32), v, S), rtol=1e-10,
+                    atol=1e-13 * scale)
 
 
 # --------------------------------------------------------- pure-Python paths
@@ -216,47 +228,43 @@ def _py(fn):
 
 def test_py_func_paths_agree_on_tiny_inputs(rng):
     """Run the uncompiled bodies too (coverage and a second opinion)."""
+    specs = [rbf(0.7), poly(2, [1]), linear([0])]
     A, B = rng.standard_normal((3, 2)), rng.standard_normal((2, 2))
-    assert_allclose(_py(jk.sq_dists)(A, B, np.empty((3, 2))), ref.sq_dists(A, B))
-    assert_allclose(_py(jk.sq_dists_sym)(A, np.empty((3, 3))), ref.sq_dists(A, A), atol=1e-15)
-    assert_allclose(_py(jk.gram)(A, B, np.empty((3, 2))), ref.gram(A, B))
-    assert_allclose(_py(jk.gram_sym)(A, np.empty((3, 3))), ref.gram(A, A))
-    D2, G = ref.sq_dists(A, B), ref.gram(A, B)
-    sig, one = np.array([0.7]), np.ones(1)
-    assert_allclose(
-        _py(jk.rbf_from_sq_dists)(D2, sig, one, np.empty((1, 3, 2))),
-        ref.rbf_from_sq_dists(D2, sig, one),
-    )
-    deg, off = np.array([3], np.int64), np.array([1.0])
-    assert _py(jk._ipow)(1.5, 3) == 1.5**3
-    assert_allclose(
-        _py(jk.poly_from_gram)(G, deg, off, one, np.empty((1, 3, 2))),
-        ref.poly_from_gram(G, deg, off, one),
-    )
-    out = np.zeros((3, 2))
-    _py(jk.rbf_accumulate)(D2, sig, np.array([2.0]), out)
-    _py(jk.poly_accumulate)(G, deg, off, np.array([0.5]), out)
-    want = (
-        2 * ref.rbf_from_sq_dists(D2, sig, one)[0] + 0.5 * ref.poly_from_gram(G, deg, off, one)[0]
-    )
-    assert_allclose(out, want)
-
+    plan = _Plan(specs, 2)
+    scales = np.array([3.0, 2.0, 1.5])
+    ks = np.arange(3, dtype=np.int64)
+    slot = _slots(3, ks)
+    groups = plan.groups_of(ks)
+    BT = np.ascontiguousarray(B.T)
+    want = ref.kernel_matrices(specs, A, B, scales)
+    assert_allclose(_py(jg.kernel_cross)(A, BT, *plan.arrays(), 1 / scales, slot, groups,
+                                         np.empty((3, 3, 2))), want, rtol=1e-12)
+    assert_allclose(_py(jg.kernel_sym)(A, np.ascontiguousarray(A.T), *plan.arrays(), 1 / scales,
+                                       slot, groups, np.empty((3, 3, 3))),
+                    ref.kernel_matrices(specs, A, A, scales), rtol=1e-12)
+    w = np.array([1.0, 0.0, 2.0])
+    assert_allclose(_py(jg.combined_cross)(A, BT, *plan.arrays(), w / scales, groups,
+                                           np.empty((3, 2))),
+                    ref.combined(specs, A, B, w, scales), rtol=1e-12)
+    assert_allclose(_py(jg.raw_traces)(A, *plan.arrays(), np.empty(3)),
+                    ref.raw_traces(specs, A), rtol=1e-12)
+    assert _py(jg._ipow)(1.5, 3) == 1.5**3
     F = rng.standard_normal((5, 3, 2))
     K = np.ascontiguousarray(np.einsum("kir,kjr->kij", F, F))
-    w = np.array([1.0, 0.0, 0.5, 2.0, 0.25])
-    assert_array_equal(_py(jc._active)(w), [0, 2, 3, 4])
-    assert_allclose(_py(jc.combine_kernels)(K, w, np.empty((3, 3))), ref.combine(K, w))
+    w5 = np.array([1.0, 0.0, 0.5, 2.0, 0.25])
+    assert_array_equal(_py(jc._active)(w5), [0, 2, 3, 4])
+    assert_allclose(_py(jc.combine_kernels)(K, w5, np.empty((3, 3))), ref.combine(K, w5))
+    idx = np.array([2, 0], dtype=np.int64)
+    assert_allclose(_py(jc.combine_rows)(K, w5, idx, np.empty((2, 3))),
+                    ref.combine_rows(K, w5, idx))
     v, S = rng.standard_normal(3), np.array([0, 2], dtype=np.int64)
-    assert_allclose(_py(jc.quad_forms)(K, v, S, np.empty(5)), ref.quad_forms(K, v, S))
-    r, c = np.array([1, 1], np.int64), np.array([0, 2], np.int64)
-    assert_allclose(
-        _py(jc.combine_block)(K, w, r, c, np.empty((2, 2))), ref.combine_block(K, w, r, c)
-    )
+    k5 = np.arange(5, dtype=np.int64)
+    assert_allclose(_py(jc.quad_forms)(K, v, S, k5, np.empty(5)), ref.quad_forms(K, v, S))
 
 
 # ------------------------------------------------------------ STYLE 2.6 lint
 _JIT_DIR = pathlib.Path(__file__).resolve().parents[2] / "mklopt" / "_jit"
-_ALLOWED_OPTIONS = {"JIT"}
+_ALLOWED_OPTIONS = {"JIT", "JIT_PARALLEL"}
 _JIT_NAMES = {"njit", "jit", "generated_jit", "vectorize", "guvectorize", "stencil", "cfunc"}
 
 
@@ -291,13 +299,13 @@ def _jit_decorator_problems(path):
                 and dec.keywords[0].value.id in _ALLOWED_OPTIONS
             )
             if not ok:
-                problems.append(f"{where}: decorator must be exactly @njit(**JIT)")
+                problems.append(f"{where}: decorator must be exactly @njit(**JIT) or @njit(**JIT_PARALLEL)")
     return problems
 
 
 def test_every_njit_uses_shared_options():
     files = sorted(_JIT_DIR.glob("*.py"))
-    assert any(p.name == "kernels.py" for p in files)
+    assert any(p.name == "groups.py" for p in files)
     problems = [msg for p in files for msg in _jit_decorator_problems(p)]
     assert not problems, "\n".join(problems)
 
@@ -310,12 +318,15 @@ def test_lint_catches_bad_decorators(tmp_path):
         "@njit(cache=True)\ndef b(x): return x\n"
         "@njit(**JIT, parallel=True)\ndef c(x): return x\n"
         "@njit(**JIT)\ndef d(x): return x\n"
+        "@njit(**JIT_PARALLEL)\ndef e(x): return x\n"
+        "@njit(**OTHER)\ndef f(x): return x\n"
     )
     names = [msg.split()[1].rstrip(":") for msg in _jit_decorator_problems(bad)]
-    assert names == ["a", "b", "c"]
+    assert names == ["a", "b", "c", "f"]
 
 
 def test_options_keep_fastmath_off():
-    from mklopt._jit._options import JIT
+    from mklopt._jit._options import JIT, JIT_PARALLEL
 
-    assert JIT["fastmath"] is False
+    assert JIT["fastmath"] is False and JIT_PARALLEL["fastmath"] is False
+    assert JIT_PARALLEL == dict(JIT, parallel=True)

@@ -5,19 +5,13 @@ import math
 import numpy as np
 import pytest
 
-from mklopt import solve
+from mklopt import KernelBank, solve
 from mklopt.methods import METHODS, Boosting
 from mklopt.oracles import WeakLearners
 from mklopt.oracles.weak_learners import BoostQuery, WeakLearner, WeakLearnersAnswer
 from mklopt.stopping import MaxIter
 
 VARIANTS = ["D1", "D2", "S1", "S2"]
-
-
-class MatrixBank:
-    def __init__(self, K):
-        self.K = np.ascontiguousarray(K, dtype=np.float64)
-        self.n_kernels, self.n_samples = self.K.shape[:2]
 
 
 def make_problem(n=80, seed=0, noise=0.25):
@@ -30,7 +24,7 @@ def make_problem(n=80, seed=0, noise=0.25):
     K = np.stack(
         [np.exp(-d / (2 * s**2)) for s in (0.05, 0.3, 1.0, 4.0)] + [G + 1.0, (G + 1.0) ** 3]
     )
-    return MatrixBank(K), y
+    return KernelBank.from_matrices(np.ascontiguousarray(K), check=False), y
 
 
 def run_rounds(oracle, method):

@@ -5,18 +5,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mklopt import KernelBank
 from mklopt.oracles import WeakLearners
 from mklopt.oracles.weak_learners import BoostQuery, WeakLearnersAnswer
 
 SVC = pytest.importorskip("sklearn.svm").SVC
-
-
-class MatrixBank:
-    """The part of a KernelBank that WeakLearners reads."""
-
-    def __init__(self, K):
-        self.K = np.ascontiguousarray(K, dtype=np.float64)
-        self.n_kernels, self.n_samples = self.K.shape[:2]
 
 
 def make_problem(n=60, seed=0):
@@ -26,7 +19,7 @@ def make_problem(n=60, seed=0):
     d = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
     G = X @ X.T
     K = np.stack([np.exp(-d / (2 * s**2)) for s in (0.5, 1.0, 2.0)] + [G + 1.0, (G + 1.0) ** 2])
-    return MatrixBank(K), y
+    return KernelBank.from_matrices(np.ascontiguousarray(K)), y
 
 
 def libsvm_decision(K, y, sample, C, tol):

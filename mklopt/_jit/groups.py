@@ -1,0 +1,436 @@
+"""Kernel evaluation over a columnar plan of feature groups, in parallel.
+
+A bank's specs are grouped by feature subset (``KernelFunctions`` builds the
+plan): group ``g`` reads the features ``feat_idx[feat_ptr[g]:feat_ptr[g+1]]``
+and holds the kernels ``kern_idx[kern_ptr[g]:kern_ptr[g+1]]``. Kernel ``k``
+has ``kind[k]`` 0 (Gaussian, width ``param[k]``) or 1 (polynomial
+``(x.z + offset[k]) ** param[k]``; the linear kernel is degree 1, offset 0).
+All Gaussian widths of a group share one squared-distance evaluation per
+pair, and all degrees one inner product.
+
+Points come as ``XA`` (rows, C-contiguous ``(na, d)``) and ``XBT`` (the other
+side transposed, C-contiguous ``(d, nb)``), so that the innermost loops run
+over contiguous columns and vectorise.
+
+Every routine sums the squared distance as ``sum_f (a_f - b_f)^2`` and the
+inner product as ``sum_f a_f b_f`` in the group's feature order, starting
+from 0.0: a kernel value is the same number
+whichever routine computes it and in whichever orientation, so the dense
+bank, the on-the-fly rows and the prediction-time cross kernels agree
+exactly entry by entry.
+
+Parallel loops (``prange``) run over independent output rows or groups, and
+every reduction has a fixed order that does not depend on the number of
+threads: the answers are the same on one thread or many.
+"""
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from ._options import JIT, JIT_PARALLEL
+
+#: ``kind`` codes.
+GAUSSIAN = 0
+POLY = 1
+
+
+@njit(**JIT)
+def _ipow(x, p):
+    """``x ** p`` for a non-negative integer ``p`` by repeated squaring."""
+    r = 1.0
+    while p > 0:
+        if p & 1:
+            r *= x
+        x *= x
+        p >>= 1
+    return r
+
+
+@njit(**JIT)
+def _needs(kern_idx, k0, k1, kind, wk):
+    """Whether the kernels ``kern_idx[k0:k1]`` with ``wk != 0`` need distances / products."""
+    need_d = False
+    need_g = False
+    for kk in range(k0, k1):
+        k = kern_idx[kk]
+        if wk[k] != 0.0:
+            if kind[k] == GAUSSIAN:
+                need_d = True
+            else:
+                need_g = True
+    return need_d, need_g
+
+
+@njit(**JIT)
+def _pair_row(xa, XBT, feat_idx, f0, f1, b0, nb, need_d, need_g, d2, g2):
+    """Distances / products of one point ``xa`` to the columns ``b0..nb-1`` of ``XBT``."""
+    if need_d:
+        for b in range(b0, nb):
+            d2[b] = 0.0
+        for ff in range(f0, f1):
+            f = feat_idx[ff]
+            x = xa[f]
+            col = XBT[f]
+            for b in range(b0, nb):
+                t = x - col[b]
+                d2[b] += t * t
+    if need_g:
+        for b in range(b0, nb):
+            g2[b] = 0.0
+        for ff in range(f0, f1):
+            f = feat_idx[ff]
+            x = xa[f]
+            col = XBT[f]
+            for b in range(b0, nb):
+                g2[b] += x * col[b]
+
+
+@njit(**JIT_PARALLEL)
+def combined_cross(XA, XBT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset, wk,
+                   groups, out):
+    """Combined kernel between two point sets: ``out = sum_k wk[k] kappa_k(XA, XB)``.
+
+    ``XA`` (na, d) and ``XBT`` (d, nb) C-contiguous float64; plan arrays as in
+    the module notes; ``wk`` (m,) float64 per-kernel factors (weight over
+    normalisation constant; 0 skips the kernel); ``groups`` (G',) int64 the
+    groups to visit (those with a non-zero ``wk``); ``out`` (na, nb) float64,
+    written. Parallel over the rows of ``XA``.
+    """
+    na = XA.shape[0]
+    nb = XBT.shape[1]
+    for a in prange(na):
+        o = out[a]
+        for b in range(nb):
+            o[b] = 0.0
+        d2 = np.empty(nb)
+        g2 = np.empty(nb)
+        xa = XA[a]
+        for gi in range(groups.shape[0]):
+            g = groups[gi]
+            k0 = kern_ptr[g]
+            k1 = kern_ptr[g + 1]
+            need_d, need_g = _needs(kern_idx, k0, k1, kind, wk)
+            if not (need_d or need_g):
+                continue
+            _pair_row(xa, XBT, feat_idx, feat_ptr[g], feat_ptr[g + 1], 0, nb, need_d, need_g,
+                      d2, g2)
+            for kk in range(k0, k1):
+                k = kern_idx[kk]
+                wv = wk[k]
+                if wv == 0.0:
+                    continue
+                if kind[k] == GAUSSIAN:
+                    c = -0.5 / (param[k] * param[k])
+                    for b in range(nb):
+                        o[b] += wv * math.exp(d2[b] * c)
+                else:
+                    p = int(param[k])
+                    c0 = offset[k]
+                    for b in range(nb):
+                        o[b] += wv * _ipow(g2[b] + c0, p)
+    return out
+
+
+@njit(**JIT_PARALLEL)
+def kernel_cross(XA, XBT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset, inv_scale,
+                 slot, groups, out):
+    """Single kernels between two point sets: ``out[slot[k]] = kappa_k(XA, XB) * inv_scale[k]``.
+
+    ``slot`` (m,) int64 gives the output slice of kernel ``k`` (-1: not
+    wanted); ``groups`` (G',) the groups holding wanted kernels; ``out``
+    (s, na, nb) float64 or float32, written at the wanted slices. Arithmetic
+    is float64, rounded once on store. Parallel over the rows of ``XA``.
+    """
+    na = XA.shape[0]
+    nb = XBT.shape[1]
+    for a in prange(na):
+        d2 = np.empty(nb)
+        g2 = np.empty(nb)
+        xa = XA[a]
+        for gi in range(groups.shape[0]):
+            g = groups[gi]
+            k0 = kern_ptr[g]
+            k1 = kern_ptr[g + 1]
+            need_d = False
+            need_g = False
+            for kk in range(k0, k1):
+                k = kern_idx[kk]
+                if slot[k] >= 0:
+                    if kind[k] == GAUSSIAN:
+                        need_d = True
+                    else:
+                        need_g = True
+            if not (need_d or need_g):
+                continue
+            _pair_row(xa, XBT, feat_idx, feat_ptr[g], feat_ptr[g + 1], 0, nb, need_d, need_g,
+                      d2, g2)
+            for kk in range(k0, k1):
+                k = kern_idx[kk]
+                s = slot[k]
+                if s < 0:
+                    continue
+                o = out[s, a]
+                sc = inv_scale[k]
+                if kind[k] == GAUSSIAN:
+                    c = -0.5 / (param[k] * param[k])
+                    for b in range(nb):
+                        o[b] = math.exp(d2[b] * c) * sc
+                else:
+                    p = int(param[k])
+                    c0 = offset[k]
+                    for b in range(nb):
+                        o[b] = _ipow(g2[b] + c0, p) * sc
+    return out
+
+
+@njit(**JIT_PARALLEL)
+def kernel_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset, inv_scale,
+               slot, groups, out):
+    """Single kernels on one point set, exactly symmetric: ``out[slot[k]] = kappa_k(X, X) * s``.
+
+    As :func:`kernel_cross` with ``XA = X`` (n, d) and ``XBT = XT`` (d, n),
+    but only the upper triangle is evaluated and then mirrored, so every
+    slice is exactly symmetric. Rows are dealt to threads in pairs
+    ``(r, n-1-r)`` so that the triangle's work is balanced.
+    """
+    n = X.shape[0]
+    half = (n + 1) // 2
+    for r in prange(half):
+        d2 = np.empty(n)
+        g2 = np.empty(n)
+        rr = np.int64(r)  # the prange index may be unsigned; keep index arithmetic signed
+        for side in range(2):
+            a = rr if side == 0 else n - 1 - rr
+            if side == 1 and a == rr:
+                break
+            xa = X[a]
+            for gi in range(groups.shape[0]):
+                g = groups[gi]
+                k0 = kern_ptr[g]
+                k1 = kern_ptr[g + 1]
+                need_d = False
+                need_g = False
+                for kk in range(k0, k1):
+                    k = kern_idx[kk]
+                    if slot[k] >= 0:
+                        if kind[k] == GAUSSIAN:
+                            need_d = True
+                        else:
+                            need_g = True
+                if not (need_d or need_g):
+                    continue
+                _pair_row(xa, XT, feat_idx, feat_ptr[g], feat_ptr[g + 1], a, n, need_d, need_g,
+                          d2, g2)
+                for kk in range(k0, k1):
+                    k = kern_idx[kk]
+                    s = slot[k]
+                    if s < 0:
+                        continue
+                    o = out[s, a]
+                    sc = inv_scale[k]
+                    if kind[k] == GAUSSIAN:
+                        c = -0.5 / (param[k] * param[k])
+                        for b in range(a, n):
+                            o[b] = math.exp(d2[b] * c) * sc
+                    else:
+                        p = int(param[k])
+                        c0 = offset[k]
+                        for b in range(a, n):
+                            o[b] = _ipow(g2[b] + c0, p) * sc
+    # Mirror the strict lower triangle, parallel over slices.
+    for s in prange(out.shape[0]):
+        o = out[s]
+        for a in range(n):
+            for b in range(a):
+                o[a, b] = o[b, a]
+    return out
+
+
+@njit(**JIT_PARALLEL)
+def combined_diag(X, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset, wk, groups,
+                  out):
+    """Diagonal of the combined kernel: ``out[i] = sum_k wk[k] kappa_k(x_i, x_i)``.
+
+    Gaussian kernels contribute ``wk[k]`` (``exp(0) = 1``), polynomial ones
+    ``wk[k] (|x_F|^2 + offset)^degree``. ``X`` (n, d); ``out`` (n,), written.
+    """
+    n = X.shape[0]
+    for i in prange(n):
+        x = X[i]
+        total = 0.0
+        for gi in range(groups.shape[0]):
+            g = groups[gi]
+            sq = -1.0
+            for kk in range(kern_ptr[g], kern_ptr[g + 1]):
+                k = kern_idx[kk]
+                wv = wk[k]
+                if wv == 0.0:
+                    continue
+                if kind[k] == GAUSSIAN:
+                    total += wv
+                else:
+                    if sq < 0.0:
+                        sq = 0.0
+                        for ff in range(feat_ptr[g], feat_ptr[g + 1]):
+                            f = feat_idx[ff]
+                            sq += x[f] * x[f]
+                    total += wv * _ipow(sq + offset[k], int(param[k]))
+        out[i] = total
+    return out
+
+
+@njit(**JIT_PARALLEL)
+def raw_traces(X, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset, out):
+    """Traces of the raw (unnormalised) kernels on ``X``: ``out[k] = sum_i kappa_k(x_i, x_i)``.
+
+    Gaussian kernels have trace ``n``; polynomial ones ``sum_i (|x_iF|^2 +
+    offset)^degree``. Parallel over groups; ``out`` (m,), written.
+    """
+    n = X.shape[0]
+    G = kern_ptr.shape[0] - 1
+    for g in prange(G):
+        sq = np.empty(n)
+        have_sq = False
+        for kk in range(kern_ptr[g], kern_ptr[g + 1]):
+            k = kern_idx[kk]
+            if kind[k] == GAUSSIAN:
+                out[k] = float(n)
+                continue
+            if not have_sq:
+                for i in range(n):
+                    s = 0.0
+                    for ff in range(feat_ptr[g], feat_ptr[g + 1]):
+                        f = feat_idx[ff]
+                        s += X[i, f] * X[i, f]
+                    sq[i] = s
+                have_sq = True
+            p = int(param[k])
+            c0 = offset[k]
+            t = 0.0
+            for i in range(n):
+                t += _ipow(sq[i] + c0, p)
+            out[k] = t
+    return out
+
+
+@njit(**JIT)
+def _group_quad(XS, XST, vS, feat_idx, f0, f1, kern_idx, k0, k1, kind, param, offset,
+                inv_scale, slot, a0, a1, step, d2, g2, acc):
+    """Add the pairs ``a = a0, a0 + step, ... < a1`` of one group to ``acc[kk - k0]``.
+
+    For each wanted kernel of the group, ``acc += v_a (v_a kappa(a, a) + 2 sum_{b > a}
+    v_b kappa(a, b)) * inv_scale``: the upper triangle of ``v' K v``.
+    """
+    s = XS.shape[0]
+    need_d = False
+    need_g = False
+    for kk in range(k0, k1):
+        k = kern_idx[kk]
+        if slot[k] >= 0:
+            if kind[k] == GAUSSIAN:
+                need_d = True
+            else:
+                need_g = True
+    if not (need_d or need_g):
+        return
+    for a in range(a0, a1, step):
+        va = vS[a]
+        if va == 0.0:
+            continue
+        _pair_row(XS[a], XST, feat_idx, f0, f1, a, s, need_d, need_g, d2, g2)
+        for kk in range(k0, k1):
+            k = kern_idx[kk]
+            if slot[k] < 0:
+                continue
+            t = 0.0
+            if kind[k] == GAUSSIAN:
+                c = -0.5 / (param[k] * param[k])
+                for b in range(a + 1, s):
+                    t += vS[b] * math.exp(d2[b] * c)
+                diag = 1.0
+            else:
+                p = int(param[k])
+                c0 = offset[k]
+                for b in range(a + 1, s):
+                    t += vS[b] * _ipow(g2[b] + c0, p)
+                diag = _ipow(g2[a] + c0, p)
+            acc[kk - k0] += va * (va * diag + 2.0 * t) * inv_scale[k]
+
+
+@njit(**JIT_PARALLEL)
+def quad_forms_by_group(XS, XST, vS, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset,
+                        inv_scale, slot, groups, out):
+    """Quadratic forms ``out[slot[k]] = v_S' K_k[S, S] v_S`` computed from the features.
+
+    ``XS`` (s, d) and ``XST`` (d, s) hold the support points, ``vS`` (s,)
+    their ``v``. Parallel over ``groups`` (the right split when there are
+    many groups, e.g. one kernel per random feature subset); each group is
+    summed serially over its upper triangle.
+    """
+    s = XS.shape[0]
+    for gi in prange(groups.shape[0]):
+        g = groups[gi]
+        k0 = kern_ptr[g]
+        k1 = kern_ptr[g + 1]
+        acc = np.zeros(k1 - k0)
+        d2 = np.empty(s)
+        g2 = np.empty(s)
+        _group_quad(XS, XST, vS, feat_idx, feat_ptr[g], feat_ptr[g + 1], kern_idx, k0, k1, kind,
+                    param, offset, inv_scale, slot, 0, s, 1, d2, g2, acc)
+        for kk in range(k0, k1):
+            k = kern_idx[kk]
+            if slot[k] >= 0:
+                out[slot[k]] = acc[kk - k0]
+    return out
+
+
+@njit(**JIT_PARALLEL)
+def quad_forms_by_rows(XS, XST, vS, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset,
+                       inv_scale, slot, groups, n_chunks, out):
+    """As :func:`quad_forms_by_group`, parallel over rows of the support instead.
+
+    The right split for a few groups on many points. Rows are dealt to
+    ``n_chunks`` interleaved chunks (row ``a`` to chunk ``a % n_chunks``,
+    which balances the triangle); each chunk sums into its own
+    accumulator, and the chunks are added in order afterwards, so the
+    result does not depend on the number of threads.
+    """
+    s = XS.shape[0]
+    for gi in range(groups.shape[0]):
+        g = groups[gi]
+        k0 = kern_ptr[g]
+        k1 = kern_ptr[g + 1]
+        parts = np.zeros((n_chunks, k1 - k0))
+        for c in prange(n_chunks):
+            d2 = np.empty(s)
+            g2 = np.empty(s)
+            _group_quad(XS, XST, vS, feat_idx, feat_ptr[g], feat_ptr[g + 1], kern_idx, k0, k1,
+                        kind, param, offset, inv_scale, slot, c, s, n_chunks, d2, g2, parts[c])
+        for kk in range(k0, k1):
+            k = kern_idx[kk]
+            if slot[k] >= 0:
+                t = 0.0
+                for c in range(n_chunks):
+                    t += parts[c, kk - k0]
+                out[slot[k]] = t
+    return out
+
+
+@njit(**JIT_PARALLEL)
+def table_rows(codes, table, idx, out):
+    """Add rows of a kernel on coded points: ``out[r, b] += table[codes[idx[r]], codes[b]]``.
+
+    For a feature group whose points take few distinct values: ``codes``
+    (n,) int64 maps each point to its distinct value, ``table`` (u, u)
+    float64 is the (combined) kernel between the distinct values. ``idx``
+    (r,) int64; ``out`` (r, n) float64, accumulated. Parallel over rows.
+    """
+    n = codes.shape[0]
+    for r in prange(idx.shape[0]):
+        trow = table[codes[idx[r]]]
+        o = out[r]
+        for b in range(n):
+            o[b] += trow[codes[b]]
+    return out

@@ -1,0 +1,93 @@
+"""The one memory policy of mklopt (DESIGN section 7).
+
+Every allocation that grows with the problem (a dense kernel bank, a copy of
+user matrices, cross-kernel blocks, row caches) is checked here *before* it
+is made. The limit is ``max_memory`` bytes when the caller gives one, else
+80 % of the memory available now. A refusal is a ``MemoryError`` that says
+how much is needed, what the limit is, and what would work instead.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+
+__all__ = ["MEMORY_FRACTION", "available_memory", "memory_limit", "check_memory", "fmt_bytes"]
+
+#: Fraction of the currently available memory used when no ``max_memory`` is given.
+MEMORY_FRACTION = 0.8
+
+_GIB = float(2**30)
+
+
+def fmt_bytes(b):
+    """A byte count as ``"1.5 GiB (1,610,612,736 bytes)"``."""
+    return f"{b / _GIB:.3g} GiB ({int(b):,} bytes)"
+
+
+def available_memory():
+    """Bytes of memory available now (``MemAvailable``), or None when unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:  # pragma: no cover - non-Linux fallback
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover
+        return None
+
+
+def check_max_memory(max_memory, name="max_memory"):
+    """Validate a ``max_memory`` argument: None or a positive number of bytes."""
+    if max_memory is None:
+        return None
+    if isinstance(max_memory, bool) or not isinstance(max_memory, numbers.Real):
+        raise TypeError(f"{name} must be a number of bytes or None, got {max_memory!r}")
+    if not max_memory > 0:
+        raise ValueError(f"{name} must be > 0 bytes, got {max_memory!r}")
+    return float(max_memory)
+
+
+def memory_limit(max_memory):
+    """``(limit_bytes, where_it_comes_from)``; the limit is None when unknown."""
+    mm = check_max_memory(max_memory)
+    if mm is not None:
+        return mm, "max_memory"
+    avail = available_memory()
+    if avail is None:  # pragma: no cover - no way to tell
+        return None, "unknown"
+    return MEMORY_FRACTION * avail, (
+        f"{int(MEMORY_FRACTION * 100)}% of the {fmt_bytes(avail)} available now"
+    )
+
+
+def fits(needed, max_memory):
+    """Whether ``needed`` bytes fit under the limit (True when the limit is unknown)."""
+    limit, _ = memory_limit(max_memory)
+    return limit is None or needed <= limit
+
+
+def check_memory(needed, max_memory, what, advice):
+    """Raise ``MemoryError`` before allocating ``needed`` bytes over the limit.
+
+    Parameters
+    ----------
+    needed : float
+        Bytes the allocation needs.
+    max_memory : float or None
+        The caller's ``max_memory`` (None: 80 % of the available memory).
+    what : str
+        What is being allocated, e.g. ``"A dense bank of 221 kernels on
+        16000 samples (float64)"``.
+    advice : str
+        What would work instead (a storage, a smaller dtype, fewer rows).
+    """
+    limit, source = memory_limit(max_memory)
+    if limit is not None and needed > limit:
+        raise MemoryError(
+            f"{what} needs {fmt_bytes(needed)} but the limit is {fmt_bytes(limit)} "
+            f"({source}). {advice}"
+        )

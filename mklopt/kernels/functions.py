@@ -1,0 +1,400 @@
+"""Kernels as functions: specs, normalisation constants and the points they are read on.
+
+A :class:`KernelFunctions` is what a fitted model keeps of its kernels. It
+holds no kernel matrix: only the specs, the normalisation constants computed
+on the training set and a set of points ``X`` (all training points inside a
+bank, only the support vectors inside a predictor). From these it evaluates
+
+* single kernels between new points and ``X`` (:meth:`KernelFunctions.cross`),
+* the combined kernel ``sum_k w_k K_k(X_new, X)``
+  (:meth:`KernelFunctions.combine_cross`), which is what prediction needs,
+* the training matrices on ``X`` itself (:meth:`KernelFunctions.matrices`),
+  which a dense bank stores.
+
+All of it goes through the jitted routines of :mod:`mklopt._jit.groups` over a
+columnar plan that groups the specs by feature subset, so that all Gaussian
+widths on one subset share one distance evaluation, and a bank of a million
+kernels is as cheap to plan as a bank of ten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .._jit import groups as _groups
+from .._memory import check_memory
+from .._validation import check_choice, check_matrix, check_vector, check_weights
+from .specs import RBF, Linear, Poly
+
+__all__ = ["KernelFunctions"]
+
+
+def _check_specs(specs, n_features):
+    """A tuple of specs, each valid for ``n_features`` features (TypeError/ValueError)."""
+    if isinstance(specs, (RBF, Poly, Linear)):
+        specs = (specs,)
+    if isinstance(specs, (str, bytes)) or not isinstance(specs, Sequence):
+        raise TypeError(
+            f"specs must be a sequence of kernel specs (rbf, poly, linear, grid), "
+            f"got {type(specs).__name__}"
+        )
+    specs = tuple(specs)
+    if not specs:
+        raise ValueError("specs is empty; give at least one kernel spec, e.g. grid(X.shape[1])")
+    top = -1
+    for k, s in enumerate(specs):
+        if type(s) not in (RBF, Poly, Linear):
+            raise TypeError(
+                f"specs[{k}] must be a kernel spec made by rbf(), poly() or linear(), "
+                f"got {type(s).__name__}"
+            )
+        if s.features is not None and max(s.features) > top:
+            top = max(s.features)
+            if top >= n_features:
+                raise ValueError(
+                    f"specs[{k}] = {s!r} uses feature {top} but X has only "
+                    f"{n_features} features (indices 0..{n_features - 1})"
+                )
+    return specs
+
+
+class _Plan:
+    """Specs grouped by feature subset, as flat arrays for the jitted routines.
+
+    Group ``g`` reads features ``feat_idx[feat_ptr[g]:feat_ptr[g+1]]`` (in the
+    spec's order) and holds kernels ``kern_idx[kern_ptr[g]:kern_ptr[g+1]]``
+    (in spec order); ``kind``, ``param`` and ``offset`` describe each kernel
+    (see :mod:`mklopt._jit.groups`), ``group_of[k]`` is its group and
+    ``features[g]`` the group's subset (None for all features).
+    """
+
+    def __init__(self, specs, n_features):
+        m = len(specs)
+        index = {}
+        group_of = np.empty(m, dtype=np.int64)
+        kind = np.empty(m, dtype=np.int64)
+        param = np.empty(m)
+        offset = np.zeros(m)
+        for k, s in enumerate(specs):
+            group_of[k] = index.setdefault(s.features, len(index))
+            if type(s) is RBF:
+                kind[k] = _groups.GAUSSIAN
+                param[k] = s.sigma
+            elif type(s) is Poly:
+                kind[k] = _groups.POLY
+                param[k] = s.degree
+                offset[k] = 1.0
+            else:
+                kind[k] = _groups.POLY
+                param[k] = 1.0
+        self.features = list(index)
+        G = len(self.features)
+        sizes = [n_features if f is None else len(f) for f in self.features]
+        self.feat_ptr = np.zeros(G + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.feat_ptr[1:])
+        self.feat_idx = np.empty(int(self.feat_ptr[-1]), dtype=np.int64)
+        for g, f in enumerate(self.features):
+            a, b = self.feat_ptr[g], self.feat_ptr[g + 1]
+            self.feat_idx[a:b] = np.arange(n_features) if f is None else f
+        order = np.argsort(group_of, kind="stable")
+        self.kern_idx = np.ascontiguousarray(order, dtype=np.int64)
+        self.kern_ptr = np.zeros(G + 1, dtype=np.int64)
+        np.cumsum(np.bincount(group_of, minlength=G), out=self.kern_ptr[1:])
+        self.group_of = group_of
+        self.kind, self.param, self.offset = kind, param, offset
+        self.n_groups, self.n_kernels = G, m
+
+    def arrays(self):
+        """``(feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset)``."""
+        return (
+            self.feat_ptr, self.feat_idx, self.kern_ptr, self.kern_idx,
+            self.kind, self.param, self.offset,
+        )
+
+    def groups_of(self, kernels):
+        """Sorted distinct groups of the given kernel indices (int64)."""
+        return np.unique(self.group_of[kernels]).astype(np.int64)
+
+
+def _check_indices(idx, name, size, *, allow_empty=False):
+    """1-D int64 indices into ``range(size)`` (negative indices refused)."""
+    a = np.asarray(idx)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of indices, got shape {a.shape}")
+    if a.size == 0:
+        if allow_empty:
+            return np.zeros(0, dtype=np.int64)
+        raise ValueError(f"{name} is empty")
+    if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"{name} must hold integer indices, got dtype {a.dtype}")
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    lo, hi = int(a.min()), int(a.max())
+    if lo < 0 or hi >= size:
+        raise ValueError(f"{name} must hold indices in [0, {size}), got values in [{lo}, {hi}]")
+    return a
+
+
+def _readonly(a):
+    a = np.ascontiguousarray(a)
+    if a.flags.writeable:
+        a = a.copy()
+        a.flags.writeable = False
+    return a
+
+
+class KernelFunctions:
+    """Kernel specs with their normalisation constants, evaluated against points ``X``.
+
+    ``K_k(a, b) = kappa_k(a, b) / scales[k]`` for the spec ``kappa_k``. This
+    is the part of a bank that prediction and saved models need; it stores
+    no kernel matrix.
+
+    Parameters
+    ----------
+    specs : sequence of specs
+        From :func:`~mklopt.kernels.rbf`, :func:`~mklopt.kernels.poly`,
+        :func:`~mklopt.kernels.linear` or :func:`~mklopt.kernels.grid`.
+    scales : array-like of shape (n_kernels,)
+        Positive normalisation constants (for example the traces of the raw
+        kernels on the training set, see :meth:`from_data`).
+    X : array-like of shape (n_samples, n_features)
+        The points the kernels are evaluated against (training points, or
+        the support vectors of a model).
+
+    Attributes
+    ----------
+    specs : tuple of specs
+    scales : ndarray of shape (n_kernels,), read-only
+    X : ndarray of shape (n_samples, n_features), read-only
+    n_kernels, n_samples, n_features : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mklopt.kernels import KernelFunctions, rbf, linear
+    >>> X = np.random.default_rng(0).standard_normal((6, 2))
+    >>> fn = KernelFunctions.from_data(X, [rbf(1.0), linear()])
+    >>> float(fn.scales[0])   # a Gaussian kernel has trace n
+    6.0
+    >>> K = fn.matrices()
+    >>> bool(np.allclose(np.trace(K, axis1=1, axis2=2), 1.0))
+    True
+    >>> sv = fn.take([0, 3])  # what a model keeps: two support vectors
+    >>> sv.combine_cross(X[:2], [0.5, 0.5]).shape
+    (2, 2)
+    """
+
+    def __init__(self, specs, scales, X):
+        X = check_matrix(X, "X")
+        self.specs = _check_specs(specs, X.shape[1])
+        self.n_kernels = len(self.specs)
+        scales = check_vector(scales, "scales", size=self.n_kernels)
+        if np.any(scales <= 0.0):
+            raise ValueError("scales must be positive (one normalisation constant per kernel)")
+        self.scales = _readonly(scales)
+        self.X = _readonly(X)
+        self.n_samples, self.n_features = (int(s) for s in self.X.shape)
+        self._plan = None
+        self._XT = None
+
+    @classmethod
+    def from_data(cls, X, specs, normalize="trace"):
+        """Kernel functions normalised on the training points ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training points.
+        specs : sequence of specs
+        normalize : {"trace", None}, default="trace"
+            ``"trace"``: ``scales[k]`` is the trace of the raw kernel ``k``
+            on ``X``, so every kernel has unit trace there (a raw kernel with
+            zero trace, only possible for a linear kernel on an all-zero
+            feature, keeps scale 1). None: all scales are 1.
+
+        Returns
+        -------
+        KernelFunctions
+        """
+        X = check_matrix(X, "X")
+        specs = _check_specs(specs, X.shape[1])
+        check_choice(normalize, "normalize", ("trace", None))
+        scales = np.ones(len(specs))
+        if normalize == "trace":
+            plan = _Plan(specs, X.shape[1])
+            _groups.raw_traces(X, *plan.arrays(), scales)
+            scales[~(scales > 0.0)] = 1.0
+        fn = cls(specs, scales, X)
+        return fn
+
+    # ------------------------------------------------------------ internals
+    @property
+    def plan(self):
+        """The columnar plan of the specs (built on first use)."""
+        if self._plan is None:
+            self._plan = _Plan(self.specs, self.n_features)
+        return self._plan
+
+    @property
+    def XT(self):
+        """``X`` transposed, C-contiguous (built on first use)."""
+        if self._XT is None:
+            self._XT = np.ascontiguousarray(self.X.T)
+        return self._XT
+
+    def _check_new(self, X_new, name="X_new"):
+        X_new = check_matrix(X_new, name)
+        if X_new.shape[1] != self.n_features:
+            raise ValueError(
+                f"{name} has {X_new.shape[1]} features but the kernels were built on "
+                f"{self.n_features}"
+            )
+        return X_new
+
+    def _slots(self, kernels):
+        """Unique kernels, the slot map for :mod:`_jit.groups`, and the groups to visit."""
+        uniq, first = np.unique(kernels, return_index=True)
+        slot = np.full(self.n_kernels, -1, dtype=np.int64)
+        slot[uniq] = np.arange(uniq.size)
+        return uniq, first, slot, self.plan.groups_of(uniq)
+
+    def weights_over_scales(self, w):
+        """``w / scales`` (zero weights stay exactly zero) and the groups they touch."""
+        wk = np.asarray(w, dtype=np.float64) / self.scales
+        nz = np.flatnonzero(wk)
+        return wk, self.plan.groups_of(nz)
+
+    # --------------------------------------------------------- evaluation
+    def cross(self, X_new, kernels=None, max_memory=None):
+        """Single kernels between new points and ``X``.
+
+        Parameters
+        ----------
+        X_new : array-like of shape (n_new, n_features)
+        kernels : array-like of int, optional
+            Which kernels (default: all), in the order wanted (repeats allowed).
+        max_memory : float or None, default=None
+            Byte limit for the result (default: 80% of the available memory).
+
+        Returns
+        -------
+        ndarray of shape (len(kernels), n_new, n_samples), float64
+            ``kappa_k(X_new, X) / scales[k]``; on ``X_new = X`` it reproduces
+            :meth:`matrices` exactly.
+        """
+        X_new = self._check_new(X_new)
+        ks = (
+            np.arange(self.n_kernels, dtype=np.int64)
+            if kernels is None
+            else _check_indices(kernels, "kernels", self.n_kernels)
+        )
+        n_new, n = X_new.shape[0], self.n_samples
+        check_memory(
+            ks.size * n_new * n * 8,
+            max_memory,
+            f"Cross kernels ({ks.size} kernels, {n_new} x {n})",
+            "Ask for fewer kernels or fewer points at a time, or use combine_cross.",
+        )
+        uniq, _, slot, groups = self._slots(ks)
+        out = np.empty((uniq.size, n_new, n))
+        _groups.kernel_cross(X_new, self.XT, *self.plan.arrays(), 1.0 / self.scales, slot,
+                             groups, out)
+        if uniq.size == ks.size and np.array_equal(uniq, ks):
+            return out
+        return out[np.searchsorted(uniq, ks)]
+
+    def combine_cross(self, X_new, w, columns=None):
+        """Combined kernel ``sum_k w_k K_k(X_new, X[columns])``.
+
+        Only kernels with ``w_k > 0`` and only the requested columns are
+        evaluated; no per-kernel matrix is formed. This is what prediction
+        uses.
+
+        Parameters
+        ----------
+        X_new : array-like of shape (n_new, n_features)
+        w : array-like of shape (n_kernels,)
+            Non-negative kernel weights, not all zero.
+        columns : array-like of int, optional
+            Indices into ``X`` (e.g. the support); default all.
+
+        Returns
+        -------
+        ndarray of shape (n_new, len(columns)), float64
+        """
+        X_new = self._check_new(X_new)
+        w = check_weights(w, self.n_kernels, "w")
+        XT = self.XT
+        if columns is not None:
+            cols = _check_indices(columns, "columns", self.n_samples, allow_empty=True)
+            XT = np.ascontiguousarray(XT[:, cols])
+        out = np.empty((X_new.shape[0], XT.shape[1]))
+        if out.size == 0:
+            out[...] = 0.0
+            return out
+        wk, groups = self.weights_over_scales(w)
+        return _groups.combined_cross(X_new, XT, *self.plan.arrays(), wk, groups, out)
+
+    def matrices(self, kernels=None, dtype=np.float64, out=None):
+        """The normalised kernel matrices on ``X`` (exactly symmetric).
+
+        Parameters
+        ----------
+        kernels : array-like of int, optional
+            Distinct kernel indices (default: all), in the order wanted.
+        dtype : {np.float64, np.float32}, default=np.float64
+            Storage type of the result; arithmetic is float64.
+        out : ndarray of shape (len(kernels), n, n), optional
+            C-contiguous array of that dtype to write into.
+
+        Returns
+        -------
+        ndarray of shape (len(kernels), n_samples, n_samples)
+        """
+        ks = (
+            np.arange(self.n_kernels, dtype=np.int64)
+            if kernels is None
+            else _check_indices(kernels, "kernels", self.n_kernels)
+        )
+        if np.unique(ks).size != ks.size:
+            raise ValueError("kernels must not repeat a kernel")
+        n = self.n_samples
+        if out is None:
+            out = np.empty((ks.size, n, n), dtype=dtype)
+        slot = np.full(self.n_kernels, -1, dtype=np.int64)
+        slot[ks] = np.arange(ks.size)
+        groups = self.plan.groups_of(ks)
+        _groups.kernel_sym(self.X, self.XT, *self.plan.arrays(), 1.0 / self.scales, slot,
+                           groups, out)
+        return out
+
+    def diag(self, w):
+        """Diagonal of the combined kernel ``sum_k w_k K_k(X, X)``, shape (n_samples,)."""
+        w = check_weights(w, self.n_kernels, "w")
+        wk, groups = self.weights_over_scales(w)
+        return _groups.combined_diag(self.X, *self.plan.arrays(), wk, groups,
+                                     np.empty(self.n_samples))
+
+    # ---------------------------------------------------------- sub-sets
+    def take(self, rows):
+        """The same kernels evaluated against ``X[rows]`` (scales kept)."""
+        idx = _check_indices(rows, "rows", self.n_samples)
+        return KernelFunctions(self.specs, self.scales, self.X[idx])
+
+    def subset(self, kernels):
+        """Only the given kernels (in that order), with their scales."""
+        idx = _check_indices(kernels, "kernels", self.n_kernels)
+        return KernelFunctions([self.specs[k] for k in idx.tolist()], self.scales[idx], self.X)
+
+    @property
+    def nbytes(self):
+        """Bytes held (the points and the scales)."""
+        return int(self.X.nbytes + self.scales.nbytes)
+
+    def __repr__(self):
+        return (
+            f"KernelFunctions(n_kernels={self.n_kernels}, n_samples={self.n_samples}, "
+            f"n_features={self.n_features})"
+        )

@@ -1,0 +1,297 @@
+"""Where a bank's kernels live: stored matrices, or computed from the features.
+
+Every consumer reads kernels through the same few verbs (DESIGN section 8):
+
+``diag(w)``
+    the diagonal of the combined kernel ``K(w) = sum_k w_k K_k``;
+``rows(w, idx, out)``
+    rows ``K(w)[idx, :]`` (kernels with ``w_k = 0`` skipped), what the SMO
+    solver reads;
+``combine(w, out)``
+    the whole of ``K(w)`` when it is small enough to hold;
+``quad_forms(v, support, kernels)``
+    ``q_k = v_S' K_k[S, S] v_S``, the oracle's gradient;
+``blocks(kernels, rows, cols)``
+    single kernels on sub-blocks (weak learners, exact restricted solves).
+
+A storage is trusted: its callers (:class:`~mklopt.kernels.KernelBank`'s
+public methods, the oracles) have validated the arguments, so ``w`` is a
+float64 array of length ``n_kernels`` and indices are int64 arrays in range.
+Three storages implement the verbs here; feature maps (``K_k = Phi_k
+Phi_k'``) live in :mod:`mklopt.kernels.feature_maps`.
+
+* :class:`DenseStorage`: an ``(m, n, n)`` array, float64 or float32, in memory
+  or memory-mapped from disk, with optional per-kernel factors (user
+  matrices normalised without a copy).
+* :class:`OnTheFlyStorage`: nothing ``n x n x m`` is stored; every entry is
+  computed from the training features when asked for, in parallel, sharing
+  one distance evaluation per feature group. Groups on one or two features
+  whose points take few distinct values (binary, ordinal, integer
+  features) are evaluated once on their distinct values and read from a
+  small table afterwards, so per-feature kernels cost O(1) per entry.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import combine as _combine
+from .._jit import groups as _groups
+from .functions import KernelFunctions
+
+__all__ = ["DenseStorage", "OnTheFlyStorage"]
+
+
+class DenseStorage:
+    """Kernel matrices held as one ``(m, n, n)`` array.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n_kernels, n_samples, n_samples)
+        C-contiguous float64 or float32; a read-only ``numpy.memmap`` works
+        (rows are paged in as they are read).
+    factors : ndarray of shape (n_kernels,), optional
+        The stored kernel ``k`` is ``factors[k] * K[k]`` (default ones). User
+        matrices normalised to unit trace keep their raw values on disk and
+        carry the normalisation here.
+    """
+
+    name = "dense"
+
+    def __init__(self, K, factors=None):
+        self.K = K
+        self.n_kernels, self.n_samples = int(K.shape[0]), int(K.shape[1])
+        m, n = self.n_kernels, self.n_samples
+        self.factors = None if factors is None else np.ascontiguousarray(factors, np.float64)
+        # Diagonals, one small pass (n entries per kernel), kept for diag(w).
+        self._diag = np.empty((m, n))
+        ar = np.arange(n)
+        for k in range(m):
+            self._diag[k] = K[k][ar, ar]
+        if self.factors is not None:
+            self._diag *= self.factors[:, None]
+
+    def _w(self, w):
+        return w if self.factors is None else w * self.factors
+
+    @property
+    def nbytes(self):
+        return int(self.K.nbytes + self._diag.nbytes)
+
+    def diag(self, w):
+        nz = np.flatnonzero(w)
+        return w[nz] @ self._diag[nz]
+
+    def rows(self, w, idx, out):
+        return _combine.combine_rows(self.K, self._w(w), idx, out)
+
+    def combine(self, w, out):
+        w = self._w(w)
+        m, n = self.n_kernels, self.n_samples
+        if (
+            type(self.K) is np.ndarray
+            and self.K.dtype == np.float64
+            and np.count_nonzero(w) * 2 >= m
+            and m >= 8
+        ):
+            # Mostly non-zero weights: one BLAS matrix-vector product over the
+            # whole bank reads it at full memory bandwidth (about 2x the jitted
+            # loop on two cores). Sparse weights take the loop, which reads
+            # only the selected kernels.
+            np.dot(w, self.K.reshape(m, n * n), out=out.reshape(n * n))
+            return out
+        return _combine.combine_kernels(self.K, w, out)
+
+    def quad_forms(self, v, support, kernels=None):
+        m, n = self.n_kernels, self.n_samples
+        S = support
+        if kernels is None:
+            kernels = np.arange(m, dtype=np.int64)
+            if type(self.K) is np.ndarray and self.K.dtype == np.float64 and S.size * 5 >= n * 2:
+                # A large support: one BLAS pass over the whole bank,
+                # q = (K v) v, is faster than the gathered S x S reads.
+                vs = np.zeros(n)
+                vs[S] = v[S]
+                q = np.dot(np.dot(self.K.reshape(m * n, n), vs).reshape(m, n), vs)
+                return q if self.factors is None else q * self.factors
+        q = _combine.quad_forms(self.K, v, S, kernels, np.empty(kernels.size))
+        return q if self.factors is None else q * self.factors[kernels]
+
+    def blocks(self, kernels, rows, cols):
+        out = np.empty((kernels.size, rows.size, cols.size))
+        for j, k in enumerate(kernels.tolist()):
+            out[j] = self.K[k][np.ix_(rows, cols)]
+            if self.factors is not None:
+                out[j] *= self.factors[k]
+        return out
+
+
+# A feature group is read from a table of its distinct values when it has at
+# most this many features, at most n / _TABLE_RATIO distinct points, and its
+# tables fit in _TABLE_BYTES.
+_TABLE_MAX_FEATURES = 2
+_TABLE_RATIO = 4
+_TABLE_BYTES = 64 * 2**20
+_TABLE_MIN_SAMPLES = 64
+
+
+class _Table:
+    """One feature group evaluated on its distinct points.
+
+    ``codes[i]`` is the distinct point of sample ``i``; ``T[j]`` the
+    normalised kernel ``kernels[j]`` between distinct points.
+    """
+
+    def __init__(self, fn, g, codes, uniq):
+        plan = fn.plan
+        self.group = g
+        self.kernels = plan.kern_idx[plan.kern_ptr[g] : plan.kern_ptr[g + 1]].copy()
+        self.codes = np.ascontiguousarray(codes, dtype=np.int64)
+        self.n_values = int(uniq.shape[0])
+        # The same routine and features as the direct path, on the distinct
+        # points: identical kernel values.
+        Xu = np.zeros((self.n_values, fn.n_features))
+        feats = list(plan.features[g]) if plan.features[g] is not None else slice(None)
+        Xu[:, feats] = uniq
+        sub = KernelFunctions([fn.specs[k] for k in self.kernels], fn.scales[self.kernels], Xu)
+        self.T = sub.matrices()
+
+    @property
+    def nbytes(self):
+        return int(self.T.nbytes + self.codes.nbytes)
+
+
+class OnTheFlyStorage:
+    """Kernels computed from the features whenever they are read.
+
+    Parameters
+    ----------
+    functions : KernelFunctions
+        Specs, scales and the training points.
+    tables : bool, default=True
+        Read feature groups with few distinct values from small tables (see
+        the module notes).
+
+    Notes
+    -----
+    ``rows`` costs ``O(len(idx) n (|F_g| + a_g))`` summed over the groups
+    with active kernels (``a_g`` of them in group ``g``); ``quad_forms``
+    ``O(|S|^2 / 2 (|F_g| + m_g))`` over all groups, parallel over groups
+    when there are many and over rows of the support when there are few.
+    Table groups cost ``O(1)`` per entry and ``O(|S| + u^2)`` per kernel
+    for ``q``.
+    """
+
+    name = "on_the_fly"
+
+    def __init__(self, functions, tables=True):
+        self.fn = functions
+        self.n_kernels, self.n_samples = functions.n_kernels, functions.n_samples
+        plan = functions.plan
+        self._tables = self._find_tables() if tables else []
+        self._direct = np.ones(self.n_kernels, dtype=bool)
+        for t in self._tables:
+            self._direct[t.kernels] = False
+        self._direct_idx = np.flatnonzero(self._direct)
+        self._direct_groups = plan.groups_of(self._direct_idx)
+        self._inv = 1.0 / functions.scales
+
+    def _find_tables(self):
+        fn = self.fn
+        plan = fn.plan
+        n = fn.n_samples
+        if n < _TABLE_MIN_SAMPLES:
+            return []
+        tables, used = [], 0
+        for g in range(plan.n_groups):
+            nf = int(plan.feat_ptr[g + 1] - plan.feat_ptr[g])
+            if nf > _TABLE_MAX_FEATURES:
+                continue
+            Xg = fn.X[:, plan.feat_idx[plan.feat_ptr[g] : plan.feat_ptr[g + 1]]]
+            uniq, codes = np.unique(Xg, axis=0, return_inverse=True)
+            u = uniq.shape[0]
+            m_g = int(plan.kern_ptr[g + 1] - plan.kern_ptr[g])
+            size = m_g * u * u * 8
+            if u * _TABLE_RATIO > n or used + size > _TABLE_BYTES:
+                continue
+            tables.append(_Table(fn, g, codes.ravel(), uniq))
+            used += size
+        return tables
+
+    @property
+    def nbytes(self):
+        return int(self.fn.nbytes + self.fn.XT.nbytes + sum(t.nbytes for t in self._tables))
+
+    def _direct_weights(self, w):
+        wk = np.where(self._direct, w * self._inv, 0.0)
+        return wk, self.fn.plan.groups_of(np.flatnonzero(wk))
+
+    def diag(self, w):
+        return self.fn.diag(w)
+
+    def rows(self, w, idx, out):
+        fn = self.fn
+        wk, groups = self._direct_weights(w)
+        XA = np.ascontiguousarray(fn.X[idx])
+        _groups.combined_cross(XA, fn.XT, *fn.plan.arrays(), wk, groups, out)
+        for t in self._tables:
+            wt = w[t.kernels]
+            if np.any(wt != 0.0):
+                Tw = np.tensordot(wt, t.T, axes=1)
+                _groups.table_rows(t.codes, Tw, idx, out)
+        return out
+
+    def combine(self, w, out):
+        return self.rows(w, np.arange(self.n_samples, dtype=np.int64), out)
+
+    def quad_forms(self, v, support, kernels=None):
+        fn = self.fn
+        m = self.n_kernels
+        inv = None
+        if kernels is None:
+            ks = np.arange(m, dtype=np.int64)
+        else:
+            ks, inv = np.unique(kernels, return_inverse=True)
+            inv = inv.ravel()
+        q = np.zeros(ks.size)
+        pos = np.full(m, -1, dtype=np.int64)
+        pos[ks] = np.arange(ks.size)
+        S = support
+        if S.size == 0:
+            return q if inv is None else q[inv]
+        vS = np.ascontiguousarray(v[S])
+        # Direct groups: computed from the support's features.
+        slot = np.where(self._direct, pos, -1)
+        groups = fn.plan.groups_of(np.flatnonzero(slot >= 0))
+        if groups.size:
+            XS = np.ascontiguousarray(fn.X[S])
+            XST = np.ascontiguousarray(XS.T)
+            args = (XS, XST, vS, *fn.plan.arrays(), self._inv, slot, groups)
+            if groups.size >= 8:
+                _groups.quad_forms_by_group(*args, q)
+            else:
+                n_chunks = int(min(64, max(1, S.size // 16)))
+                _groups.quad_forms_by_rows(*args, n_chunks, q)
+        # Table groups: aggregate v over the distinct values, then V' T_k V.
+        for t in self._tables:
+            want = pos[t.kernels]
+            sel = want >= 0
+            if not sel.any():
+                continue
+            V = np.bincount(t.codes[S], weights=vS, minlength=t.n_values)
+            vals = np.einsum("i,kij,j->k", V, t.T[sel], V)
+            q[want[sel]] = vals
+        return q if inv is None else q[inv]
+
+    def blocks(self, kernels, rows, cols):
+        fn = self.fn
+        uniq, inv = np.unique(kernels, return_inverse=True)
+        slot = np.full(self.n_kernels, -1, dtype=np.int64)
+        slot[uniq] = np.arange(uniq.size)
+        out = np.empty((uniq.size, rows.size, cols.size))
+        if out.size:
+            XA = np.ascontiguousarray(fn.X[rows])
+            XBT = np.ascontiguousarray(fn.X[cols].T)
+            _groups.kernel_cross(XA, XBT, *fn.plan.arrays(), self._inv, slot,
+                                 fn.plan.groups_of(uniq), out)
+        return out if np.array_equal(uniq, kernels) else out[inv.ravel()]

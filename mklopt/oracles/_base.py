@@ -1,0 +1,169 @@
+"""What every MKL dual oracle shares (DESIGN section 9).
+
+An oracle fixes a :class:`~mklopt.oracles.DualProblem` (signs, kernel rows,
+linear term ``p``, bounds, equality) and answers, for kernel weights ``w``,
+
+    J(w) = max_a  l(a) - 1/2 sum_k w_k q_k(a),   l(a) = -p'a,
+    q_k(a) = v' K_k v,   v = sum_t s_t a_t e_{rows_t},
+
+with the subgradient ``-q/2``. :class:`DualOracle` does all of it (weight
+checks, warm starts, the solve through :class:`~mklopt.oracles._solver.
+DualSolver`, the offset, ``q`` through the bank's storage, value-only
+answers); a concrete oracle only builds its problem and maps between its
+own dual variables and the problem's (epsilon-SVR keeps ``beta = a - a*``
+outside and ``(a, a*)`` inside).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .._jit.smo import smo_rho, smo_violation
+from .._types import OracleAnswer
+from .._validation import check_int, check_real, check_vector, check_weights
+from ._solver import DualSolver
+from ._warnings import ConvergenceWarning
+
+__all__ = ["DualOracle", "repair_feasible"]
+
+# Relative slack under which a warm start outside the feasible set counts as
+# rounding error and is repaired rather than refused.
+WARM_RTOL = 1e-8
+
+
+def repair_feasible(a, problem, name="warm_start"):
+    """Move ``a`` onto the feasible set when it is off by rounding only (in place).
+
+    The box is enforced by clipping (at most ``1e-8 max(upper)`` away). A
+    residual ``r = s'a - total`` (at most ``1e-8 max(upper) n``) is then
+    removed by moving the free variables (``0 < a_t < upper_t``) in
+    proportion to their room in the needed direction, so variables at a
+    bound stay exactly there and an optimal start stays optimal; only when
+    the free variables lack the room do bound variables move.
+
+    Raises
+    ------
+    ValueError
+        When ``a`` is further from the feasible set: it belongs to another
+        problem (other labels, other bounds), and a silent cold start would
+        hide that.
+    """
+    s, U = problem.signs, problem.upper
+    scale = float(U.max())
+    slack = WARM_RTOL * scale
+    lo_bad = a < -slack
+    hi_bad = a > U + slack
+    if lo_bad.any() or hi_bad.any():
+        raise ValueError(
+            f"{name} must lie in the box 0 <= a <= upper (upper up to {scale:g}); got values in "
+            f"[{float(a.min()):.6g}, {float(a.max()):.6g}]. Pass the alpha of an oracle of the "
+            "same problem (same labels and C), or None for a cold start"
+        )
+    np.clip(a, 0.0, U, out=a)
+    r = float(s @ a) - problem.total
+    if abs(r) > WARM_RTOL * scale * a.shape[0]:
+        raise ValueError(
+            f"{name} must satisfy the equality constraint (e.g. y'alpha = 0); it is off by "
+            f"{r:.6g}. Pass the alpha of an oracle of the same problem, or None for a cold start"
+        )
+    if r == 0.0:
+        return a
+    d = -np.sign(r) * s  # direction of each variable that lowers |r|
+    room = np.where(d > 0.0, U - a, a)
+    free = (a > 0.0) & (a < U)
+    for cand in (free, np.ones_like(free)):
+        total = float(room[cand].sum())
+        if total >= abs(r):
+            a[cand] += d[cand] * room[cand] * (abs(r) / total)
+            np.clip(a, 0.0, U, out=a)
+            return a
+    raise ValueError(f"{name} cannot be made feasible (no room to remove a residual of {r:.3g})")
+
+
+class DualOracle:
+    """Base of the dual oracles: ``w -> OracleAnswer`` for a fixed :class:`DualProblem`.
+
+    Subclasses set ``self.problem`` and call :meth:`_setup`, and may override
+    :meth:`_start` (the cold start), :meth:`_from_warm` and :meth:`_to_alpha`
+    (their own dual variables against the problem's).
+    """
+
+    #: ``need_q=False`` is supported (see :meth:`__call__`).
+    supports_value_only = True
+
+    def _setup(self, bank, tol, max_iter):
+        self.bank = bank
+        self.n_kernels = int(bank.n_kernels)
+        self.n_samples = int(bank.n_samples)
+        self.tol = check_real(tol, "tol", low=0.0, strict_low=True)
+        N = self.problem.n_variables
+        if max_iter is None:
+            max_iter = max(10_000_000, 100 * N)
+        self.max_iter = check_int(max_iter, "max_iter", low=1)
+        self.n_calls = 0
+        self.last_stats = None
+        self._solver = DualSolver(bank, self.problem)
+
+    # ---- hooks ---------------------------------------------------------------
+    def _start(self):
+        """A feasible cold start (default: zero, feasible when ``total == 0``)."""
+        return np.zeros(self.problem.n_variables)
+
+    def _from_warm(self, warm_start):
+        """The problem's variables from a warm start given as :meth:`_to_alpha` returns it."""
+        a = np.array(
+            check_vector(warm_start, "warm_start", size=self.problem.n_variables),
+            dtype=np.float64,
+        )
+        return repair_feasible(a, self.problem)
+
+    def _to_alpha(self, a):
+        """The answer's ``alpha`` from the problem's variables (default: ``a`` itself)."""
+        return a
+
+    # ---- the call ------------------------------------------------------------
+    def __call__(self, w, warm_start=None, need_q=True):
+        w = np.array(check_weights(w, self.n_kernels, name="w"), dtype=np.float64)
+        P = self.problem
+        a = self._start() if warm_start is None else self._from_warm(warm_start)
+        self.n_calls += 1
+        tol = float(self.tol)
+        grad, stats = self._solver.solve(w, a, tol, self.max_iter)
+        self.last_stats = stats
+        if stats.n_iter >= self.max_iter:
+            viol = smo_violation(P.signs, P.upper, a, grad)
+            if viol > tol:
+                warnings.warn(
+                    f"SMO stopped after max_iter={self.max_iter} iterations with KKT violation "
+                    f"{viol:.3g} > tol={tol:g}; raise max_iter or loosen tol",
+                    ConvergenceWarning,
+                    stacklevel=2,
+                )
+        bias = -float(smo_rho(P.signs, P.upper, a, grad))
+        v = P.v(a)
+        support = np.flatnonzero(v).astype(np.int64)
+        linear_term = -float(P.linear @ a)
+        alpha = self._to_alpha(a)
+        if not need_q:
+            # a'Qa = v'K(w)v = w'q and G = Qa + p is exact on exit:
+            # J = -p'a - a'Qa / 2 = -a'(G + p) / 2.
+            value = -0.5 * float(a @ (grad + P.linear))
+            return OracleAnswer(
+                w=w, value=value, grad=None, q=None, alpha=alpha, bias=bias,
+                support=support, n_solver_iter=stats.n_iter, linear_term=linear_term,
+            )
+        q = np.asarray(self.bank.storage.quad_forms(v, support), dtype=np.float64)
+        value = linear_term - 0.5 * float(w @ q)
+        return OracleAnswer(
+            w=w,
+            value=value,
+            grad=-0.5 * q,
+            q=q,
+            alpha=alpha,
+            bias=bias,
+            support=support,
+            n_solver_iter=stats.n_iter,
+            linear_term=linear_term,
+        )

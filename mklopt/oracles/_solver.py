@@ -1,0 +1,308 @@
+"""Solving an oracle's dual on a kernel bank: whole-matrix SMO or row-cached blocks.
+
+Every oracle (classification, epsilon-SVR, one-class) hands a
+:class:`~mklopt.oracles.DualProblem` and its kernel weights to
+:class:`DualSolver`, which picks one of two paths:
+
+* **whole matrix**, for small ``n``: the combined kernel ``K(w)`` is formed
+  once per call (``storage.combine``) and :func:`~mklopt._jit.smo.smo_solve`
+  runs on it with shrinking. This is the fastest path while ``n x n``
+  float64 fits in the row-cache budget and ``n`` is moderate.
+* **row-cached blocks**, for large ``n``: nothing ``n x n`` is formed. A
+  decomposition method (Joachims 1999; Lin 2001, "On the convergence of the
+  decomposition method for support vector machines") repeatedly picks a
+  working set ``B`` of at most ``block_size`` variables, fetches the kernel
+  rows of ``B`` through an LRU :class:`RowCache` (one batched request to
+  the storage for the rows it does not hold), solves the sub-problem on
+  ``B`` with the same SMO loop, and updates the gradient of every variable
+  with one pass over those rows. ``B`` always contains the maximal
+  violating pair, so each block makes progress, and the stop test is the
+  same as the whole-matrix path's: ``m(a) - M(a) <= tol`` over all
+  variables. Both paths return a point of the same tolerance, so their
+  values agree to it, and so do their ``alpha`` where the optimum is unique.
+
+Cached rows belong to one weight vector: a call at new weights starts with
+an empty cache. Within a call, the rows that rebuild the gradient of a warm
+start (those of the support vectors) are the ones SMO reads most, so they
+are cached as they are computed. The row requests are batched (one per
+block, and the gradient in chunks), which keeps the number of round trips
+small when the storage is remote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._jit.smo import accumulate_rows, gather_block, smo_gradient, smo_solve
+
+__all__ = ["RowCache", "DualSolver", "SolveStats"]
+
+#: Largest ``n`` solved on the whole combined matrix (if it also fits the budget).
+FULL_MAX_SAMPLES = 4096
+#: Default working-set size of the block path.
+BLOCK_SIZE = 256
+#: Rows per request when rebuilding the gradient of a warm start.
+_GRAD_CHUNK = 512
+
+
+class RowCache:
+    """Least-recently-used cache of rows of the combined kernel at one ``w``.
+
+    Parameters
+    ----------
+    n_samples : int
+        Row length.
+    capacity : int
+        Rows held (>= 0). A request for more distinct rows than fit is served
+        from a temporary block instead.
+
+    Attributes
+    ----------
+    n_hits, n_misses : int
+        Rows served from the cache and rows computed, since construction.
+    n_requests : int
+        Batched requests made to the storage.
+    """
+
+    def __init__(self, n_samples, capacity):
+        self.n = int(n_samples)
+        self.capacity = int(max(0, capacity))
+        self.data = np.empty((self.capacity, self.n))
+        self.slot_of = np.full(self.n, -1, dtype=np.int64)
+        self.row_of = np.full(self.capacity, -1, dtype=np.int64)
+        self.stamp = np.full(self.capacity, -1, dtype=np.int64)
+        self.clock = 0
+        self.n_hits = 0
+        self.n_misses = 0
+        self.n_requests = 0
+
+    def clear(self):
+        """Forget every row (the weights changed)."""
+        held = self.row_of >= 0
+        self.slot_of[self.row_of[held]] = -1
+        self.row_of[:] = -1
+        self.stamp[:] = -1
+
+    def fetch(self, idx, compute):
+        """Rows ``idx`` (distinct int64) as ``(data, slots)``: ``data[slots[j]]`` is row ``idx[j]``.
+
+        ``compute(rows, out)`` writes the rows not held into ``out``; it is
+        called at most once per fetch.
+        """
+        r = idx.shape[0]
+        slots = self.slot_of[idx]
+        miss = slots < 0
+        n_miss = int(np.count_nonzero(miss))
+        self.n_hits += r - n_miss
+        self.n_misses += n_miss
+        self.clock += 1
+        if r > self.capacity:
+            # Too small to hold the request: assemble a temporary block.
+            block = np.empty((r, self.n))
+            hit = ~miss
+            if hit.any():
+                block[hit] = self.data[slots[hit]]
+                self.stamp[slots[hit]] = self.clock
+            if n_miss:
+                self.n_requests += 1
+                tmp = compute(idx[miss], np.empty((n_miss, self.n)))
+                block[miss] = tmp
+            return block, np.arange(r, dtype=np.int64)
+        hit_slots = slots[~miss]
+        self.stamp[hit_slots] = self.clock
+        if n_miss:
+            # Victims: empty slots first (stamp -1), then the least recently
+            # used; the rows of this request carry the newest stamp and stay.
+            victims = np.argpartition(self.stamp, n_miss - 1)[:n_miss]
+            old = self.row_of[victims]
+            self.slot_of[old[old >= 0]] = -1
+            self.n_requests += 1
+            new_rows = idx[miss]
+            self.data[victims] = compute(new_rows, np.empty((n_miss, self.n)))
+            self.row_of[victims] = new_rows
+            self.slot_of[new_rows] = victims
+            self.stamp[victims] = self.clock
+            slots = slots.copy()
+            slots[miss] = victims
+        return self.data, slots
+
+
+@dataclass
+class SolveStats:
+    """What one solve did: SMO iterations, blocks, rows served and computed."""
+
+    n_iter: int = 0
+    n_blocks: int = 0
+    rows_computed: int = 0
+    rows_cached: int = 0
+    n_requests: int = 0
+
+
+class DualSolver:
+    """Solve ``min 1/2 a'Q(w)a + p'a`` over the problem's box and equality.
+
+    Parameters
+    ----------
+    bank : KernelBank
+        Kernels; read through ``bank.storage`` (trusted verbs).
+    problem : DualProblem
+        Signs, kernel rows, linear term, bounds.
+    block_size : int, default=256
+        Working-set size of the block path.
+    cache_bytes : int, optional
+        Byte budget for the whole matrix or the row cache; default
+        ``bank.cache_bytes()``.
+
+    Attributes
+    ----------
+    whole_matrix : bool
+        Which path is used (see the module notes).
+    cache : RowCache or None
+        The row cache of the block path.
+    """
+
+    def __init__(self, bank, problem, block_size=BLOCK_SIZE, cache_bytes=None):
+        self.storage = bank.storage
+        self.problem = problem
+        n = bank.n_samples
+        self.n = n
+        budget = bank.cache_bytes() if cache_bytes is None else int(cache_bytes)
+        self.whole_matrix = n <= FULL_MAX_SAMPLES and n * n * 8 <= budget
+        self.block_size = int(block_size)
+        self._K = np.empty((n, n)) if self.whole_matrix else None
+        self.cache = None if self.whole_matrix else RowCache(n, budget // (8 * n))
+        self._w = None
+        P = problem
+        self._identity = P.n_variables == n and np.array_equal(P.rows, np.arange(n))
+
+    def solve(self, w, a, tol, max_iter):
+        """Solve at weights ``w`` from the feasible start ``a`` (overwritten).
+
+        Returns
+        -------
+        grad : ndarray of shape (n_variables,)
+            ``Q(w) a + p`` at the returned ``a``.
+        stats : SolveStats
+        """
+        if self.whole_matrix:
+            return self._solve_whole(w, a, tol, max_iter)
+        return self._solve_blocks(w, a, tol, max_iter)
+
+    # ------------------------------------------------------------ whole matrix
+    def _solve_whole(self, w, a, tol, max_iter):
+        P = self.problem
+        K = self.storage.combine(w, self._K)
+        if np.any(a != 0.0):
+            grad = smo_gradient(K, P.rows, P.signs, P.linear, a, np.empty(a.shape[0]))
+        else:
+            grad = np.array(P.linear)
+        n_iter = smo_solve(K, P.rows, P.signs, P.upper, a, grad, tol, max_iter, True)
+        return grad, SolveStats(n_iter=int(n_iter), rows_computed=self.n)
+
+    # ------------------------------------------------------------ row blocks
+    def _rows(self, w, stats):
+        storage = self.storage
+
+        def compute(idx, out):
+            stats.rows_computed += idx.shape[0]
+            stats.n_requests += 1
+            return storage.rows(w, idx, out)
+
+        return compute
+
+    def _Kv(self, w, v_rows, v_vals, compute, stats):
+        """``K(w) v`` for ``v`` given on the kernel rows ``v_rows``, through the cache."""
+        h = np.zeros(self.n)
+        chunk = max(1, min(_GRAD_CHUNK, self.cache.capacity or _GRAD_CHUNK))
+        for c0 in range(0, v_rows.shape[0], chunk):
+            idx = v_rows[c0 : c0 + chunk]
+            data, slots = self.cache.fetch(idx, compute)
+            accumulate_rows(data, slots, v_vals[c0 : c0 + chunk], h)
+        return h
+
+    def _solve_blocks(self, w, a, tol, max_iter):
+        P = self.problem
+        s, rows, upper = P.signs, P.rows, P.upper
+        stats = SolveStats()
+        cache = self.cache
+        hits0 = cache.n_hits
+        if self._w is None or not np.array_equal(self._w, w):
+            cache.clear()
+            self._w = w.copy()
+        compute = self._rows(w, stats)
+        v = P.v(a)
+        nz = np.flatnonzero(v).astype(np.int64)
+        grad = np.array(P.linear)
+        if nz.size:
+            h = self._Kv(w, nz, v[nz], compute, stats)
+            grad += s * (h if self._identity else h[rows])
+        q = self.block_size
+        n_iter = 0
+        stall = 0
+        while n_iter < max_iter:
+            B, violation = _select_block(s, upper, a, grad, q, tol)
+            if B is None:
+                break
+            kr, local = np.unique(rows[B], return_inverse=True)
+            kr = kr.astype(np.int64)
+            local = local.ravel().astype(np.int64)
+            data, slots = cache.fetch(kr, compute)
+            KB = gather_block(data, slots, kr, np.empty((kr.size, kr.size)))
+            aB = a[B].copy()
+            gB = grad[B].copy()
+            sB = np.ascontiguousarray(s[B])
+            it = smo_solve(KB, local, sB, np.ascontiguousarray(upper[B]), aB, gB, tol,
+                           max_iter - n_iter, False)
+            da = aB - a[B]
+            a[B] = aB
+            n_iter += int(it)
+            stats.n_blocks += 1
+            if it == 0 or not np.any(da):
+                # The maximal violating pair is in B, so a sub-problem that
+                # does not move means tol is at the rounding level of F.
+                stall += 1
+                if stall >= 3:
+                    break
+                continue
+            stall = 0
+            dv = np.zeros(kr.size)
+            np.add.at(dv, local, sB * da)
+            h = accumulate_rows(data, slots, dv, np.zeros(self.n))
+            grad += s * (h if self._identity else h[rows])
+        stats.n_iter = n_iter
+        stats.rows_cached = cache.n_hits - hits0
+        return grad, stats
+
+
+def _select_block(s, upper, a, grad, q, tol):
+    """Working set of at most ``q`` variables, or None when ``m(a) - M(a) <= tol``.
+
+    Half of it is the ``I_up`` variables with the largest ``F = -s G`` that
+    violate against ``M``, half the ``I_low`` variables with the smallest
+    ``F`` that violate against ``m``; so the maximal violating pair is always
+    in it.
+    """
+    F = -s * grad
+    pos = s > 0.0
+    up = np.where(pos, a < upper, a > 0.0)
+    low = np.where(pos, a > 0.0, a < upper)
+    if not (up.any() and low.any()):
+        return None, -np.inf
+    Fu = np.where(up, F, -np.inf)
+    Fl = np.where(low, F, np.inf)
+    m_up = float(Fu.max())
+    M_low = float(Fl.min())
+    violation = m_up - M_low
+    if violation <= tol:
+        return None, violation
+    half = max(1, q // 2)
+    cand_up = np.flatnonzero(Fu > M_low)
+    cand_low = np.flatnonzero(Fl < m_up)
+    if cand_up.size > half:
+        cand_up = cand_up[np.argpartition(-Fu[cand_up], half - 1)[:half]]
+    if cand_low.size > half:
+        cand_low = cand_low[np.argpartition(Fl[cand_low], half - 1)[:half]]
+    B = np.union1d(cand_up, cand_low).astype(np.int64)
+    return B, violation
