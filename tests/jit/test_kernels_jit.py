@@ -13,6 +13,7 @@ import pathlib
 
 import numba
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -53,6 +54,30 @@ def _slots(m, kernels):
     slot = np.full(m, -1, dtype=np.int64)
     slot[kernels] = np.arange(len(kernels))
     return slot
+
+
+# ------------------------------------------------------------------ exp
+@settings(max_examples=200)
+@given(arrays(np.float64, st.integers(1, 40), elements=st.floats(-707.9, 5.0)),
+       st.integers(0, 3))
+def test_exp_into_is_within_two_ulp_of_libm(x, lo):
+    lo = min(lo, x.size)
+    out = np.full(x.size, -1.0)
+    jg.exp_into(x, out, np.empty(x.size), lo, x.size)
+    want = np.exp(x[lo:])
+    assert np.all(np.abs(out[lo:] - want) <= 2 * np.spacing(want))
+    assert np.all(out[:lo] == -1.0)  # outside [lo, hi) nothing is touched
+
+
+def test_exp_into_edges():
+    x = np.array([0.0, -0.0, -1e-300, -708.0, -708.5, -745.0, -1e6, 709.0, 800.0])
+    out = jg.exp_into(x, x.copy(), np.empty(x.size), 0, x.size)
+    assert out[0] == 1.0 and out[1] == 1.0 and out[2] == 1.0  # unit diagonals stay exact
+    assert out[3] == pytest.approx(np.exp(-708.0), rel=1e-15)
+    assert np.all(out[4:7] == 0.0)  # flushed below e^-708
+    assert out[7] == pytest.approx(np.exp(709.0), rel=1e-15) and out[8] == out[7]
+    py = _py(jg.exp_into)(x[:4].copy(), np.empty(4), np.empty(4), 0, 4)
+    assert_allclose(py, out[:4], rtol=1e-15)
 
 
 # ------------------------------------------------------------ group routines
