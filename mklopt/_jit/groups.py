@@ -68,10 +68,18 @@ def exp_into(x, out, scratch, lo, hi):
     below 3e-308); inputs above 709 are clamped. Within 2 ulp of the libm
     exp elsewhere, and exactly 1 at 0.
     """
-    for j in range(lo, hi):
-        v = x[j]
-        v = _EXP_MIN if v < _EXP_MIN else v
-        v = _EXP_MAX if v > _EXP_MAX else v
+    # Loops over slices from 0: loops from a variable start did not vectorise
+    # (3x slower).
+    xs = x[lo:hi]
+    os = out[lo:hi]
+    ts = scratch[lo:hi]
+    m = xs.shape[0]
+    for j in range(m):
+        v = xs[j]
+        if v < _EXP_MIN:
+            v = _EXP_MIN
+        if v > _EXP_MAX:
+            v = _EXP_MAX
         t = v * _LOG2E + _SHIFT
         k = t - _SHIFT
         r = (v - k * _LN2_HI) - k * _LN2_LO
@@ -85,15 +93,15 @@ def exp_into(x, out, scratch, lo, hi):
             2.755731922398589e-07 + r * 2.505210838544172e-08
         )
         q3 = 2.08767569878681e-09 + r * 1.6059043836821613e-10
-        scratch[j] = t
-        out[j] = (q0 + r4 * q1) + (r4 * r4) * (q2 + r4 * q3)
-    tb = scratch.view(np.int64)
-    ob = out.view(np.int64)
-    for j in range(lo, hi):
+        ts[j] = t
+        os[j] = (q0 + r4 * q1) + (r4 * r4) * (q2 + r4 * q3)
+    tb = ts.view(np.int64)
+    ob = os.view(np.int64)
+    for j in range(m):
         ob[j] = ob[j] + ((tb[j] - _SHIFT_BITS) << 52)
-    for j in range(lo, hi):
-        if x[j] < _EXP_MIN:
-            out[j] = 0.0
+    for j in range(m):
+        if xs[j] < _EXP_MIN:
+            os[j] = 0.0
     return out
 
 
@@ -113,27 +121,63 @@ def _needs(kern_idx, k0, k1, kind, wk):
 
 
 @njit(**JIT)
-def _pair_row(xa, XBT, feat_idx, f0, f1, b0, nb, need_d, need_g, d2, g2):
-    """Distances / products of one point ``xa`` to the columns ``b0..nb-1`` of ``XBT``."""
+def _pairs(xa, XBT, feat_idx, f0, f1, b0, b1, need_d, need_g, d2, g2):
+    """Distances / products of one point ``xa`` to the columns ``b0..b1-1`` of ``XBT``.
+
+    Written to ``d2[0:b1-b0]`` / ``g2[0:b1-b0]`` (a chunk that stays in cache).
+    """
+    L = b1 - b0
     if need_d:
-        for b in range(b0, nb):
-            d2[b] = 0.0
+        for j in range(L):
+            d2[j] = 0.0
         for ff in range(f0, f1):
             f = feat_idx[ff]
             x = xa[f]
-            col = XBT[f]
-            for b in range(b0, nb):
-                t = x - col[b]
-                d2[b] += t * t
+            col = XBT[f, b0:b1]
+            for j in range(L):
+                t = x - col[j]
+                d2[j] += t * t
     if need_g:
-        for b in range(b0, nb):
-            g2[b] = 0.0
+        for j in range(L):
+            g2[j] = 0.0
         for ff in range(f0, f1):
             f = feat_idx[ff]
             x = xa[f]
-            col = XBT[f]
-            for b in range(b0, nb):
-                g2[b] += x * col[b]
+            col = XBT[f, b0:b1]
+            for j in range(L):
+                g2[j] += x * col[j]
+
+
+@njit(**JIT)
+def _kernel_chunk(kd, pk, ok, d2, g2, L, e, scr):
+    """``e[0:L]`` = one kernel (kind ``kd``, parameter ``pk``, offset ``ok``) on a chunk.
+
+    Gaussian: ``exp(-d2 / (2 pk^2))``; polynomial: ``(g2 + ok) ** pk`` by the
+    repeated squaring of :func:`_ipow`, run over the chunk so it vectorises
+    and gives the same bits as the scalar routine.
+    """
+    if kd == GAUSSIAN:
+        c = -0.5 / (pk * pk)
+        for j in range(L):
+            e[j] = d2[j] * c
+        exp_into(e, e, scr, 0, L)
+    else:
+        p = int(pk)
+        for j in range(L):
+            scr[j] = g2[j] + ok
+            e[j] = 1.0
+        while p > 0:
+            if p & 1:
+                for j in range(L):
+                    e[j] *= scr[j]
+            p >>= 1
+            if p > 0:
+                for j in range(L):
+                    scr[j] *= scr[j]
+
+
+#: Columns per chunk: four float64 work vectors of this length fit in L1.
+CHUNK = 512
 
 
 @njit(**JIT_PARALLEL)
@@ -145,46 +189,56 @@ def combined_cross(XA, XBT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param,
     the module notes; ``wk`` (m,) float64 per-kernel factors (weight over
     normalisation constant; 0 skips the kernel); ``groups`` (G',) int64 the
     groups to visit (those with a non-zero ``wk``); ``out`` (na, nb) float64,
-    written. Parallel over the rows of ``XA``.
+    written. Parallel over the rows of ``XA``, in column chunks.
     """
     na = XA.shape[0]
     nb = XBT.shape[1]
     for a in prange(na):
-        o = out[a]
-        for b in range(nb):
-            o[b] = 0.0
-        d2 = np.empty(nb)
-        g2 = np.empty(nb)
-        e = np.empty(nb)
-        scr = np.empty(nb)
+        d2 = np.empty(CHUNK)
+        g2 = np.empty(CHUNK)
+        e = np.empty(CHUNK)
+        scr = np.empty(CHUNK)
         xa = XA[a]
-        for gi in range(groups.shape[0]):
-            g = groups[gi]
-            k0 = kern_ptr[g]
-            k1 = kern_ptr[g + 1]
-            need_d, need_g = _needs(kern_idx, k0, k1, kind, wk)
-            if not (need_d or need_g):
-                continue
-            _pair_row(xa, XBT, feat_idx, feat_ptr[g], feat_ptr[g + 1], 0, nb, need_d, need_g,
-                      d2, g2)
-            for kk in range(k0, k1):
-                k = kern_idx[kk]
-                wv = wk[k]
-                if wv == 0.0:
+        o = out[a]
+        for b0 in range(0, nb, CHUNK):
+            b1 = min(nb, b0 + CHUNK)
+            L = b1 - b0
+            oc = o[b0:b1]
+            for j in range(L):
+                oc[j] = 0.0
+            for gi in range(groups.shape[0]):
+                g = groups[gi]
+                k0 = kern_ptr[g]
+                k1 = kern_ptr[g + 1]
+                need_d, need_g = _needs(kern_idx, k0, k1, kind, wk)
+                if not (need_d or need_g):
                     continue
-                if kind[k] == GAUSSIAN:
-                    c = -0.5 / (param[k] * param[k])
-                    for b in range(nb):
-                        e[b] = d2[b] * c
-                    exp_into(e, e, scr, 0, nb)
-                    for b in range(nb):
-                        o[b] += wv * e[b]
-                else:
-                    p = int(param[k])
-                    c0 = offset[k]
-                    for b in range(nb):
-                        o[b] += wv * _ipow(g2[b] + c0, p)
+                _pairs(xa, XBT, feat_idx, feat_ptr[g], feat_ptr[g + 1], b0, b1, need_d, need_g,
+                       d2, g2)
+                for kk in range(k0, k1):
+                    k = kern_idx[kk]
+                    wv = wk[k]
+                    if wv == 0.0:
+                        continue
+                    _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr)
+                    for j in range(L):
+                        oc[j] += wv * e[j]
     return out
+
+
+@njit(**JIT)
+def _slot_needs(kern_idx, k0, k1, kind, slot):
+    """Whether the wanted kernels (``slot >= 0``) of a group need distances / products."""
+    need_d = False
+    need_g = False
+    for kk in range(k0, k1):
+        k = kern_idx[kk]
+        if slot[k] >= 0:
+            if kind[k] == GAUSSIAN:
+                need_d = True
+            else:
+                need_g = True
+    return need_d, need_g
 
 
 @njit(**JIT_PARALLEL)
@@ -200,47 +254,33 @@ def kernel_cross(XA, XBT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, o
     na = XA.shape[0]
     nb = XBT.shape[1]
     for a in prange(na):
-        d2 = np.empty(nb)
-        g2 = np.empty(nb)
-        e = np.empty(nb)
-        scr = np.empty(nb)
+        d2 = np.empty(CHUNK)
+        g2 = np.empty(CHUNK)
+        e = np.empty(CHUNK)
+        scr = np.empty(CHUNK)
         xa = XA[a]
-        for gi in range(groups.shape[0]):
-            g = groups[gi]
-            k0 = kern_ptr[g]
-            k1 = kern_ptr[g + 1]
-            need_d = False
-            need_g = False
-            for kk in range(k0, k1):
-                k = kern_idx[kk]
-                if slot[k] >= 0:
-                    if kind[k] == GAUSSIAN:
-                        need_d = True
-                    else:
-                        need_g = True
-            if not (need_d or need_g):
-                continue
-            _pair_row(xa, XBT, feat_idx, feat_ptr[g], feat_ptr[g + 1], 0, nb, need_d, need_g,
-                      d2, g2)
-            for kk in range(k0, k1):
-                k = kern_idx[kk]
-                s = slot[k]
-                if s < 0:
+        for b0 in range(0, nb, CHUNK):
+            b1 = min(nb, b0 + CHUNK)
+            L = b1 - b0
+            for gi in range(groups.shape[0]):
+                g = groups[gi]
+                k0 = kern_ptr[g]
+                k1 = kern_ptr[g + 1]
+                need_d, need_g = _slot_needs(kern_idx, k0, k1, kind, slot)
+                if not (need_d or need_g):
                     continue
-                o = out[s, a]
-                sc = inv_scale[k]
-                if kind[k] == GAUSSIAN:
-                    c = -0.5 / (param[k] * param[k])
-                    for b in range(nb):
-                        e[b] = d2[b] * c
-                    exp_into(e, e, scr, 0, nb)
-                    for b in range(nb):
-                        o[b] = e[b] * sc
-                else:
-                    p = int(param[k])
-                    c0 = offset[k]
-                    for b in range(nb):
-                        o[b] = _ipow(g2[b] + c0, p) * sc
+                _pairs(xa, XBT, feat_idx, feat_ptr[g], feat_ptr[g + 1], b0, b1, need_d, need_g,
+                       d2, g2)
+                for kk in range(k0, k1):
+                    k = kern_idx[kk]
+                    sk = slot[k]
+                    if sk < 0:
+                        continue
+                    _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr)
+                    oc = out[sk, a, b0:b1]
+                    sc = inv_scale[k]
+                    for j in range(L):
+                        oc[j] = e[j] * sc
     return out
 
 
@@ -257,52 +297,38 @@ def kernel_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offse
     n = X.shape[0]
     half = (n + 1) // 2
     for r in prange(half):
-        d2 = np.empty(n)
-        g2 = np.empty(n)
-        e = np.empty(n)
-        scr = np.empty(n)
+        d2 = np.empty(CHUNK)
+        g2 = np.empty(CHUNK)
+        e = np.empty(CHUNK)
+        scr = np.empty(CHUNK)
         rr = np.int64(r)  # the prange index may be unsigned; keep index arithmetic signed
         for side in range(2):
             a = rr if side == 0 else n - 1 - rr
             if side == 1 and a == rr:
                 break
             xa = X[a]
-            for gi in range(groups.shape[0]):
-                g = groups[gi]
-                k0 = kern_ptr[g]
-                k1 = kern_ptr[g + 1]
-                need_d = False
-                need_g = False
-                for kk in range(k0, k1):
-                    k = kern_idx[kk]
-                    if slot[k] >= 0:
-                        if kind[k] == GAUSSIAN:
-                            need_d = True
-                        else:
-                            need_g = True
-                if not (need_d or need_g):
-                    continue
-                _pair_row(xa, XT, feat_idx, feat_ptr[g], feat_ptr[g + 1], a, n, need_d, need_g,
-                          d2, g2)
-                for kk in range(k0, k1):
-                    k = kern_idx[kk]
-                    s = slot[k]
-                    if s < 0:
+            for b0 in range(a, n, CHUNK):
+                b1 = min(n, b0 + CHUNK)
+                L = b1 - b0
+                for gi in range(groups.shape[0]):
+                    g = groups[gi]
+                    k0 = kern_ptr[g]
+                    k1 = kern_ptr[g + 1]
+                    need_d, need_g = _slot_needs(kern_idx, k0, k1, kind, slot)
+                    if not (need_d or need_g):
                         continue
-                    o = out[s, a]
-                    sc = inv_scale[k]
-                    if kind[k] == GAUSSIAN:
-                        c = -0.5 / (param[k] * param[k])
-                        for b in range(a, n):
-                            e[b] = d2[b] * c
-                        exp_into(e, e, scr, a, n)
-                        for b in range(a, n):
-                            o[b] = e[b] * sc
-                    else:
-                        p = int(param[k])
-                        c0 = offset[k]
-                        for b in range(a, n):
-                            o[b] = _ipow(g2[b] + c0, p) * sc
+                    _pairs(xa, XT, feat_idx, feat_ptr[g], feat_ptr[g + 1], b0, b1, need_d,
+                           need_g, d2, g2)
+                    for kk in range(k0, k1):
+                        k = kern_idx[kk]
+                        sk = slot[k]
+                        if sk < 0:
+                            continue
+                        _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr)
+                        oc = out[sk, a, b0:b1]
+                        sc = inv_scale[k]
+                        for j in range(L):
+                            oc[j] = e[j] * sc
     # Mirror the strict lower triangle, parallel over slices.
     for s in prange(out.shape[0]):
         o = out[s]
@@ -385,45 +411,47 @@ def _group_quad(XS, XST, vS, feat_idx, f0, f1, kern_idx, k0, k1, kind, param, of
     """Add the pairs ``a = a0, a0 + step, ... < a1`` of one group to ``acc[kk - k0]``.
 
     For each wanted kernel of the group, ``acc += v_a (v_a kappa(a, a) + 2 sum_{b > a}
-    v_b kappa(a, b)) * inv_scale``: the upper triangle of ``v' K v``.
+    v_b kappa(a, b)) * inv_scale``: the upper triangle of ``v' K v``. Columns
+    are visited in chunks; the work vectors hold one chunk.
     """
     s = XS.shape[0]
-    need_d = False
-    need_g = False
-    for kk in range(k0, k1):
-        k = kern_idx[kk]
-        if slot[k] >= 0:
-            if kind[k] == GAUSSIAN:
-                need_d = True
-            else:
-                need_g = True
+    need_d, need_g = _slot_needs(kern_idx, k0, k1, kind, slot)
     if not (need_d or need_g):
         return
+    nk = k1 - k0
+    part = np.empty(nk)
     for a in range(a0, a1, step):
         va = vS[a]
         if va == 0.0:
             continue
-        _pair_row(XS[a], XST, feat_idx, f0, f1, a, s, need_d, need_g, d2, g2)
+        xa = XS[a]
+        for kk in range(nk):
+            part[kk] = 0.0
+        for b0 in range(a + 1, s, CHUNK):
+            b1 = min(s, b0 + CHUNK)
+            L = b1 - b0
+            _pairs(xa, XST, feat_idx, f0, f1, b0, b1, need_d, need_g, d2, g2)
+            for kk in range(k0, k1):
+                k = kern_idx[kk]
+                if slot[k] < 0:
+                    continue
+                _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr)
+                vb = vS[b0:b1]
+                t = 0.0
+                for j in range(L):
+                    t += vb[j] * e[j]
+                part[kk - k0] += t
+        sq = 0.0
+        if need_g:
+            for ff in range(f0, f1):
+                f = feat_idx[ff]
+                sq += xa[f] * xa[f]
         for kk in range(k0, k1):
             k = kern_idx[kk]
             if slot[k] < 0:
                 continue
-            t = 0.0
-            if kind[k] == GAUSSIAN:
-                c = -0.5 / (param[k] * param[k])
-                for b in range(a + 1, s):
-                    e[b] = d2[b] * c
-                exp_into(e, e, scr, a + 1, s)
-                for b in range(a + 1, s):
-                    t += vS[b] * e[b]
-                diag = 1.0
-            else:
-                p = int(param[k])
-                c0 = offset[k]
-                for b in range(a + 1, s):
-                    t += vS[b] * _ipow(g2[b] + c0, p)
-                diag = _ipow(g2[a] + c0, p)
-            acc[kk - k0] += va * (va * diag + 2.0 * t) * inv_scale[k]
+            diag = 1.0 if kind[k] == GAUSSIAN else _ipow(sq + offset[k], int(param[k]))
+            acc[kk - k0] += va * (va * diag + 2.0 * part[kk - k0]) * inv_scale[k]
 
 
 @njit(**JIT_PARALLEL)
@@ -442,10 +470,10 @@ def quad_forms_by_group(XS, XST, vS, feat_ptr, feat_idx, kern_ptr, kern_idx, kin
         k0 = kern_ptr[g]
         k1 = kern_ptr[g + 1]
         acc = np.zeros(k1 - k0)
-        d2 = np.empty(s)
-        g2 = np.empty(s)
-        e = np.empty(s)
-        scr = np.empty(s)
+        d2 = np.empty(CHUNK)
+        g2 = np.empty(CHUNK)
+        e = np.empty(CHUNK)
+        scr = np.empty(CHUNK)
         _group_quad(XS, XST, vS, feat_idx, feat_ptr[g], feat_ptr[g + 1], kern_idx, k0, k1, kind,
                     param, offset, inv_scale, slot, 0, s, 1, d2, g2, e, scr, acc)
         for kk in range(k0, k1):
@@ -473,10 +501,10 @@ def quad_forms_by_rows(XS, XST, vS, feat_ptr, feat_idx, kern_ptr, kern_idx, kind
         k1 = kern_ptr[g + 1]
         parts = np.zeros((n_chunks, k1 - k0))
         for c in prange(n_chunks):
-            d2 = np.empty(s)
-            g2 = np.empty(s)
-            e = np.empty(s)
-            scr = np.empty(s)
+            d2 = np.empty(CHUNK)
+            g2 = np.empty(CHUNK)
+            e = np.empty(CHUNK)
+            scr = np.empty(CHUNK)
             _group_quad(XS, XST, vS, feat_idx, feat_ptr[g], feat_ptr[g + 1], kern_idx, k0, k1,
                         kind, param, offset, inv_scale, slot, c, s, n_chunks, d2, g2, e, scr,
                         parts[c])

@@ -31,6 +31,7 @@ small when the storage is remote.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,13 +132,36 @@ class RowCache:
 
 @dataclass
 class SolveStats:
-    """What one solve did: SMO iterations, blocks, rows served and computed."""
+    """What one solve did.
+
+    Attributes
+    ----------
+    n_iter : int
+        SMO iterations (summed over blocks).
+    n_blocks : int
+        Working-set blocks of the row path (0 on the whole-matrix path).
+    rows_computed, rows_cached : int
+        Kernel rows computed by the storage, and served from the cache.
+    n_requests : int
+        Batched row requests made to the storage.
+    row_seconds : float
+        Wall-clock seconds spent computing rows (or the whole matrix).
+    seconds : float
+        Wall-clock seconds of the whole solve.
+    """
 
     n_iter: int = 0
     n_blocks: int = 0
     rows_computed: int = 0
     rows_cached: int = 0
     n_requests: int = 0
+    row_seconds: float = 0.0
+    seconds: float = 0.0
+
+    @property
+    def rows_per_second(self):
+        """Kernel rows computed per second of row computation."""
+        return self.rows_computed / self.row_seconds if self.row_seconds > 0 else float("nan")
 
 
 class DualSolver:
@@ -186,29 +210,40 @@ class DualSolver:
             ``Q(w) a + p`` at the returned ``a``.
         stats : SolveStats
         """
+        t0 = time.perf_counter()
         if self.whole_matrix:
-            return self._solve_whole(w, a, tol, max_iter)
-        return self._solve_blocks(w, a, tol, max_iter)
+            grad, stats = self._solve_whole(w, a, tol, max_iter)
+        else:
+            grad, stats = self._solve_blocks(w, a, tol, max_iter)
+        stats.seconds = time.perf_counter() - t0
+        return grad, stats
 
     # ------------------------------------------------------------ whole matrix
     def _solve_whole(self, w, a, tol, max_iter):
         P = self.problem
+        t0 = time.perf_counter()
         K = self.storage.combine(w, self._K)
+        row_seconds = time.perf_counter() - t0
         if np.any(a != 0.0):
             grad = smo_gradient(K, P.rows, P.signs, P.linear, a, np.empty(a.shape[0]))
         else:
             grad = np.array(P.linear)
         n_iter = smo_solve(K, P.rows, P.signs, P.upper, a, grad, tol, max_iter, True)
-        return grad, SolveStats(n_iter=int(n_iter), rows_computed=self.n)
+        return grad, SolveStats(
+            n_iter=int(n_iter), rows_computed=self.n, n_requests=1, row_seconds=row_seconds
+        )
 
     # ------------------------------------------------------------ row blocks
     def _rows(self, w, stats):
         storage = self.storage
 
         def compute(idx, out):
+            t0 = time.perf_counter()
+            storage.rows(w, idx, out)
+            stats.row_seconds += time.perf_counter() - t0
             stats.rows_computed += idx.shape[0]
             stats.n_requests += 1
-            return storage.rows(w, idx, out)
+            return out
 
         return compute
 
