@@ -61,6 +61,9 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
     history = []
     calls0 = getattr(oracle, "n_calls", 0)
     value_only = bool(getattr(oracle, "supports_value_only", False))
+    subsets = bool(getattr(oracle, "supports_kernel_subsets", False)) and hasattr(
+        method, "query_kernels"
+    )
     warm = warm_start
     verdict = None
     t0 = time.perf_counter()
@@ -71,10 +74,16 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
     try:
         while verdict is None:
             query = method.ask()
+            kwargs = {}
             if value_only and not method.query_needs_q():
-                answer = oracle(query, warm_start=warm, need_q=False)
-            else:
-                answer = oracle(query, warm_start=warm)
+                kwargs["need_q"] = False
+            elif subsets:
+                # A method working on part of a large bank (a kernel working
+                # set) asks for q on those kernels only.
+                kernels = method.query_kernels()
+                if kernels is not None:
+                    kwargs["kernels"] = kernels
+            answer = oracle(query, warm_start=warm, **kwargs)
             method.tell(query, answer)
             warm = getattr(answer, "alpha", None)
             lower, upper = method.bounds()

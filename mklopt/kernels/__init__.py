@@ -13,7 +13,7 @@ Examples
 from .bank import STORAGES, KernelBank
 from .expansion import KernelExpansion
 from .functions import KernelFunctions
-from .specs import RBF, Linear, Poly, grid, linear, poly, rbf
+from .specs import RBF, Linear, Poly, grid, linear, poly, random_rbf, rbf
 
 __all__ = [
     "KernelBank",
@@ -24,6 +24,7 @@ __all__ = [
     "poly",
     "linear",
     "grid",
+    "random_rbf",
     "RBF",
     "Poly",
     "Linear",

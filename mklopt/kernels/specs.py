@@ -17,7 +17,17 @@ import numpy as np
 
 from .._validation import check_choice, check_int, check_real
 
-__all__ = ["RBF", "Poly", "Linear", "rbf", "poly", "linear", "grid", "GRID_PROTOCOLS"]
+__all__ = [
+    "RBF",
+    "Poly",
+    "Linear",
+    "rbf",
+    "poly",
+    "linear",
+    "grid",
+    "random_rbf",
+    "GRID_PROTOCOLS",
+]
 
 
 def _check_features(features, name="features"):
@@ -48,7 +58,7 @@ def _features_repr(features):
     return "" if features is None else f", features={list(features)}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RBF:
     """Gaussian kernel ``exp(-|x - z|^2 / (2 sigma^2))`` on a feature subset.
 
@@ -67,7 +77,7 @@ class RBF:
         return f"rbf(sigma={self.sigma!r}{_features_repr(self.features)})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Poly:
     """Polynomial kernel ``(x . z + 1)^degree`` on a feature subset.
 
@@ -85,7 +95,7 @@ class Poly:
         return f"poly(degree={self.degree!r}{_features_repr(self.features)})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Linear:
     """Linear kernel ``x . z`` on a feature subset.
 
@@ -249,5 +259,70 @@ def grid(n_features, protocol="level2008", *, exclude=()):
     return tuple(specs)
 
 
-def _is_spec(obj):
-    return isinstance(obj, (RBF, Poly, Linear))
+def _rbf_trusted(sigma, features):
+    """An :class:`RBF` from already-validated values (no per-object checks)."""
+    spec = object.__new__(RBF)
+    object.__setattr__(spec, "sigma", sigma)
+    object.__setattr__(spec, "features", features)
+    return spec
+
+
+def random_rbf(n_kernels, n_features, subset_size=(3, 8), log2_width=(-3.0, 6.0), seed=None):
+    """Gaussian kernels on random feature subsets with log-uniform widths.
+
+    The many-kernel banks of the large-scale MKL literature (SMO-MKL,
+    SPG-GMKL): kernel ``k`` looks at a subset of ``s_k`` distinct features,
+    ``s_k`` uniform in ``subset_size``, with width ``2**u_k``, ``u_k``
+    uniform in ``log2_width``.
+
+    Parameters
+    ----------
+    n_kernels : int
+        Number of kernels (>= 1); a million is fine.
+    n_features : int
+        Number of input features ``d`` (>= the largest subset size).
+    subset_size : (int, int), default=(3, 8)
+        Smallest and largest subset size, inclusive.
+    log2_width : (float, float), default=(-3, 6)
+        Range of ``log2(sigma)``.
+    seed : int or numpy.random.Generator, optional
+        Seed of the draw; the same seed gives the same bank.
+
+    Returns
+    -------
+    tuple of RBF
+        Features of each subset in increasing order.
+
+    Examples
+    --------
+    >>> specs = random_rbf(1000, 60, seed=0)
+    >>> len(specs), all(3 <= len(s.features) <= 8 for s in specs)
+    (1000, True)
+    >>> specs == random_rbf(1000, 60, seed=0)  # the same seed, the same bank
+    True
+    """
+    m = check_int(n_kernels, "n_kernels", low=1)
+    d = check_int(n_features, "n_features", low=1)
+    lo, hi = (check_int(v, "subset_size", low=1) for v in subset_size)
+    if lo > hi or hi > d:
+        raise ValueError(
+            f"subset_size must be (lo, hi) with 1 <= lo <= hi <= n_features={d}, "
+            f"got {tuple(subset_size)}"
+        )
+    a, b = (check_real(v, "log2_width") for v in log2_width)
+    if a > b:
+        raise ValueError(
+            f"log2_width must be (low, high) with low <= high, got {tuple(log2_width)}"
+        )
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    sizes = rng.integers(lo, hi + 1, size=m)
+    sigmas = (2.0 ** rng.uniform(a, b, size=m)).tolist()
+    feats = []
+    # Draw in blocks: argsort of a random row is a uniform permutation of the
+    # features, and its first s_k entries a uniform subset of size s_k.
+    block = max(1, 2**20 // d)
+    for b0 in range(0, m, block):
+        perm = np.argsort(rng.random((min(block, m - b0), d)), axis=1)[:, :hi].tolist()
+        for row, size in zip(perm, sizes[b0 : b0 + len(perm)].tolist(), strict=True):
+            feats.append(tuple(sorted(row[:size])))
+    return tuple(_rbf_trusted(sg, f) for sg, f in zip(sigmas, feats, strict=True))

@@ -7,7 +7,7 @@ in ``tests/methods/test_contract.py`` then runs it automatically.
 from ._base import METHODS, MethodBase, get_method, register
 
 __all__ = ["METHODS", "MethodBase", "get_method", "register", "Subgradient", "Boosting",
-           "CuttingPlane", "LevelBundle", "MirrorDescent", "AnalyticLp"]
+           "CuttingPlane", "LevelBundle", "MirrorDescent", "AnalyticLp", "KernelWorkingSet"]
 
 # one import per method (each registers itself) ------------------------------
 from .analytic_lp import AnalyticLp  # noqa: E402
@@ -16,3 +16,4 @@ from .cutting_plane import CuttingPlane  # noqa: E402
 from .level_bundle import LevelBundle  # noqa: E402
 from .mirror_descent import MirrorDescent  # noqa: E402
 from .subgradient import Subgradient  # noqa: E402
+from .working_set import KernelWorkingSet  # noqa: E402

@@ -28,6 +28,15 @@ from ._warnings import ConvergenceWarning
 
 __all__ = ["DualOracle", "repair_feasible"]
 
+
+def _kernel_subset(kernels, m):
+    ks = np.asarray(kernels)
+    if ks.ndim != 1 or ks.size == 0 or ks.dtype.kind not in "iu":
+        raise ValueError("kernels must be a non-empty 1-D array of kernel indices")
+    if ks.min() < 0 or ks.max() >= m:
+        raise ValueError(f"kernels must hold indices in [0, {m})")
+    return np.ascontiguousarray(ks, dtype=np.int64)
+
 # Relative slack under which a warm start outside the feasible set counts as
 # rounding error and is repaired rather than refused.
 WARM_RTOL = 1e-8
@@ -92,6 +101,8 @@ class DualOracle:
 
     #: ``need_q=False`` is supported (see :meth:`__call__`).
     supports_value_only = True
+    #: ``kernels=...`` is supported: ``q`` for a subset of kernels only.
+    supports_kernel_subsets = True
 
     def _setup(self, bank, tol, max_iter):
         self.bank = bank
@@ -124,8 +135,41 @@ class DualOracle:
         return a
 
     # ---- the call ------------------------------------------------------------
-    def __call__(self, w, warm_start=None, need_q=True):
+    def __call__(self, w, warm_start=None, need_q=True, kernels=None):
+        """Solve the dual at kernel weights ``w``.
+
+        Parameters
+        ----------
+        w : array-like of shape (n_kernels,)
+            Non-negative finite kernel weights, not all zero.
+        warm_start : array-like, optional
+            A feasible ``alpha`` (as answers return it) to start from.
+        need_q : bool, default=True
+            When False, only ``J(w)`` is wanted (a line search): ``q`` and
+            ``grad`` are None and the value is read off the solver's
+            gradient, ``J = -a'(G + p) / 2``, with no pass over the kernels.
+        kernels : array-like of int, optional
+            Compute ``q`` (and ``grad``) only for these kernels, in this
+            order; every kernel with ``w_k > 0`` must be among them. For a
+            method working on a subset of a large bank (a kernel working
+            set): ``J(w)`` is exact, but the answer has no duality gap over
+            the whole bank.
+
+        Returns
+        -------
+        OracleAnswer
+        """
         w = np.array(check_weights(w, self.n_kernels, name="w"), dtype=np.float64)
+        ks = None
+        if kernels is not None:
+            ks = _kernel_subset(kernels, self.n_kernels)
+            outside = np.ones(self.n_kernels, dtype=bool)
+            outside[ks] = False
+            if np.any(w[outside] > 0.0):
+                raise ValueError(
+                    "kernels must include every kernel with a positive weight; "
+                    f"w > 0 on kernel {int(np.flatnonzero(outside & (w > 0))[0])}"
+                )
         P = self.problem
         a = self._start() if warm_start is None else self._from_warm(warm_start)
         self.n_calls += 1
@@ -154,8 +198,8 @@ class DualOracle:
                 w=w, value=value, grad=None, q=None, alpha=alpha, bias=bias,
                 support=support, n_solver_iter=stats.n_iter, linear_term=linear_term,
             )
-        q = np.asarray(self.bank.storage.quad_forms(v, support), dtype=np.float64)
-        value = linear_term - 0.5 * float(w @ q)
+        q = np.asarray(self.bank.storage.quad_forms(v, support, ks), dtype=np.float64)
+        value = linear_term - 0.5 * float((w if ks is None else w[ks]) @ q)
         return OracleAnswer(
             w=w,
             value=value,
