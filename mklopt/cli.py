@@ -14,6 +14,7 @@ import sys
 import time
 
 from ._csvio import CSVError, class_labels, read_csv
+from .datasets import _scaling
 
 __all__ = ["main"]
 
@@ -46,9 +47,12 @@ def _bench(args):
     from . import datasets
 
     names = args.datasets or ["ionosphere"]
+    binary = datasets.names("binary")  # the bench solves binary SVMs
     for n in names:
-        if n not in datasets.names():
-            raise UserError(f"unknown data set {n!r}; choose from {', '.join(datasets.names())}")
+        if n not in binary:
+            bundled = n in datasets.names()
+            what = f"{datasets.info(n).task} data set" if bundled else "unknown data set"
+            raise UserError(f"{what} {n!r}; the bench runs the binary sets: {', '.join(binary)}")
     proto = PROTOCOLS[args.protocol]
     methods = args.methods or proto["methods"]
     known = set(B.METHOD_LABELS) | set(proto["methods"])
@@ -150,16 +154,6 @@ def _read_csv(path, label=None, need_label=True, features=None):
     return X, y, names
 
 
-def _standardize(X):
-    """Mean and scale of each feature, as in :func:`mklopt.datasets.split`."""
-    import numpy as np
-
-    mean = X.mean(axis=0)
-    std = X.std(axis=0)
-    constant = std <= 1e-12 * np.maximum(1.0, np.abs(mean))
-    return mean, np.where(constant, 1.0, std)
-
-
 def _fit(args):
     import warnings
 
@@ -184,7 +178,7 @@ def _fit(args):
         raise UserError("--groups is only used with --method mirror")
     standardize = None
     if not args.no_standardize:
-        standardize = _standardize(X)
+        standardize = _scaling(X)
         X = (X - standardize[0]) / standardize[1]
     if args.kernels == "grid":
         kernels = "grid"
