@@ -13,6 +13,9 @@ import os
 import sys
 import time
 
+from ._csvio import CSVError, class_labels, read_csv
+from .datasets import _scaling
+
 __all__ = ["main"]
 
 
@@ -44,9 +47,12 @@ def _bench(args):
     from . import datasets
 
     names = args.datasets or ["ionosphere"]
+    binary = datasets.names("binary")  # the bench solves binary SVMs
     for n in names:
-        if n not in datasets.names():
-            raise UserError(f"unknown data set {n!r}; choose from {', '.join(datasets.names())}")
+        if n not in binary:
+            bundled = n in datasets.names()
+            what = f"{datasets.info(n).task} data set" if bundled else "unknown data set"
+            raise UserError(f"{what} {n!r}; the bench runs the binary sets: {', '.join(binary)}")
     proto = PROTOCOLS[args.protocol]
     methods = args.methods or proto["methods"]
     known = set(B.METHOD_LABELS) | set(proto["methods"])
@@ -132,103 +138,20 @@ def _bench(args):
 # fit / predict
 # ----------------------------------------------------------------------------
 def _read_csv(path, label=None, need_label=True, features=None):
-    """Read a CSV file with a header row.
+    """Read a user's CSV file (header row, numeric features, a label column).
 
-    Returns ``(X, y, feature_names)``: the numeric feature columns as a
-    float64 matrix, the ``label`` column (integers when every label is an
-    integer, else strings; None when ``label`` is None or absent and not
-    needed) and the names of the feature columns, which must equal
-    ``features`` when that is given.
+    Returns ``(X, y, feature_names)`` as :func:`mklopt._csvio.read_csv`
+    does, with ``y`` turned into class labels (integers when every label is
+    an integer, else names). Every problem with the file is a
+    :class:`UserError`.
     """
-    import csv
-
-    import numpy as np
-
-    if os.path.isdir(path):
-        raise UserError(f"{path} is a directory, not a CSV file")
-    if not os.path.isfile(path):
-        raise UserError(f"no such file: {path}")
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise UserError(f"cannot read {path} as CSV: {exc}") from None
-    if not rows:
-        raise UserError(f"{path} is empty")
-    header = [h.strip() for h in rows[0]]
-    body = rows[1:]
-    if not body:
-        raise UserError(f"{path} has a header but no data rows")
-    if len(set(header)) != len(header):
-        raise UserError(f"{path}: repeated column names in the header")
-    for i, r in enumerate(body):
-        if len(r) != len(header):
-            raise UserError(
-                f"{path}, line {i + 2}: {len(r)} fields, but the header has {len(header)}"
-            )
-    y = None
-    if label is not None and label in header:
-        j = header.index(label)
-        y = [r[j].strip() for r in body]
-        body = [r[:j] + r[j + 1 :] for r in body]
-        header = header[:j] + header[j + 1 :]
-        if any(v == "" for v in y):
-            line = 2 + [v == "" for v in y].index(True)
-            raise UserError(f"{path}, line {line}: the label column {label!r} is empty")
-    elif label is not None and need_label:
-        cols = ", ".join(header[:8]) + (f", ... ({len(header)} columns)" if len(header) > 8 else "")
-        raise UserError(f"{path}: no column named {label!r} (columns: {cols})")
-    if not header:
-        raise UserError(f"{path}: no feature columns besides the label")
-    if features is not None and header != list(features):
-        missing = [f for f in features if f not in header]
-        extra = [f for f in header if f not in features]
-        if missing or extra:
-            what = "; ".join(
-                f"{kind} {', '.join(cols[:5])}{', ...' if len(cols) > 5 else ''}"
-                for kind, cols in (("missing", missing), ("unexpected", extra))
-                if cols
-            )
-        else:
-            what = "the same columns in another order"
-        raise UserError(f"{path}: feature columns differ from the model's ({what})")
-    X = np.empty((len(body), len(header)))
-    for i, r in enumerate(body):
-        for j, v in enumerate(r):
-            try:
-                X[i, j] = float(v)
-            except ValueError:
-                what = "is empty" if not v.strip() else f"is not a number: {v.strip()!r}"
-                raise UserError(
-                    f"{path}, line {i + 2}, column {header[j]!r} {what}; feature columns "
-                    "must be numeric"
-                ) from None
-    if not np.all(np.isfinite(X)):
-        i, j = np.argwhere(~np.isfinite(X))[0]
-        raise UserError(f"{path}, line {i + 2}, column {header[j]!r}: NaN or infinite value")
-    if y is not None:
-        try:
-            yf = np.array([float(v) for v in y])
-        except ValueError:
-            y = np.array(y)  # class names
-        else:
-            if not (np.all(np.isfinite(yf)) and np.all(yf == np.round(yf))):
-                raise UserError(
-                    f"{path}: the label column {label!r} holds non-integer numbers; it must "
-                    "hold class labels (integers or names)"
-                )
-            y = yf.astype(np.int64)
-    return X, y, header
-
-
-def _standardize(X):
-    """Mean and scale of each feature, as in :func:`mklopt.datasets.split`."""
-    import numpy as np
-
-    mean = X.mean(axis=0)
-    std = X.std(axis=0)
-    constant = std <= 1e-12 * np.maximum(1.0, np.abs(mean))
-    return mean, np.where(constant, 1.0, std)
+        X, y, names = read_csv(path, label=label, require_label=need_label, features=features)
+        if y is not None:
+            y = class_labels(y, where=path, label=label)
+    except CSVError as exc:
+        raise UserError(str(exc)) from None
+    return X, y, names
 
 
 def _fit(args):
@@ -255,7 +178,7 @@ def _fit(args):
         raise UserError("--groups is only used with --method mirror")
     standardize = None
     if not args.no_standardize:
-        standardize = _standardize(X)
+        standardize = _scaling(X)
         X = (X - standardize[0]) / standardize[1]
     if args.kernels == "grid":
         kernels = "grid"

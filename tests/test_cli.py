@@ -1,6 +1,7 @@
 """The ``mklopt`` command line end to end: bench, fit, predict and their errors."""
 
 import csv
+import gzip
 import json
 import os
 import shutil
@@ -154,6 +155,16 @@ def test_fit_predict_end_to_end(data, model, tmp_path, capsys):
     code, out, err = _run(capsys, "predict", model, unlabeled)
     assert code == 0, err
     assert out.split() == lines and "accuracy" not in err
+
+
+def test_predict_reads_gzipped_windows_csv(data, model, tmp_path, capsys):
+    gz = tmp_path / "test.csv.gz"
+    with open(data["test"], "rb") as fh:
+        gz.write_bytes(gzip.compress(fh.read().replace(b"\n", b"\r\n")))
+    code, out, err = _run(capsys, "predict", model, data["test"])
+    code_gz, out_gz, err_gz = _run(capsys, "predict", model, gz)
+    assert code == code_gz == 0, err_gz
+    assert out_gz == out and "accuracy on" in err_gz
 
 
 def test_fit_multiclass_grid_and_methods(tmp_path, capsys):
