@@ -71,6 +71,7 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
     # "mklopt" logger (enable with logging.basicConfig(level=logging.INFO)).
     report = log.isEnabledFor(logging.INFO)
     next_report = 1.0
+    gap_target = _relative_gap_target(stop)
     try:
         while verdict is None:
             query = method.ask()
@@ -104,11 +105,7 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
             history.append(row)
             if report and row.elapsed >= next_report:
                 next_report = row.elapsed + 1.0
-                log.info(
-                    "%s: %d oracle calls, iteration %d, J=%.6g, relative gap %.3g",
-                    type(method).__name__, row.n_oracle_calls, row.iteration, row.upper,
-                    row.rel_gap,
-                )
+                log.info("%s", _progress_line(method, oracle, row, history, gap_target))
             if callback is not None:
                 try:
                     callback(row)
@@ -121,6 +118,54 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
         log.warning("run interrupted; returning the best point found so far")
     elapsed = time.perf_counter() - t0
     return _result(method, oracle, history, verdict, elapsed, calls0)
+
+
+def _relative_gap_target(stop):
+    """The relative-gap tolerance a criterion stops at, if it has one (else None)."""
+    if isinstance(stop, DualityGap) and stop.relative:
+        return stop.tol
+    targets = [_relative_gap_target(p) for p in getattr(stop, "parts", ())]
+    targets = [t for t in targets if t is not None]
+    return max(targets) if targets else None
+
+
+def _eta(history, target):
+    """Seconds until the relative gap reaches ``target`` at its recent rate, or None.
+
+    Fits ``log(rel_gap)`` against time over the second half of the run: the
+    rate the gap has been closing lately, not a promise.
+    """
+    pts = [(r.elapsed, r.rel_gap) for r in history if r.rel_gap > 0 and math.isfinite(r.rel_gap)]
+    pts = pts[len(pts) // 2 :]
+    if target is None or len(pts) < 3:
+        return None
+    t = np.array([p[0] for p in pts])
+    g = np.log(np.array([p[1] for p in pts]))
+    if np.ptp(t) <= 0:
+        return None
+    slope = np.polyfit(t, g, 1)[0]
+    if not slope < 0:
+        return None
+    return max(0.0, (math.log(target) - g[-1]) / slope)
+
+
+def _progress_line(method, oracle, row, history, target):
+    """One INFO line: calls, seconds per call, rows per second, J, gap and an ETA."""
+    parts = [
+        f"{type(method).__name__}: {row.n_oracle_calls} oracle calls "
+        f"({row.elapsed / max(row.n_oracle_calls, 1):.3g} s each)",
+        f"iteration {row.iteration}",
+        f"J={row.upper:.6g}",
+        f"relative gap {row.rel_gap:.3g}",
+    ]
+    stats = getattr(oracle, "last_stats", None)
+    rate = getattr(stats, "rows_per_second", math.nan)
+    if rate is not None and math.isfinite(rate) and stats.n_blocks:
+        parts.insert(1, f"{rate:,.0f} kernel rows/s")
+    eta = _eta(history, target)
+    if eta is not None:
+        parts.append(f"about {eta:.0f} s to {target:g} at the recent rate")
+    return ", ".join(parts)
 
 
 def _result(method, oracle, history, verdict, elapsed, calls0):

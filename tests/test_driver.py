@@ -3,8 +3,9 @@ import math
 import numpy as np
 import pytest
 
-from mklopt import Result, solve
-from mklopt.methods import Subgradient
+from mklopt import Progress, Result, driver, solve
+from mklopt.methods import LevelBundle, Subgradient
+from mklopt.oracles._solver import SolveStats
 from mklopt.stopping import DualityGap, MaxIter, MaxOracleCalls, TimeLimit
 from tests._toy_oracles import SmoothQuadraticOracle
 
@@ -115,3 +116,26 @@ def test_progress_is_logged_for_long_runs(caplog, monkeypatch):
         solve(oracle(), Subgradient(), stop=MaxIter(3))
     lines = [r.getMessage() for r in caplog.records if r.name == "mklopt"]
     assert lines and all("oracle calls" in m and "relative gap" in m for m in lines)
+
+
+def test_progress_line_reports_rows_per_second_and_an_eta():
+    assert driver._relative_gap_target(DualityGap(1e-3) | MaxIter(5)) == 1e-3
+    assert driver._relative_gap_target((DualityGap(1e-2) | TimeLimit(3)) & MaxIter(9)) == 1e-2
+    assert driver._relative_gap_target(DualityGap(1e-3, relative=False) | MaxIter(5)) is None
+
+    def row(t, gap):
+        return Progress(iteration=1, elapsed=t, n_oracle_calls=int(t), value=1.0, lower=0.0,
+                        upper=1.0, gap=gap, rel_gap=gap, weights=np.ones(1))
+
+    # The gap halves every second: from 2**-10 to 2**-20 takes ten more seconds.
+    history = [row(t, 2.0 ** -t) for t in range(1, 11)]
+    assert driver._eta(history, 2.0**-20) == pytest.approx(10.0, rel=1e-9)
+    assert driver._eta(history[:2], 1e-9) is None  # too few points
+    assert driver._eta([row(t, 0.5) for t in range(1, 9)], 1e-3) is None  # not closing
+
+    class Oracle:
+        last_stats = SolveStats(n_blocks=3, rows_computed=2000, row_seconds=0.5)
+
+    line = driver._progress_line(LevelBundle(), Oracle(), history[-1], history, 2.0**-20)
+    assert "10 oracle calls (1 s each)" in line and "4,000 kernel rows/s" in line
+    assert "relative gap 0.000977" in line and "about 10 s to" in line
