@@ -1,0 +1,274 @@
+"""The scale benchmark: kernels that are never stored (DESIGN section 8).
+
+Cases (each runs in its own process, so that its peak resident memory is its
+own; numba is warmed up on a small problem before anything is timed):
+
+``letter-level``, ``letter-lp2``
+    letter's UCI split (first 16,000 rows train, last 4,000 test), the
+    level paper's grid (221 kernels), Level (L1) and Lp (p = 2) to a
+    certified relative gap of 1e-2; ``letter-svc`` is scikit-learn's
+    ``SVC(rbf)`` on the same split.
+``curve-<storage>-<n>``
+    the first ``n`` training rows of letter, Level with storage ``dense`` or
+    ``on_the_fly``; ``curve-svc-<n>`` the ``SVC`` floor.
+``shuttle-level``, ``shuttle-svc``
+    shuttle's first 50,000 rows for training (the other 8,000 for testing),
+    ten Gaussian widths on all features.
+``sonar-<m>``
+    sonar's half split with ``m`` Gaussian kernels on seeded random 3-8
+    feature subsets (widths ``2^U(-3, 6)``), a kernel working set around
+    Level.
+
+MKL runs use C equal to the number of training points on unit-trace
+kernels, which means what ``SVC(C=1)`` means on unit-diagonal ones, except
+sonar, which keeps the level paper's C = 100. Times are wall-clock seconds
+on the machine at hand; the bank build is timed apart from the solve.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from . import datasets
+from .driver import solve
+from .kernels import KernelBank, KernelExpansion, grid, random_rbf, rbf
+from .methods import AnalyticLp, KernelWorkingSet, LevelBundle
+from .oracles import SVMDual
+from .stopping import DualityGap, MaxIter, TimeLimit
+
+__all__ = ["CASES", "run_case", "run_isolated", "main"]
+
+CURVE_SIZES = (1000, 2000, 4000, 8000, 16000)
+#: Every case name, in the order a full run goes through them.
+CASES = (
+    ["letter-svc", "letter-level", "letter-lp2"]
+    + [f"curve-{kind}-{n}" for n in CURVE_SIZES for kind in ("svc", "dense", "on_the_fly")]
+    + ["shuttle-svc", "shuttle-level", "sonar-100000", "sonar-1000000"]
+)
+TOL = 1e-2
+INNER_TOL = 1e-4
+TIME_LIMIT = 1800.0
+
+
+def _peak_rss_gib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def _letter(n=None):
+    X_tr, X_te, y_tr, y_te = datasets.load_split("letter")
+    if n is not None:
+        X_tr, y_tr = X_tr[:n], y_tr[:n]
+    return X_tr, X_te, y_tr.astype(float), y_te.astype(float)
+
+
+def _shuttle():
+    X, y = datasets.load("shuttle")
+    X_tr, X_te, y_tr, y_te = X[:50000], X[50000:], y[:50000], y[50000:]
+    mu, sd = X_tr.mean(0), X_tr.std(0)
+    sd = np.where(sd > 0, sd, 1.0)
+    return (X_tr - mu) / sd, (X_te - mu) / sd, y_tr.astype(float), y_te.astype(float)
+
+
+def _warm_up():
+    """Load every jitted routine once on a tiny problem (compile or cache)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    for storage in ("dense", "on_the_fly"):
+        bank = KernelBank.from_specs(X, grid(3), storage=storage, cache_size=0.01)
+        for method in (LevelBundle(), AnalyticLp(p=2.0)):
+            solve(SVMDual(bank, y, C=60.0, tol=1e-3), method, stop=MaxIter(3))
+
+
+def _svc_case(X_tr, X_te, y_tr, y_te):
+    from sklearn.svm import SVC
+
+    t0 = time.perf_counter()
+    clf = SVC(C=1.0, kernel="rbf", gamma="scale", cache_size=1000).fit(X_tr, y_tr)
+    fit = time.perf_counter() - t0
+    return {
+        "solve_s": fit,
+        "build_s": 0.0,
+        "accuracy": float(clf.score(X_te, y_te)),
+        "n_support": int(clf.n_support_.sum()),
+    }
+
+
+def _mkl_case(X_tr, X_te, y_tr, y_te, specs, method, storage="auto", C=None):
+    n = X_tr.shape[0]
+    C = float(n) if C is None else C
+    t0 = time.perf_counter()
+    bank = KernelBank.from_specs(X_tr, specs, storage=storage)
+    build = time.perf_counter() - t0
+    oracle = SVMDual(bank, y_tr, C=C, tol=INNER_TOL)
+    res = solve(oracle, method, stop=DualityGap(TOL) | MaxIter(2000) | TimeLimit(TIME_LIMIT))
+    f = KernelExpansion.from_solution(bank.functions, res.weights, res.alpha * y_tr, res.bias)
+    acc = float(np.mean(np.where(f(X_te) > 0, 1.0, -1.0) == y_te))
+    return {
+        "build_s": build,
+        "solve_s": res.elapsed,
+        "n_oracle_calls": res.n_oracle_calls,
+        "rel_gap": res.rel_gap,
+        "converged": res.converged,
+        "reason": res.reason,
+        "accuracy": acc,
+        "storage": bank.storage.name,
+        "n_kernels": bank.n_kernels,
+        "n_kernels_used": int(np.count_nonzero(res.weights)),
+        "n_support": int(np.count_nonzero(res.alpha)),
+        "extra": {k: v for k, v in res.extra.items() if k == "n_pricings"},
+    }
+
+
+def run_case(name):
+    """Run one case in this process; return its figures (a JSON-able dict)."""
+    _warm_up()
+    out = {"case": name}
+    if name.startswith("letter-"):
+        data = _letter()
+        d = data[0].shape[1]
+        if name == "letter-svc":
+            out.update(_svc_case(*data))
+        else:
+            method = LevelBundle() if name == "letter-level" else AnalyticLp(p=2.0)
+            out.update(_mkl_case(*data, grid(d), method))
+    elif name.startswith("curve-"):
+        _, kind, n = name.split("-", 2)
+        data = _letter(int(n))
+        if kind == "svc":
+            out.update(_svc_case(*data))
+        else:
+            out.update(_mkl_case(*data, grid(data[0].shape[1]), LevelBundle(), storage=kind))
+        out["n"] = int(n)
+    elif name.startswith("shuttle-"):
+        data = _shuttle()
+        if name == "shuttle-svc":
+            out.update(_svc_case(*data))
+        else:
+            specs = [rbf(2.0**e) for e in range(-3, 7)]
+            out.update(_mkl_case(*data, specs, LevelBundle()))
+    elif name.startswith("sonar-"):
+        m = int(name.split("-")[1])
+        X, y = datasets.load("sonar")
+        X_tr, X_te, y_tr, y_te = datasets.split(X, y, seed=0)
+        t0 = time.perf_counter()
+        specs = random_rbf(m, X.shape[1], seed=0)
+        out["specs_s"] = time.perf_counter() - t0
+        out.update(_mkl_case(X_tr, X_te, y_tr.astype(float), y_te.astype(float), specs,
+                             KernelWorkingSet("level"), C=100.0))
+    else:
+        raise ValueError(f"unknown case {name!r}; known: {', '.join(CASES)}")
+    out["peak_rss_gib"] = _peak_rss_gib()
+    return out
+
+
+def run_isolated(name, log_progress=True):
+    """Run one case in a fresh Python process; its progress lines go to stderr."""
+    cmd = [sys.executable, "-m", "mklopt._bench_scale", "--child", name]
+    if not log_progress:
+        cmd.append("--quiet")
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
+    if proc.returncode != 0:
+        return {"case": name, "error": f"exit code {proc.returncode}"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _table(results):
+    rows = [
+        "| case | storage | n kernels | build (s) | solve (s) | oracle calls | rel. gap "
+        "| accuracy | peak RSS (GiB) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        if "error" in r:
+            rows.append(f"| {r['case']} | {r['error']} |||||||")
+            continue
+        gap = r.get("rel_gap")
+        rows.append(
+            f"| {r['case']} | {r.get('storage', 'libsvm')} | {r.get('n_kernels', 1)} "
+            f"| {r['build_s']:.1f} | {r['solve_s']:.1f} | {r.get('n_oracle_calls', '')} "
+            f"| {'' if gap is None else f'{gap:.2g}'} | {100 * r['accuracy']:.2f} % "
+            f"| {r['peak_rss_gib']:.2f} |"
+        )
+    return "\n".join(rows)
+
+
+def _curve_figure(results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    lines = []
+    for kind, label in (("dense", "Level, dense"), ("on_the_fly", "Level, on the fly"),
+                        ("svc", "SVC(rbf), one kernel")):
+        pts = sorted((r["n"], r["build_s"] + r["solve_s"]) for r in results
+                     if r["case"].startswith(f"curve-{kind}-") and "error" not in r)
+        if len(pts) < 2:
+            continue
+        n, t = np.array(pts, dtype=float).T
+        slope = np.polyfit(np.log(n), np.log(t), 1)[0]
+        ax.loglog(n, t, "o-", label=f"{label} (slope {slope:.2f})")
+        lines.append((kind, float(slope)))
+    ax.set_xlabel("training points n (letter)")
+    ax.set_ylabel("seconds (bank build + solve)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return lines
+
+
+def main(argv=None):
+    """``python -m mklopt._bench_scale [--cases ...] [--out DIR]``."""
+    parser = argparse.ArgumentParser(description="mklopt scale benchmark")
+    parser.add_argument("--cases", nargs="+", default=list(CASES),
+                        help="cases to run (default: all); see the module docstring")
+    parser.add_argument("--out", default="bench-out/scale", help="output folder")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    args = parser.parse_args(argv)
+    if args.child:
+        if not args.quiet:
+            logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                                format="  [%(asctime)s] %(message)s", datefmt="%H:%M:%S")
+        try:
+            out = run_case(args.child)
+        except MemoryError as exc:  # a dense bank that does not fit is a result too
+            out = {"case": args.child, "error": f"refused: {str(exc).split('. ')[0]}"}
+        print(json.dumps(out, default=float))
+        return 0
+    unknown = [c for c in args.cases if c not in CASES]
+    if unknown:
+        parser.error(f"unknown cases {unknown}; known: {', '.join(CASES)}")
+    os.makedirs(args.out, exist_ok=True)
+    results = []
+    for name in args.cases:
+        print(f"== {name}", file=sys.stderr, flush=True)
+        results.append(run_isolated(name, log_progress=not args.quiet))
+        with open(os.path.join(args.out, "results.json"), "w") as fh:
+            json.dump(results, fh, indent=1, default=float)
+    table = _table(results)
+    with open(os.path.join(args.out, "table.md"), "w") as fh:
+        fh.write(table + "\n")
+    print(table)
+    if any(r["case"].startswith("curve-") for r in results):
+        slopes = _curve_figure(results, os.path.join(args.out, "scale_curves.png"))
+        for kind, slope in slopes:
+            print(f"fitted slope ({kind}): {slope:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
