@@ -339,6 +339,115 @@ def kernel_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offse
 
 
 @njit(**JIT_PARALLEL)
+def combined_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset, wk, groups,
+                 out):
+    """The combined kernel on one point set, ``out = sum_k wk[k] kappa_k(X, X)``, symmetric.
+
+    As :func:`combined_cross` with ``XA = X`` (n, d), ``XBT = XT`` (d, n), but
+    only the upper triangle is evaluated (half the work) and then mirrored,
+    so ``out`` is exactly symmetric. Rows are dealt to threads in pairs
+    ``(r, n-1-r)``.
+    """
+    n = X.shape[0]
+    half = (n + 1) // 2
+    for r in prange(half):
+        d2 = np.empty(CHUNK)
+        g2 = np.empty(CHUNK)
+        e = np.empty(CHUNK)
+        scr = np.empty(CHUNK)
+        rr = np.int64(r)
+        for side in range(2):
+            a = rr if side == 0 else n - 1 - rr
+            if side == 1 and a == rr:
+                break
+            xa = X[a]
+            o = out[a]
+            for b0 in range(a, n, CHUNK):
+                b1 = min(n, b0 + CHUNK)
+                L = b1 - b0
+                oc = o[b0:b1]
+                for j in range(L):
+                    oc[j] = 0.0
+                for gi in range(groups.shape[0]):
+                    g = groups[gi]
+                    k0 = kern_ptr[g]
+                    k1 = kern_ptr[g + 1]
+                    need_d, need_g = _needs(kern_idx, k0, k1, kind, wk)
+                    if not (need_d or need_g):
+                        continue
+                    _pairs(xa, XT, feat_idx, feat_ptr[g], feat_ptr[g + 1], b0, b1, need_d,
+                           need_g, d2, g2)
+                    for kk in range(k0, k1):
+                        k = kern_idx[kk]
+                        wv = wk[k]
+                        if wv == 0.0:
+                            continue
+                        _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr)
+                        for j in range(L):
+                            oc[j] += wv * e[j]
+    _mirror_upper(out)
+    return out
+
+
+@njit(**JIT_PARALLEL)
+def _mirror_upper(out):
+    """Copy the upper triangle of the square ``out`` onto its lower triangle."""
+    n = out.shape[0]
+    for a in prange(n):
+        o = out[a]
+        for b in range(a):
+            o[b] = out[b, a]
+
+
+@njit(**JIT_PARALLEL)
+def tables_sym(codes, tables, out):
+    """Add tables of coded groups to a symmetric matrix: ``out[a, b] += sum_g T_g[c_ga, c_gb]``.
+
+    ``codes`` (G, n) int64 and ``tables`` (G, u, u) float64 (padded to the
+    largest ``u``); ``out`` (n, n) float64, accumulated on both triangles
+    from its upper one, so it stays exactly symmetric. One pass over the
+    output for all groups.
+    """
+    n = out.shape[0]
+    G = codes.shape[0]
+    half = (n + 1) // 2
+    for r in prange(half):
+        rr = np.int64(r)
+        for side in range(2):
+            a = rr if side == 0 else n - 1 - rr
+            if side == 1 and a == rr:
+                break
+            o = out[a]
+            for g in range(G):
+                trow = tables[g, codes[g, a]]
+                cg = codes[g]
+                for b in range(a, n):
+                    o[b] += trow[cg[b]]
+    _mirror_upper(out)
+    return out
+
+
+@njit(**JIT_PARALLEL)
+def tables_rows(codes, tables, idx, out):
+    """Add rows of coded groups: ``out[r, b] += sum_g T_g[c_g[idx[r]], c_gb]``.
+
+    As :func:`tables_sym` for the rows ``idx`` (r,) only; ``out`` (r, n),
+    accumulated. One pass over each output row for all groups.
+    """
+    n = codes.shape[1]
+    G = codes.shape[0]
+    for r in prange(idx.shape[0]):
+        o = out[r]
+        i = idx[r]
+        for g in range(G):
+            trow = tables[g, codes[g, i]]
+            cg = codes[g]
+            for b in range(n):
+                o[b] += trow[cg[b]]
+    return out
+
+
+@njit(**JIT_PARALLEL)
 def combined_diag(X, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset, wk, groups,
                   out):
     """Diagonal of the combined kernel: ``out[i] = sum_k wk[k] kappa_k(x_i, x_i)``.
@@ -515,22 +624,4 @@ def quad_forms_by_rows(XS, XST, vS, feat_ptr, feat_idx, kern_ptr, kern_idx, kind
                 for c in range(n_chunks):
                     t += parts[c, kk - k0]
                 out[slot[k]] = t
-    return out
-
-
-@njit(**JIT_PARALLEL)
-def table_rows(codes, table, idx, out):
-    """Add rows of a kernel on coded points: ``out[r, b] += table[codes[idx[r]], codes[b]]``.
-
-    For a feature group whose points take few distinct values: ``codes``
-    (n,) int64 maps each point to its distinct value, ``table`` (u, u)
-    float64 is the (combined) kernel between the distinct values. ``idx``
-    (r,) int64; ``out`` (r, n) float64, accumulated. Parallel over rows.
-    """
-    n = codes.shape[0]
-    for r in prange(idx.shape[0]):
-        trow = table[codes[idx[r]]]
-        o = out[r]
-        for b in range(n):
-            o[b] += trow[codes[b]]
     return out

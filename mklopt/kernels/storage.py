@@ -195,6 +195,12 @@ class OnTheFlyStorage:
         self._direct_idx = np.flatnonzero(self._direct)
         self._direct_groups = plan.groups_of(self._direct_idx)
         self._inv = 1.0 / functions.scales
+        # All table groups' codes stacked, for one fused pass over the output.
+        n = self.n_samples
+        self._codes = np.zeros((len(self._tables), n), dtype=np.int64)
+        self._u = max((t.n_values for t in self._tables), default=0)
+        for g, t in enumerate(self._tables):
+            self._codes[g] = t.codes
 
     def _find_tables(self):
         fn = self.fn
@@ -229,20 +235,36 @@ class OnTheFlyStorage:
     def diag(self, w):
         return self.fn.diag(w)
 
+    def _active_tables(self, w):
+        """Codes and combined tables ``sum_k w_k T_k`` of the table groups in use."""
+        use = [g for g, t in enumerate(self._tables) if np.any(w[t.kernels] != 0.0)]
+        if not use:
+            return None, None
+        u = self._u
+        Tw = np.zeros((len(use), u, u))
+        for j, g in enumerate(use):
+            t = self._tables[g]
+            Tw[j, : t.n_values, : t.n_values] = np.tensordot(w[t.kernels], t.T, axes=1)
+        return np.ascontiguousarray(self._codes[use]), Tw
+
     def rows(self, w, idx, out):
         fn = self.fn
         wk, groups = self._direct_weights(w)
         XA = np.ascontiguousarray(fn.X[idx])
         _groups.combined_cross(XA, fn.XT, *fn.plan.arrays(), wk, groups, out)
-        for t in self._tables:
-            wt = w[t.kernels]
-            if np.any(wt != 0.0):
-                Tw = np.tensordot(wt, t.T, axes=1)
-                _groups.table_rows(t.codes, Tw, idx, out)
+        codes, Tw = self._active_tables(w)
+        if codes is not None:
+            _groups.tables_rows(codes, Tw, idx, out)
         return out
 
     def combine(self, w, out):
-        return self.rows(w, np.arange(self.n_samples, dtype=np.int64), out)
+        fn = self.fn
+        wk, groups = self._direct_weights(w)
+        _groups.combined_sym(fn.X, fn.XT, *fn.plan.arrays(), wk, groups, out)
+        codes, Tw = self._active_tables(w)
+        if codes is not None:
+            _groups.tables_sym(codes, Tw, out)
+        return out
 
     def quad_forms(self, v, support, kernels=None):
         fn = self.fn

@@ -144,13 +144,39 @@ def test_quad_forms_from_features_match_reference(data, draw):
         assert_allclose(jg.quad_forms_by_rows(*args, n_chunks, np.zeros(kernels.size)), want, **tol)
 
 
-def test_table_rows_match_reference(rng):
-    codes = rng.integers(0, 4, size=11).astype(np.int64)
-    table = rng.normal(size=(4, 4))
+def test_fused_table_passes_match_reference(rng):
+    n, u = 11, 4
+    codes = rng.integers(0, u, size=(3, n)).astype(np.int64)
+    tables = rng.normal(size=(3, u, u))
+    tables = tables + np.transpose(tables, (0, 2, 1))  # symmetric, as kernel tables are
+    want = sum(ref.table_rows(codes[g], tables[g], np.arange(n)) for g in range(3))
     idx = np.array([3, 3, 0, 10], dtype=np.int64)
-    base = rng.normal(size=(4, 11))
-    got = jg.table_rows(codes, table, idx, base.copy())
-    assert_allclose(got, base + ref.table_rows(codes, table, idx), rtol=1e-15)
+    base = rng.normal(size=(4, n))
+    assert_allclose(jg.tables_rows(codes, tables, idx, base.copy()), base + want[idx], rtol=1e-14)
+    sym = rng.normal(size=(n, n))
+    sym = sym + sym.T
+    got = jg.tables_sym(codes, tables, sym.copy())
+    assert_allclose(got, sym + want, rtol=1e-14, atol=1e-14)
+    assert_array_equal(got, got.T)
+
+
+@given(specs_and_points(), st.data())
+def test_combined_sym_matches_reference_and_is_symmetric(data, draw):
+    specs, A, _, scales = data
+    m = len(specs)
+    w = draw.draw(arrays(np.float64, m, elements=st.sampled_from([0.0, 0.4, 2.0])))
+    plan = _Plan(specs, A.shape[1])
+    wk = w / scales
+    groups = plan.groups_of(np.flatnonzero(wk))
+    out = jg.combined_sym(A, np.ascontiguousarray(A.T), *plan.arrays(), wk, groups,
+                          np.empty((len(A), len(A))))
+    assert_array_equal(out, out.T)
+    assert_allclose(out, ref.combined(specs, A, A, w, scales), rtol=1e-12, atol=1e-12)
+    # The upper triangle is what the row routine computes, bit for bit.
+    rows = jg.combined_cross(A, np.ascontiguousarray(A.T), *plan.arrays(), wk, groups,
+                             np.empty_like(out))
+    iu = np.triu_indices(len(A))
+    assert_array_equal(out[iu], rows[iu])
 
 
 def test_parallel_routines_give_the_same_answers_on_one_thread(rng):
@@ -171,6 +197,7 @@ def test_parallel_routines_give_the_same_answers_on_one_thread(rng):
         g = plan.groups_of(ks)
         return [
             jg.combined_cross(X, XT, *plan.arrays(), w / scales, g, np.empty((70, 70))),
+            jg.combined_sym(X, XT, *plan.arrays(), w / scales, g, np.empty((70, 70))),
             jg.kernel_sym(X, XT, *plan.arrays(), 1 / scales, _slots(m, ks), g,
                           np.empty((m, 70, 70))),
             jg.quad_forms_by_rows(XS, np.ascontiguousarray(XS.T), v[S], *plan.arrays(),
