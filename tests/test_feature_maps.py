@@ -292,6 +292,13 @@ def test_bank_functions_and_expansions_use_the_training_maps(rng):
     f = KernelExpansion.from_solution(fn, w, ans.alpha * y, ans.bias)
     want = bank.combine(w)[:, ans.support] @ (ans.alpha * y)[ans.support] + ans.bias
     np.testing.assert_allclose(f(X), want, rtol=0, atol=1e-10)
+    # The expansion collapses to a linear function of the maps: same values.
+    sv = f.functions
+    X_new = rng.normal(size=(6, 3))
+    np.testing.assert_allclose(sv.expand(X_new, f.weights, f.coef),
+                               sv.combine_cross(X_new, f.weights) @ f.coef, rtol=1e-12,
+                               atol=1e-12)
+    assert bank.rows(w, np.zeros(0, dtype=int)).shape == (0, 70)
     np.testing.assert_allclose(fn.transform()[:, fn.offsets[1]:fn.offsets[2]],
                                fn.transform(X, [1]), atol=1e-12)
 

@@ -111,6 +111,9 @@ class KernelExpansion:
         X = check_matrix(X, "X")
         if self.functions is None:
             return np.full(X.shape[0], self.bias)
+        if isinstance(self.functions, FeatureMapFunctions):
+            # A linear function of the features: independent of n_support.
+            return self.functions.expand(X, self.weights, self.coef) + self.bias
         return self.functions.combine_cross(X, self.weights) @ self.coef + self.bias
 
     decision_function = __call__

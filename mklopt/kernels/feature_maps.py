@@ -368,9 +368,9 @@ class FeatureMapFunctions:
 
     The feature-map counterpart of :class:`~mklopt.kernels.KernelFunctions`,
     with the same interface (``cross``, ``combine_cross``, ``matrices``,
-    ``diag``, ``take``, ``subset``), so a :class:`~mklopt.kernels.
-    KernelExpansion` and a saved model predict with exactly the kernels
-    they were trained on: the landmarks, eigenvector maps and Fourier
+    ``diag``, ``take``, ``subset``; plus ``transform`` and ``expand``), so
+    a :class:`~mklopt.kernels.KernelExpansion` and a saved model predict
+    with exactly the kernels they were trained on: the landmarks, eigenvector maps and Fourier
     frequencies are part of the functions, never redrawn.
 
     Parameters
@@ -735,6 +735,35 @@ class FeatureMapFunctions:
         A *= np.repeat(np.asarray(w, dtype=np.float64)[ks], self.ranks[ks])[:, None]
         return np.dot(A.T, B)
 
+    def expand(self, X_new, w, coef):
+        """``sum_s coef_s sum_k w_k K_k(X_new, X_s)`` through the maps, in ``O(n_new R)``.
+
+        A feature-map kernel expansion collapses to a linear function,
+        ``f = Phi(X_new) (omega o Phi(X)' coef)``, so a prediction costs the
+        same whatever the number of support points (what
+        :class:`~mklopt.kernels.KernelExpansion` uses).
+
+        Parameters
+        ----------
+        X_new : array-like of shape (n_new, n_features)
+        w : array-like of shape (n_kernels,)
+            Non-negative kernel weights, not all zero.
+        coef : array-like of shape (n_samples,)
+            One coefficient per point of ``X``.
+
+        Returns
+        -------
+        ndarray of shape (n_new,), float64
+        """
+        X_new = self._check_new(X_new)
+        w = np.asarray(check_weights(w, self.n_kernels, "w"), dtype=np.float64)
+        coef = check_vector(coef, "coef", size=self.n_samples)
+        ks = np.flatnonzero(w).astype(np.int64)
+        rows = _segment_rows(self.offsets, ks)
+        beta = self._own_map()[rows] @ coef
+        beta *= np.repeat(w[ks], self.ranks[ks])
+        return beta @ self._map_T(X_new, ks)
+
     def matrices(self, kernels=None, dtype=np.float64, out=None):
         """The normalised kernel matrices on ``X`` (exactly symmetric).
 
@@ -996,8 +1025,11 @@ class FeatureMapStorage:
             vS = np.ascontiguousarray(v[S])
             step = max(1, _CHUNK_BYTES // (8 * S.size))
             for r0 in range(0, R, step):
-                sel = slice(r0, r0 + step) if rows is None else rows[r0 : r0 + step]
-                u[r0 : r0 + step] = self.maps[sel][:, S] @ vS
+                if rows is None:
+                    block = self.maps[r0 : r0 + step][:, S]
+                else:
+                    block = self.maps[np.ix_(rows[r0 : r0 + step], S)]
+                u[r0 : r0 + step] = block @ vS
         u *= u
         off = _seg_offsets(self.ranks[ks])
         q = np.add.reduceat(u, off[:-1])
