@@ -17,10 +17,8 @@ polynomial kernel on a few features) or is approximated by a finite one
 * ``diag(w)`` from the squared row norms of every ``Phi_k``;
 * ``blocks`` from ``Phi_k[rows] Phi_k[cols]'``.
 
-How each kernel is mapped
--------------------------
-``storage=FeatureMap(...)`` (or one of :func:`nystroem`,
-:func:`random_fourier`, or ``"feature_map"``) decides:
+**How each kernel is mapped.** ``storage=FeatureMap(...)`` (or one of
+:func:`nystroem`, :func:`random_fourier`, or ``"feature_map"``) decides:
 
 * ``linear(F)``: always exact, ``Phi_k = X_F`` (``|F|`` columns);
 * ``poly(d, F)``: exact by its monomials (``C(|F| + d, d)`` columns) with
@@ -40,11 +38,10 @@ Every kernel is normalised to unit trace *of its map* on the training set
 (``scales[k] = ||Phi_k||_F^2``), so an approximate kernel is normalised like
 the exact ones are and the same constants serve prediction.
 
-Errors of the approximations
-----------------------------
-Write ``E(w) = Ktilde(w) - K(w)`` for the approximate minus the exact
-combined kernel, and ``v = alpha o y``. For the SVM oracle
-``J(w) = max_alpha 1'alpha - v'K(w)v / 2`` over the same feasible set,
+**Errors of the approximations.** Write ``E(w) = Ktilde(w) - K(w)`` for
+the approximate minus the exact combined kernel, and ``v = alpha o y``.
+For the SVM oracle ``J(w) = max_alpha 1'alpha - v'K(w)v / 2`` over the
+same feasible set,
 evaluating each problem's objective at the other's maximiser gives the
 two-sided bracket
 
