@@ -353,7 +353,10 @@ def test_version_1_model_files_still_load():
     clf, meta = load_model(DATA / "model_v1.npz")
     assert meta["format_version"] == 1 and meta["label"] == "kind"
     want = np.load(DATA / "model_v1_expected.npz")
-    np.testing.assert_array_equal(clf.decision_function(want["X_test"]), want["decision"])
+    # Recorded when the file was written; kernel evaluation may have changed
+    # by rounding since (a faster exp), the model itself may not.
+    np.testing.assert_allclose(clf.decision_function(want["X_test"]), want["decision"],
+                               rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(clf.predict(want["X_test"]), want["predict"])
 
 
