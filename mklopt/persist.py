@@ -4,7 +4,17 @@ A model file is one ``.npz`` archive (``numpy.savez``) of plain numeric or
 string arrays plus one JSON metadata string. It holds exactly what
 prediction needs: the support vectors' training rows, the selected kernels
 with their training normalisation constants and weights, the dual
-coefficients and biases of every one-vs-one problem, and the classes.
+coefficients and biases of every one-vs-one problem, and the classes. A
+model trained on feature maps (``storage=nystroem(...)``,
+``random_fourier(...)`` or ``"feature_map"``) also keeps its maps: the
+Nyström landmarks and eigenvector maps, the Fourier frequencies, so that
+the loaded model predicts with the very kernels it was trained on.
+
+Format versions: 1 (models on kernel functions) and 2 (adds the
+feature-map arrays ``map_*`` and ``landmark_*``, and a ``storage`` parameter
+that may be a feature-map object, saved as JSON). Both are read. A file is
+written in the lowest version that can hold the model, so models without
+feature maps stay readable by an mklopt that knows only version 1.
 
 :func:`load_model` reads it with ``numpy.load(path, allow_pickle=False)``:
 a model file never contains, and loading never runs, Python code. Every
@@ -47,6 +57,8 @@ from .estimators.mkl import _BinaryMKL
 from .kernels import (
     RBF,
     STORAGES,
+    FeatureMap,
+    FeatureMapFunctions,
     KernelExpansion,
     KernelFunctions,
     Linear,
@@ -61,9 +73,10 @@ __all__ = ["save_model", "load_model", "ModelFormatError", "FORMAT_NAME", "FORMA
 
 #: Value of the ``format`` field of the metadata.
 FORMAT_NAME = "mklopt-model"
-#: Version of the layout written by :func:`save_model`; :func:`load_model`
-#: reads every version up to this one.
-FORMAT_VERSION = 1
+#: Newest layout: :func:`load_model` reads every version up to this one, and
+#: :func:`save_model` writes it for models that need it (feature maps),
+#: version 1 otherwise.
+FORMAT_VERSION = 2
 
 _META_KEY = "metadata"
 
@@ -107,6 +120,19 @@ _ARRAYS = {
     "kernel_scale": ("f", 1),
 }
 _OPTIONAL_ARRAYS = {"x_mean": ("f", 1), "x_scale": ("f", 1)}
+# Feature maps (version 2), all present or all absent. Per selected kernel:
+# its map kind ("function" for plain kernel functions), the number of
+# columns of its stored matrix and where the matrix sits in map_data;
+# per pair: its rows of landmark_X (the Nyström landmarks).
+_MAP_ARRAYS = {
+    "map_kind": ("U", 1),
+    "map_cols": ("i", 1),
+    "map_offsets": ("i", 1),
+    "map_data": ("f", 1),
+    "landmark_offsets": ("i", 1),
+    "landmark_X": ("f", 2),
+}
+_MAP_KINDS = ("function", "exact", "nystroem", "fourier")
 
 
 class ModelFormatError(ValueError):
@@ -152,6 +178,59 @@ def _spec_from_json(obj, k):
         return linear(obj["features"])
     except (TypeError, ValueError) as exc:
         raise ModelFormatError(f"kernel spec {k} is invalid: {exc}") from None
+
+
+def _storage_to_json(options):
+    return {
+        "feature_map": {
+            "approximation": options.approximation,
+            "n_components": options.n_components,
+            "random_state": options.random_state,
+            "rcond": options.rcond,
+        }
+    }
+
+
+def _is_feature_map(storage):
+    """Whether a ``storage`` parameter asks for feature maps (format 2)."""
+    return isinstance(storage, FeatureMap) or (
+        isinstance(storage, str) and storage == "feature_map"
+    )
+
+
+def _storage_from_json(value):
+    """A saved ``storage`` parameter: a name, or a feature-map object (ValueError if not)."""
+    if isinstance(value, str):
+        return value
+    fields = {"approximation", "n_components", "random_state", "rcond"}
+    if (
+        not isinstance(value, dict)
+        or set(value) != {"feature_map"}
+        or not isinstance(value["feature_map"], dict)
+        or set(value["feature_map"]) != fields
+    ):
+        raise ValueError(f"storage {value!r} is neither a storage name nor a feature map")
+    return FeatureMap(**value["feature_map"])
+
+
+def _collect_maps(fn, kinds, cols, data, offsets, landmarks):
+    """Append one predictor's kernel maps to the flat arrays; returns its landmark count."""
+    if not isinstance(fn, FeatureMapFunctions):
+        for _ in range(fn.n_kernels):
+            kinds.append("function")
+            cols.append(0)
+            offsets.append(offsets[-1])
+        return 0
+    for kind, M in zip(fn.kinds, fn.maps, strict=True):
+        kinds.append(kind)
+        cols.append(0 if M is None else M.shape[1])
+        if M is not None:
+            data.append(M.ravel())
+        offsets.append(offsets[-1] + (0 if M is None else M.size))
+    if fn.landmarks is None:
+        return 0
+    landmarks.append(fn.landmarks)
+    return int(fn.landmarks.shape[0])
 
 
 # --------------------------------------------------------------------------
@@ -265,11 +344,13 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
 
     sv_X, sv_index, sv_pair, coef, sv_off = [], [], [], [], [0]
     k_idx, k_w, k_scale, k_off = [], [], [], [0]
+    m_kind, m_cols, m_data, m_off, lm_X, lm_off = [], [], [], [0], [], [0]
     supports = clf.support_ if len(clf.models_) > 1 else [clf.support_]
     spec_index = {s: k for k, s in enumerate(specs)}
     for model, support in zip(clf.models_, supports, strict=True):
         pred = model.predictor
         fn = pred.functions
+        n_landmarks = 0
         if fn is None:
             n_sv = 0
         else:
@@ -278,6 +359,8 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
             k_idx.extend(spec_index[s] for s in fn.specs)
             k_w.extend(np.asarray(pred.weights, dtype=np.float64).tolist())
             k_scale.extend(np.asarray(fn.scales, dtype=np.float64).tolist())
+            n_landmarks = _collect_maps(fn, m_kind, m_cols, m_data, m_off, lm_X)
+        lm_off.append(lm_off[-1] + n_landmarks)
         if n_sv != len(support) or n_sv != len(pred.coef):
             raise ValueError("clf is inconsistent: support vectors and dual coefficients differ")
         sv_index.append(np.asarray(support, dtype=np.int64))
@@ -306,6 +389,18 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
         "kernel_weight": np.asarray(k_w, dtype=np.float64),
         "kernel_scale": np.asarray(k_scale, dtype=np.float64),
     }
+    uses_maps = any(kind != "function" for kind in m_kind)
+    if uses_maps:
+        arrays.update(
+            map_kind=np.array(m_kind, dtype=str).reshape(len(m_kind)),
+            map_cols=np.asarray(m_cols, dtype=np.int64),
+            map_offsets=np.asarray(m_off, dtype=np.int64),
+            map_data=(np.concatenate(m_data) if m_data else np.zeros(0)).astype(np.float64),
+            landmark_offsets=np.asarray(lm_off, dtype=np.int64),
+            landmark_X=(np.concatenate(lm_X, axis=0) if lm_X else np.empty((0, d))).astype(
+                np.float64
+            ),
+        )
     if standardize is not None:
         mean, scale = (np.asarray(a, dtype=np.float64) for a in standardize)
         if mean.shape != (d,) or scale.shape != (d,):
@@ -322,11 +417,13 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
             saved[name] = value if isinstance(value, str) else None  # the specs are saved below
         elif name == "method":
             saved[name] = _method_name(value)
+        elif name == "storage" and isinstance(value, FeatureMap):
+            saved[name] = _storage_to_json(value)
         else:
             saved[name] = _jsonable(value, name)
     meta = {
         "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
+        "format_version": 2 if uses_maps or _is_feature_map(params.get("storage")) else 1,
         "mklopt_version": __version__,
         "estimator": "MKLClassifier",
         "n_features": d,
@@ -468,7 +565,8 @@ def _check_params(path, params):
             )
         ),
         "normalize": lambda v: v in (None, "trace"),
-        "storage": lambda v: v in STORAGES,
+        # A name, or a feature map as JSON (checked when the classifier is built).
+        "storage": lambda v: (isinstance(v, str) and v in STORAGES) or isinstance(v, dict),
     }
     for name, value in params.items():
         if not ok.get(name, number)(value):
@@ -480,7 +578,7 @@ def _check_arrays(path, a, meta):
     missing = sorted(set(_ARRAYS) - set(a))
     if missing:
         _fail(path, f"is corrupt or incomplete (missing arrays: {', '.join(missing)})")
-    for key, (kinds, ndim) in {**_ARRAYS, **_OPTIONAL_ARRAYS}.items():
+    for key, (kinds, ndim) in {**_ARRAYS, **_OPTIONAL_ARRAYS, **_MAP_ARRAYS}.items():
         if key not in a:
             continue
         arr = a[key]
@@ -546,6 +644,68 @@ def _check_arrays(path, a, meta):
         sel = a["kernel_index"][n_sel[k] : n_sel[k + 1]]
         if n_sv[k + 1] > n_sv[k] and sel.size == 0:
             _fail(path, f"is corrupt (pair {k} has support vectors but no selected kernel)")
+    _check_map_arrays(path, a, meta, total_sel)
+
+
+def _check_map_arrays(path, a, meta, total_sel):
+    """The optional feature-map arrays: all or none, consistent offsets, known kinds."""
+    present = sorted(key for key in _MAP_ARRAYS if key in a)
+    if not present:
+        return
+    if meta["format_version"] < 2:
+        _fail(path, "is corrupt (feature-map arrays in a format 1 file)")
+    if len(present) != len(_MAP_ARRAYS):
+        missing = sorted(set(_MAP_ARRAYS) - set(present))
+        _fail(path, f"is corrupt (feature-map arrays missing: {', '.join(missing)})")
+    P, d = meta["n_pairs"], meta["n_features"]
+    for key, shape in (
+        ("map_kind", (total_sel,)),
+        ("map_cols", (total_sel,)),
+        ("map_offsets", (total_sel + 1,)),
+        ("landmark_offsets", (P + 1,)),
+    ):
+        if a[key].shape != shape:
+            _fail(path, f"is corrupt (array {key!r} has shape {a[key].shape}, expected {shape})")
+    for key, end in (("map_offsets", a["map_data"].size),
+                     ("landmark_offsets", a["landmark_X"].shape[0])):
+        off = a[key]
+        if off[0] != 0 or np.any(np.diff(off) < 0) or off[-1] != end:
+            _fail(path, f"is corrupt (array {key!r} is not an offset table of its data)")
+    if a["landmark_X"].shape[1] != d:
+        _fail(path, f"is corrupt (landmark_X has {a['landmark_X'].shape[1]} columns, not {d})")
+    bad = sorted(set(a["map_kind"].tolist()) - set(_MAP_KINDS))
+    if bad:
+        _fail(path, f"is corrupt (unknown feature-map kinds {bad})")
+    if np.any(a["map_cols"] < 0):
+        _fail(path, "is corrupt (negative feature-map column counts)")
+
+
+def _functions(a, specs, sel, k0, k1, s0, s1, k):
+    """Kernel functions of pair ``k``: plain, or feature maps (format 2)."""
+    scales = np.ascontiguousarray(a["kernel_scale"][k0:k1])
+    X = np.ascontiguousarray(a["sv_X"][s0:s1])
+    chosen = [specs[i] for i in sel.tolist()]
+    kinds = a["map_kind"][k0:k1].tolist() if "map_kind" in a else ["function"] * (k1 - k0)
+    if all(kind == "function" for kind in kinds):
+        return KernelFunctions(chosen, scales, X)
+    if "function" in kinds:
+        raise ValueError(f"pair {k} mixes plain kernel functions with feature maps")
+    lo, hi = int(a["landmark_offsets"][k]), int(a["landmark_offsets"][k + 1])
+    landmarks = np.ascontiguousarray(a["landmark_X"][lo:hi]) if hi > lo else None
+    maps = []
+    for j, kind in enumerate(kinds):
+        i = k0 + j
+        flat = a["map_data"][int(a["map_offsets"][i]) : int(a["map_offsets"][i + 1])]
+        cols = int(a["map_cols"][i])
+        if kind == "exact":
+            if flat.size or cols:
+                raise ValueError(f"exact map {i} carries data")
+            maps.append(None)
+            continue
+        if cols < 1 or flat.size % cols:
+            raise ValueError(f"map {i} has {flat.size} numbers for {cols} columns")
+        maps.append(np.ascontiguousarray(flat.reshape(flat.size // cols, cols)))
+    return FeatureMapFunctions(chosen, scales, X, kinds, maps, landmarks)
 
 
 def _build(a, meta, specs):
@@ -556,6 +716,8 @@ def _build(a, meta, specs):
         params["method"] = None
     if isinstance(params.get("groups"), list):
         params["groups"] = [list(g) for g in params["groups"]]
+    if "storage" in params:
+        params["storage"] = _storage_from_json(params["storage"])
     clf = MKLClassifier(**params)
 
     P = meta["n_pairs"]
@@ -570,11 +732,7 @@ def _build(a, meta, specs):
             pred = KernelExpansion(None, [], [], bias)
         else:
             sel = a["kernel_index"][k0:k1]
-            functions = KernelFunctions(
-                [specs[i] for i in sel.tolist()],
-                np.ascontiguousarray(a["kernel_scale"][k0:k1]),
-                np.ascontiguousarray(a["sv_X"][s0:s1]),
-            )
+            functions = _functions(a, specs, sel, k0, k1, s0, s1, k)
             pred = KernelExpansion(functions, a["kernel_weight"][k0:k1], coef, bias)
         models.append(
             _BinaryMKL(

@@ -40,8 +40,8 @@ from itertools import combinations
 import numpy as np
 
 from .._memory import check_max_memory
-from .._validation import check_choice, check_int
-from ..kernels.bank import STORAGES, _check_cache_size
+from .._validation import check_int
+from ..kernels.bank import _check_cache_size, check_storage
 
 __all__ = [
     "HAS_SKLEARN",
@@ -648,6 +648,6 @@ def resolve_kernel_specs(kernels, n_features, protocol):
 
 def check_storage_params(storage, cache_size, max_memory):
     """Validate the estimators' kernel-storage parameters (TypeError/ValueError naming them)."""
-    check_choice(storage, "storage", STORAGES)
+    check_storage(storage)
     _check_cache_size(cache_size)
     check_max_memory(max_memory)

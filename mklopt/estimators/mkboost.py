@@ -84,13 +84,16 @@ class MKBoostClassifier(ClassifierBase):
         a weak SVM on a sample of size ``r N`` acts like a smaller ``C``.
     tol : float, default=1e-3
         KKT tolerance of the SMO solver of each weak SVM (libsvm's default).
-    storage : {"auto", "dense", "on_the_fly"}, default="auto"
+    storage : {"auto", "dense", "on_the_fly", "feature_map"} or FeatureMap, default="auto"
         Where the training kernels live (see
         :meth:`mklopt.KernelBank.from_specs`): ``"dense"`` stores all
         ``n_kernels * n_samples**2`` entries, ``"on_the_fly"`` stores only the
         features and computes kernel rows as the solver reads them, skipping
         kernels with zero weight. ``"auto"`` keeps dense while it fits under
-        ``max_memory``, so large training sets just work.
+        ``max_memory``, so large training sets just work. Feature maps
+        (``"feature_map"``, :func:`mklopt.kernels.nystroem`,
+        :func:`mklopt.kernels.random_fourier`) train and predict on
+        ``Phi_k Phi_k'``, exact for linear kernels, approximate for Gaussian ones.
     cache_size : float, optional
         Megabytes for the weak SVMs' row cache (used only
         when a sample is too large for its kernel block) (libsvm's

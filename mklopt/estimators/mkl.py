@@ -147,13 +147,16 @@ class MKLClassifier(ClassifierBase):
         Wall-clock budget in seconds for the whole ``fit`` (all one-vs-one
         problems together). When it runs out the best point so far is kept
         and a :class:`ConvergenceWarning` is issued.
-    storage : {"auto", "dense", "on_the_fly"}, default="auto"
+    storage : {"auto", "dense", "on_the_fly", "feature_map"} or FeatureMap, default="auto"
         Where the training kernels live (see
         :meth:`mklopt.KernelBank.from_specs`): ``"dense"`` stores all
         ``n_kernels * n_samples**2`` entries, ``"on_the_fly"`` stores only the
         features and computes kernel rows as the solver reads them, skipping
         kernels with zero weight. ``"auto"`` keeps dense while it fits under
-        ``max_memory``, so large training sets just work.
+        ``max_memory``, so large training sets just work. Feature maps
+        (``"feature_map"``, :func:`mklopt.kernels.nystroem`,
+        :func:`mklopt.kernels.random_fourier`) train and predict on
+        ``Phi_k Phi_k'``, exact for linear kernels, approximate for Gaussian ones.
     cache_size : float, optional
         Megabytes for the SMO solver's cache of kernel rows (libsvm's
         ``cache_size``); default 2048 or a quarter of the memory limit.

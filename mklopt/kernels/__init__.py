@@ -12,6 +12,7 @@ Examples
 
 from .bank import STORAGES, KernelBank
 from .expansion import KernelExpansion
+from .feature_maps import FeatureMap, FeatureMapFunctions, nystroem, random_fourier
 from .functions import KernelFunctions
 from .specs import RBF, Linear, Poly, grid, linear, poly, random_rbf, rbf
 
@@ -19,6 +20,10 @@ __all__ = [
     "KernelBank",
     "KernelFunctions",
     "KernelExpansion",
+    "FeatureMapFunctions",
+    "FeatureMap",
+    "nystroem",
+    "random_fourier",
     "STORAGES",
     "rbf",
     "poly",

@@ -23,13 +23,15 @@ import numpy as np
 
 from .._memory import check_max_memory, check_memory, fits, fmt_bytes, memory_limit
 from .._validation import check_choice, check_matrix, check_vector, check_weights
+from .feature_maps import FeatureMap, FeatureMapFunctions, FeatureMapStorage
 from .functions import KernelFunctions, _check_indices, _check_specs
 from .storage import DenseStorage, OnTheFlyStorage
 
-__all__ = ["KernelBank", "STORAGES"]
+__all__ = ["KernelBank", "STORAGES", "check_storage"]
 
-#: Storage names accepted by :meth:`KernelBank.from_specs`.
-STORAGES = ("auto", "dense", "on_the_fly")
+#: Storage names accepted by :meth:`KernelBank.from_specs` (which also takes a
+#: :class:`~mklopt.kernels.FeatureMap`; ``"feature_map"`` is ``FeatureMap()``).
+STORAGES = ("auto", "dense", "on_the_fly", "feature_map")
 
 # A kernel passes the PSD check when K + _PSD_RTOL * trace(K) * I has a
 # Cholesky factor, i.e. (up to rounding) lambda_min(K) >= -_PSD_RTOL * trace(K).
@@ -63,6 +65,31 @@ def _check_cache_size(cache_size):
     return float(cache_size)
 
 
+def check_storage(storage, name="storage"):
+    """Validate a ``storage`` argument: a name in :data:`STORAGES` or a :class:`FeatureMap`.
+
+    Returns it unchanged, so estimators can pass their parameter through.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming ``name`` and what it accepts.
+    """
+    if isinstance(storage, FeatureMap):
+        return storage
+    if not isinstance(storage, str):
+        raise TypeError(
+            f"{name} must be one of {', '.join(repr(s) for s in STORAGES)} or a FeatureMap "
+            f"(e.g. mklopt.kernels.nystroem(n_components=100)), got {type(storage).__name__}"
+        )
+    if storage not in STORAGES:
+        raise ValueError(
+            f"{name} must be one of {', '.join(repr(s) for s in STORAGES)} or a FeatureMap "
+            f"(e.g. mklopt.kernels.nystroem(n_components=100)); got {storage!r}"
+        )
+    return storage
+
+
 def _unique_sorted(idx, name, size):
     S = np.sort(_check_indices(idx, name, size, allow_empty=True))
     if S.size > 1 and np.any(S[1:] == S[:-1]):
@@ -83,7 +110,7 @@ class KernelBank:
     storage : storage object
         One of :mod:`mklopt.kernels.storage` (or any object with the same
         verbs).
-    functions : KernelFunctions, optional
+    functions : KernelFunctions or FeatureMapFunctions, optional
         The kernels as functions (None for user matrices).
     scales : array-like of shape (n_kernels,), optional
         Normalisation constants when there are no functions (user
@@ -99,7 +126,7 @@ class KernelBank:
     storage : storage object
         ``storage.name`` is ``"dense"``, ``"on_the_fly"`` or
         ``"feature_map"``.
-    functions : KernelFunctions or None
+    functions : KernelFunctions, FeatureMapFunctions or None
     specs : tuple of specs or None
     scales : ndarray of shape (n_kernels,)
         Normalisation constants computed on the training set (the trace of
@@ -170,18 +197,26 @@ class KernelBank:
             From :func:`rbf`, :func:`poly`, :func:`linear` or :func:`grid`.
             Specs on the same feature subset share one squared-distance
             evaluation (all widths) and one inner product (all degrees).
-        storage : {"auto", "dense", "on_the_fly"}, default="auto"
+        storage : {"auto", "dense", "on_the_fly", "feature_map"} or FeatureMap, default="auto"
             ``"dense"`` stores all ``m n^2`` entries (fastest for small
             ``n``); ``"on_the_fly"`` stores only ``X`` and computes rows,
             quadratic forms and blocks from it, skipping kernels with zero
             weight. ``"auto"`` keeps dense when the bank and the solver's
-            work matrix fit under ``max_memory``, else computes on the fly.
+            work matrix fit under ``max_memory``, else computes on the fly
+            (it never approximates). A :class:`~mklopt.kernels.FeatureMap`
+            stores each kernel as its feature map ``Phi_k`` (``n x r_k``):
+            ``"feature_map"`` maps linear and polynomial kernels exactly;
+            :func:`~mklopt.kernels.nystroem` and
+            :func:`~mklopt.kernels.random_fourier` also approximate Gaussian
+            kernels (see :mod:`mklopt.kernels.feature_maps`). Prediction
+            then uses the same approximate kernels.
         normalize : {"trace", None}, default="trace"
             ``"trace"`` scales each kernel to unit trace on ``X``; the same
             constants are used for new points.
         dtype : {np.float64, np.float32}, default=np.float64
-            Storage type of a dense bank. float32 halves memory and
-            bandwidth; all arithmetic stays in float64.
+            Storage type of a dense bank (the other storages hold float64).
+            float32 halves memory and bandwidth; all arithmetic stays in
+            float64.
         cache_size : float, optional
             Megabytes for the solver's cache of combined-kernel rows (see
             the class docstring).
@@ -200,16 +235,23 @@ class KernelBank:
             feature index out of range, or a bad option.
         MemoryError
             Before allocating, when the chosen storage does not fit; the
-            message names the storage that would.
+            message names the storage (or the ``n_components``) that would.
         """
         X = check_matrix(X, "X")
         n, d = X.shape
         specs = _check_specs(specs, d)
-        check_choice(storage, "storage", STORAGES)
+        storage = check_storage(storage)
         check_choice(normalize, "normalize", ("trace", None))
         dt = _check_dtype(dtype)
         cache_size = _check_cache_size(cache_size)
         check_max_memory(max_memory)
+        if storage == "feature_map":
+            storage = FeatureMap()
+        if isinstance(storage, FeatureMap):
+            functions = FeatureMapFunctions.from_data(
+                X, specs, storage, normalize=normalize, max_memory=max_memory
+            )
+            return cls(FeatureMapStorage(functions), functions, cache_size=cache_size)
         m = len(specs)
         dense_bytes = m * n * n * dt.itemsize + n * n * 8
         fly_bytes = X.nbytes * 3 + 64 * n * 8

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_matrix, check_real, check_vector
+from .feature_maps import FeatureMapFunctions
 from .functions import KernelFunctions
 
 __all__ = ["KernelExpansion"]
@@ -23,10 +24,11 @@ class KernelExpansion:
 
     Parameters
     ----------
-    functions : KernelFunctions or None
+    functions : KernelFunctions or FeatureMapFunctions or None
         The kernels used, evaluated against the support points (``n_support``
-        rows); None for a model without support points (then ``coef`` is
-        empty and ``f`` is the constant ``bias``).
+        rows; a model trained on feature maps keeps its maps). None for a
+        model without support points (then ``coef`` is empty and ``f`` is
+        the constant ``bias``).
     weights : array-like of shape (functions.n_kernels,)
         Non-negative kernel weights.
     coef : array-like of shape (n_support,)
@@ -54,9 +56,10 @@ class KernelExpansion:
                 raise ValueError("coef must be empty when there are no kernel functions")
             self.functions, self.weights, self.coef = None, np.zeros(0), coef
             return
-        if not isinstance(functions, KernelFunctions):
+        if not isinstance(functions, (KernelFunctions, FeatureMapFunctions)):
             raise TypeError(
-                f"functions must be a KernelFunctions or None, got {type(functions).__name__}"
+                "functions must be a KernelFunctions, a FeatureMapFunctions or None, got "
+                f"{type(functions).__name__}"
             )
         if functions.n_samples != coef.size:
             raise ValueError(
@@ -76,7 +79,7 @@ class KernelExpansion:
 
         Parameters
         ----------
-        functions : KernelFunctions
+        functions : KernelFunctions or FeatureMapFunctions
             The bank's kernel functions on the training points.
         weights : array-like of shape (n_kernels,)
         v : array-like of shape (n_samples,)
@@ -108,6 +111,9 @@ class KernelExpansion:
         X = check_matrix(X, "X")
         if self.functions is None:
             return np.full(X.shape[0], self.bias)
+        if isinstance(self.functions, FeatureMapFunctions):
+            # A linear function of the features: independent of n_support.
+            return self.functions.expand(X, self.weights, self.coef) + self.bias
         return self.functions.combine_cross(X, self.weights) @ self.coef + self.bias
 
     decision_function = __call__
