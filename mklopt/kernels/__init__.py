@@ -13,12 +13,15 @@ Examples
 from .bank import STORAGES, KernelBank
 from .expansion import KernelExpansion
 from .functions import KernelFunctions
+from .sharded import ShardedStorage, ShardLostError
 from .specs import RBF, Linear, Poly, grid, linear, poly, random_rbf, rbf
 
 __all__ = [
     "KernelBank",
     "KernelFunctions",
     "KernelExpansion",
+    "ShardedStorage",
+    "ShardLostError",
     "STORAGES",
     "rbf",
     "poly",
