@@ -14,8 +14,10 @@ in the same run, on the same sequence of oracle calls:
   iterations.
 
 Each call is warm-started from the previous one's alpha, as the driver
-does. Reported per oracle call: median wall time, round trips, messages
-and array bytes sent and received (counted by the sharded storage).
+does; the two banks take their calls in turn (single, sharded, single,
+...), so that other load on the machine hits both alike. Reported per
+oracle call: median wall time, round trips, messages and array bytes sent
+and received (counted by the sharded storage).
 
     python benchmarks/bench_dask.py                       # 1e4 and 1e5 kernels
     python benchmarks/bench_dask.py --kernels 1000000 --calls 3
@@ -63,32 +65,39 @@ def weight_sequence(m, calls, sparse, seed=1):
     return out
 
 
-def run_calls(bank, y, weights, C, tol):
-    oracle = SVMDual(bank, y, C=C, tol=tol)
-    st = bank.storage
-    times, trips, msgs, sent, recv = [], [], [], [], []
-    alpha = None
+def run_calls(banks, y, weights, C, tol):
+    """The same oracle calls on every bank, in lockstep (so load hits them alike)."""
+    oracles = [SVMDual(b, y, C=C, tol=tol) for b in banks]
+    alphas = [None] * len(banks)
+    rec = [dict(times=[], trips=[], msgs=[], sent=[], recv=[]) for _ in banks]
     for w in weights:
-        before = st.traffic.copy() if hasattr(st, "traffic") else None
-        t0 = time.perf_counter()
-        ans = oracle(w, warm_start=alpha)
-        times.append(time.perf_counter() - t0)
-        alpha = ans.alpha
-        if before is not None:
-            d = st.traffic - before
-            trips.append(d.n_round_trips)
-            msgs.append(d.n_messages)
-            sent.append(d.bytes_sent)
-            recv.append(d.bytes_received)
-    return dict(
-        seconds=statistics.median(times),
-        value=ans.value,
-        trips=statistics.mean(trips) if trips else 0,
-        messages=statistics.mean(msgs) if msgs else 0,
-        sent=statistics.mean(sent) if sent else 0,
-        received=statistics.mean(recv) if recv else 0,
-        n_support=int(ans.support.size),
-    )
+        for i, (bank, oracle) in enumerate(zip(banks, oracles)):
+            st = bank.storage
+            before = st.traffic.copy() if hasattr(st, "traffic") else None
+            t0 = time.perf_counter()
+            ans = oracle(w, warm_start=alphas[i])
+            rec[i]["times"].append(time.perf_counter() - t0)
+            alphas[i] = ans.alpha
+            rec[i]["value"] = ans.value
+            if before is not None:
+                d = st.traffic - before
+                rec[i]["trips"].append(d.n_round_trips)
+                rec[i]["msgs"].append(d.n_messages)
+                rec[i]["sent"].append(d.bytes_sent)
+                rec[i]["recv"].append(d.bytes_received)
+    out = []
+    for r in rec:
+        out.append(
+            dict(
+                seconds=statistics.median(r["times"]),
+                value=r["value"],
+                trips=statistics.mean(r["trips"]) if r["trips"] else 0,
+                messages=statistics.mean(r["msgs"]) if r["msgs"] else 0,
+                sent=statistics.mean(r["sent"]) if r["sent"] else 0,
+                received=statistics.mean(r["recv"]) if r["recv"] else 0,
+            )
+        )
+    return out
 
 
 def start_cluster(n_workers):
@@ -132,10 +141,11 @@ def main(argv=None):
     try:
         # Compile outside the timed region, here and on the workers.
         warm = random_specs(50, Xtr.shape[1], seed=99)
-        for c in (None, client):
-            b = KernelBank.from_specs(Xtr, warm, storage="on_the_fly", client=c)
-            run_calls(b, ytr, weight_sequence(50, 2, False), args.C, args.tol)
-            run_calls(b, ytr, weight_sequence(50, 2, True), args.C, args.tol)
+        wb = [
+            KernelBank.from_specs(Xtr, warm, storage="on_the_fly", client=c) for c in (None, client)
+        ]
+        run_calls(wb, ytr, weight_sequence(50, 2, False), args.C, args.tol)
+        run_calls(wb, ytr, weight_sequence(50, 2, True), args.C, args.tol)
         for mf in args.kernels:
             m = int(mf)
             specs = random_specs(m, Xtr.shape[1])
@@ -154,8 +164,7 @@ def main(argv=None):
             )
             for sparse in (False, True):
                 ws = weight_sequence(m, args.calls, sparse)
-                a = run_calls(single, ytr, ws, args.C, args.tol)
-                b = run_calls(sharded, ytr, ws, args.C, args.tol)
+                a, b = run_calls([single, sharded], ytr, ws, args.C, args.tol)
                 rows.append(
                     dict(m=m, sparse=sparse, single=a, sharded=b, build=(t_single, t_sharded))
                 )

@@ -244,6 +244,25 @@ def test_weak_learners_read_sharded_blocks(client, sonar):
     assert b.value == pytest.approx(a.value, rel=1e-10)
 
 
+def test_weak_svms_as_dask_tasks_equal_serial(client, sonar):
+    X, y = sonar
+    specs = grid(X.shape[1], protocol="mkboost2013")
+    bank = KernelBank.from_specs(X, specs, storage="dense", normalize=None)
+    method = Boosting("D2", n_rounds=4, random_state=5)
+    a = solve(WeakLearners(bank, y, C=50.0), method)
+    oracle = WeakLearners(bank, y, C=50.0, client=client, chunk_size=5)
+    b = solve(oracle, method)
+    assert oracle.n_fits == 4 * len(specs)
+    np.testing.assert_allclose(b.extra["train_margin"], a.extra["train_margin"], rtol=1e-12)
+    ea, eb = a.extra["ensemble"], b.extra["ensemble"]
+    for ra, rb in zip(ea.rounds, eb.rounds):
+        for la, lb in zip(ra.learners, rb.learners):
+            np.testing.assert_array_equal(la.support, lb.support)
+            np.testing.assert_allclose(lb.coef, la.coef, rtol=1e-12)
+    with pytest.raises(TypeError, match="client must be a dask.distributed.Client"):
+        WeakLearners(bank, y, client="localhost:8786")
+
+
 # ---------------------------------------------------------------- failures
 def _kill_worker_of_shard(client, bank, s=0):
     worker = bank.storage.shards[s].worker
