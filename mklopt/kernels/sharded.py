@@ -161,13 +161,21 @@ def check_client(client, name="client"):
             f"{name} is not connected (status {client.status!r}); it was closed or never "
             "started. Pass a running Client"
         )
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    workers = sorted(_workers_info(client))
     if not workers:
         raise ValueError(
             f"{name}'s cluster has no workers; start some (e.g. cluster.scale(2)) or wait "
             "for them with client.wait_for_workers(n)"
         )
     return workers
+
+
+def _workers_info(client):
+    """``{address: info}`` of every worker (all of them, not the first few)."""
+    try:
+        return client.scheduler_info(n_workers=-1)["workers"]
+    except TypeError:  # distributed before n_workers= (it listed them all)
+        return client.scheduler_info()["workers"]
 
 
 def _group_costs(plan, storage):
@@ -422,7 +430,7 @@ class ShardedStorage:
 
     # ------------------------------------------------------------ building
     def _auto_storage(self, workers, n_shards):
-        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        info = _workers_info(self.client)
         limits = [info[w].get("memory_limit") or 0 for w in workers]
         limit = min(limits) if all(limits) else None
         m, n = self.n_kernels, self.n_samples
