@@ -2,10 +2,11 @@
 
 Sonar's half split (n = 104, seed 0, standardised), C = 100, SVM tolerance
 1e-4. ``m`` Gaussian kernels, each on a seeded random subset of 3-8 of the
-60 features with width ``2^U(-3, 6)`` (so nearly every kernel is its own
-feature group). Both banks compute the kernels on the fly. The sharded bank
-lives on a ``LocalCluster(n_workers=2, threads_per_worker=1)``; the
-single-process bank uses numba's threads on both cores. Both are measured
+60 features with width ``2^U(-3, 6)`` (``mklopt.kernels.random_rbf``, seed
+0; nearly every kernel is its own feature group). Both banks compute the
+kernels on the fly. The sharded bank lives on a
+``LocalCluster(n_workers=2, threads_per_worker=1)``; the single-process
+bank uses numba's threads on both cores. Both are measured
 in the same run, on the same sequence of oracle calls:
 
 * **dense weights**: every kernel active (``w = 1/m`` perturbed), as in
@@ -36,19 +37,8 @@ import numpy as np
 
 import mklopt
 from mklopt import KernelBank, datasets
-from mklopt.kernels import rbf
+from mklopt.kernels import random_rbf
 from mklopt.oracles import SVMDual
-
-
-def random_specs(m, d, seed=0):
-    """``m`` RBF kernels on random 3-8-feature subsets, widths 2^U(-3, 6)."""
-    rng = np.random.default_rng(seed)
-    sizes = rng.integers(3, 9, size=m)
-    widths = 2.0 ** rng.uniform(-3.0, 6.0, size=m)
-    return [
-        rbf(float(s), sorted(rng.choice(d, size=int(k), replace=False).tolist()))
-        for s, k in zip(widths, sizes)
-    ]
 
 
 def weight_sequence(m, calls, sparse, seed=1):
@@ -140,7 +130,7 @@ def main(argv=None):
     rows = []
     try:
         # Compile outside the timed region, here and on the workers.
-        warm = random_specs(50, Xtr.shape[1], seed=99)
+        warm = random_rbf(50, Xtr.shape[1], seed=99)
         wb = [
             KernelBank.from_specs(Xtr, warm, storage="on_the_fly", client=c) for c in (None, client)
         ]
@@ -148,7 +138,7 @@ def main(argv=None):
         run_calls(wb, ytr, weight_sequence(50, 2, True), args.C, args.tol)
         for mf in args.kernels:
             m = int(mf)
-            specs = random_specs(m, Xtr.shape[1])
+            specs = random_rbf(m, Xtr.shape[1], seed=0)
             t0 = time.perf_counter()
             single = KernelBank.from_specs(Xtr, specs, storage="on_the_fly")
             t_single = time.perf_counter() - t0
