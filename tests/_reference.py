@@ -93,3 +93,79 @@ def quad_forms(K, v, support, kernels=None):
     ks = np.arange(K.shape[0]) if kernels is None else np.asarray(kernels)
     sub = K[ks][:, S][:, :, S]
     return np.einsum("i,kij,j->k", vs, sub, vs)
+
+
+# --- boosting rounds (mklopt._jit.boost) ---
+
+
+def svm_dual(K, y, C, tol=1e-10, max_iter=100_000):
+    """SVM dual by first-order SMO (maximal violating pair), from alpha = 0.
+
+    Returns ``alpha`` and the gradient ``G = Q alpha - 1``.
+    """
+    K = np.asarray(K, float)
+    y = np.asarray(y, float)
+    a = np.zeros(y.size)
+    G = -np.ones(y.size)
+    for _ in range(max_iter):
+        F = -y * G
+        up = ((y > 0) & (a < C)) | ((y < 0) & (a > 0))
+        low = ((y > 0) & (a > 0)) | ((y < 0) & (a < C))
+        if not (up.any() and low.any()):
+            break
+        i = int(np.argmax(np.where(up, F, -np.inf)))
+        j = int(np.argmin(np.where(low, F, np.inf)))
+        if F[i] - F[j] <= tol:
+            break
+        c = max(K[i, i] + K[j, j] - 2.0 * K[i, j], 1e-12)
+        room_i = C - a[i] if y[i] > 0 else a[i]
+        room_j = a[j] if y[j] > 0 else C - a[j]
+        t = min((F[i] - F[j]) / c, room_i, room_j)
+        a[i] += y[i] * t
+        a[j] -= y[j] * t
+        G += t * y * (K[:, i] - K[:, j])
+    return a, G
+
+
+def svm_rho(y, C, a, G):
+    """libsvm's offset: mean of y G over free variables, else the midpoint of the bounds."""
+    yg = y * G
+    free = (a > 0) & (a < C)
+    if free.any():
+        return float(yg[free].mean())
+    ub = np.r_[yg[(a >= C) & (y < 0)], yg[(a <= 0) & (y > 0)]]
+    lb = np.r_[yg[(a >= C) & (y > 0)], yg[(a <= 0) & (y < 0)]]
+    hi = ub.min() if ub.size else np.inf
+    lo = lb.max() if lb.size else -np.inf
+    if hi == np.inf:
+        return float(lo)
+    if lo == -np.inf:
+        return float(hi)
+    return 0.5 * (hi + lo)
+
+
+def weak_svm_round(B, uniq, sample, ys, C, tol=1e-10):
+    """One SVM per kernel on the sample *with its copies*, judged on all points.
+
+    ``B[j]`` holds kernel ``j``'s rows of the distinct points ``uniq``; the
+    SVM is trained on ``B[j][pos][:, sample]`` (every draw a variable, as
+    libsvm would see the sample). Returns ``coef`` (r, u) (``alpha y`` summed
+    over copies), ``bias`` (r,) and ``decision`` (r, n) = ``coef[j] @ B[j] +
+    bias[j]``.
+    """
+    B = np.asarray(B, float)
+    r, u, n = B.shape
+    pos = np.searchsorted(uniq, sample)
+    coef, bias, dec = np.zeros((r, u)), np.zeros(r), np.zeros((r, n))
+    for j in range(r):
+        a, G = svm_dual(B[j][pos][:, sample], ys, C, tol)
+        bias[j] = -svm_rho(ys, C, a, G)
+        np.add.at(coef[j], pos, a * ys)
+        dec[j] = coef[j] @ B[j] + bias[j]
+    return coef, bias, dec
+
+
+def gather_blocks(K, kernels, rows, cols):
+    """K[kernels[j]][rows][:, cols], in float64."""
+    K = np.asarray(K)
+    return np.stack([K[k][np.ix_(rows, cols)] for k in kernels]).astype(float)

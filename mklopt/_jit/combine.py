@@ -166,3 +166,34 @@ def combine_rows(K, w, idx, out):
                 o[j] += w0 * r0[j]
             a += 1
     return out
+
+
+@njit(**JIT)
+def gather_blocks(K, kernels, rows, cols, out):
+    """Single-kernel blocks: ``out[j, a, b] = K[kernels[j], rows[a], cols[b]]``.
+
+    ``K`` is (m, n, n) float64 or float32 (a memory map works: only the
+    requested rows are read); ``kernels`` (r,), ``rows`` (p,) and ``cols``
+    (c,) int64 (repeats allowed); ``out`` (r, p, c) float64, written. Each
+    requested row is read once, contiguously; the boosting oracle asks for
+    the sample's rows against all columns, which is then a row copy.
+    """
+    n = K.shape[2]
+    full = cols.shape[0] == n
+    if full:
+        for b in range(n):
+            if cols[b] != b:
+                full = False
+                break
+    for j in range(kernels.shape[0]):
+        Kk = K[kernels[j]]
+        for a in range(rows.shape[0]):
+            src = Kk[rows[a]]
+            dst = out[j, a]
+            if full:
+                for b in range(n):
+                    dst[b] = src[b]
+            else:
+                for b in range(cols.shape[0]):
+                    dst[b] = src[cols[b]]
+    return out

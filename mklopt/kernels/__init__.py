@@ -14,6 +14,7 @@ from .bank import STORAGES, KernelBank
 from .expansion import KernelExpansion
 from .feature_maps import FeatureMap, FeatureMapFunctions, nystroem, random_fourier
 from .functions import KernelFunctions
+from .sharded import ShardedStorage, ShardLostError
 from .specs import RBF, Linear, Poly, grid, linear, poly, random_rbf, rbf
 
 __all__ = [
@@ -24,6 +25,8 @@ __all__ = [
     "FeatureMap",
     "nystroem",
     "random_fourier",
+    "ShardedStorage",
+    "ShardLostError",
     "STORAGES",
     "rbf",
     "poly",

@@ -25,6 +25,7 @@ from .._memory import check_max_memory, check_memory, fits, fmt_bytes, memory_li
 from .._validation import check_choice, check_matrix, check_vector, check_weights
 from .feature_maps import FeatureMap, FeatureMapFunctions, FeatureMapStorage
 from .functions import KernelFunctions, _check_indices, _check_specs
+from .sharded import ShardedStorage
 from .storage import DenseStorage, OnTheFlyStorage
 
 __all__ = ["KernelBank", "STORAGES", "check_storage"]
@@ -184,6 +185,8 @@ class KernelBank:
         dtype=np.float64,
         cache_size=None,
         max_memory=None,
+        client=None,
+        n_shards=None,
     ):
         """Kernels from specs on training data.
 
@@ -222,7 +225,18 @@ class KernelBank:
             the class docstring).
         max_memory : float or None, default=None
             Byte limit for what the bank stores; None means 80% of the
-            memory available now.
+            memory available now. With a ``client``: the limit of each
+            shard on its worker.
+        client : dask.distributed.Client, optional
+            Shard the kernels over the client's workers
+            (:class:`~mklopt.kernels.sharded.ShardedStorage`, needs
+            ``pip install "mklopt[dask]"``): each worker builds and holds the
+            ``storage`` of its shard, and only weights, dual vectors and
+            ``n``-vectors travel. ``"auto"`` then decides per shard against
+            the workers' memory limits.
+        n_shards : int, optional
+            Shards of a sharded bank; default one per worker. Only with
+            ``client``.
 
         Returns
         -------
@@ -232,7 +246,8 @@ class KernelBank:
         ------
         ValueError, TypeError
             On NaN/inf or a non-2-D ``X``, an empty or invalid spec list, a
-            feature index out of range, or a bad option.
+            feature index out of range, or a bad option; a ``client`` that is
+            not a running ``distributed.Client`` with workers.
         MemoryError
             Before allocating, when the chosen storage does not fit; the
             message names the storage (or the ``n_components``) that would.
@@ -253,6 +268,15 @@ class KernelBank:
             )
             return cls(FeatureMapStorage(functions), functions, cache_size=cache_size)
         m = len(specs)
+        if client is not None:
+            functions = KernelFunctions.from_data(X, specs, normalize=normalize)
+            sharded = ShardedStorage(
+                client, functions, storage=storage, normalize=normalize, dtype=dt,
+                max_memory=max_memory, n_shards=n_shards,
+            )
+            return cls(sharded, functions, cache_size=cache_size)
+        if n_shards is not None:
+            raise ValueError("n_shards is only used with a client (a sharded bank)")
         dense_bytes = m * n * n * dt.itemsize + n * n * 8
         fly_bytes = X.nbytes * 3 + 64 * n * 8
         if storage == "auto":

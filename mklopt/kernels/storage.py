@@ -119,10 +119,9 @@ class DenseStorage:
 
     def blocks(self, kernels, rows, cols):
         out = np.empty((kernels.size, rows.size, cols.size))
-        for j, k in enumerate(kernels.tolist()):
-            out[j] = self.K[k][np.ix_(rows, cols)]
-            if self.factors is not None:
-                out[j] *= self.factors[k]
+        _combine.gather_blocks(self.K, kernels, rows, cols, out)
+        if self.factors is not None:
+            out *= self.factors[kernels][:, None, None]
         return out
 
 

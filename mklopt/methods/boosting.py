@@ -367,7 +367,8 @@ class Boosting(MethodBase):
         errors = np.asarray(answer.errors, dtype=np.float64)
         P = np.asarray(answer.predictions, dtype=np.float64)
         kernels = np.asarray(answer.kernels, dtype=np.int64)
-        learners = tuple(answer.learners)
+        # Read only the learners kept: the oracle may build them on access.
+        learners = answer.learners
         s.n_fits += kernels.shape[0]
         if self.variant[0] == "S":
             # eq. 2.10, then rescale so that the best kernel has S = 1
@@ -381,7 +382,7 @@ class Boosting(MethodBase):
         else:
             weights = _learner_weight(errors)
             h = _vote(weights, P)
-            members = learners
+            members = tuple(learners)
         wrong = h != s.y
         err = float(s.D @ wrong)
         s.round_errors.append(err)

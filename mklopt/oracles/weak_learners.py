@@ -12,17 +12,24 @@ outer method's business (:class:`mklopt.methods.Boosting`).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .._jit.smo import smo_rho, smo_solve, smo_violation
+from .._jit.boost import weak_svm_round
 from .._validation import check_int, check_labels, check_real
 from ..kernels.bank import as_bank
+from ..kernels.sharded import check_client
 from ._warnings import ConvergenceWarning
 
 __all__ = ["WeakLearners", "WeakLearner", "WeakLearnersAnswer", "BoostQuery"]
+
+#: Largest kernel block (bytes) a round reads at once: the rows of the
+#: sample's distinct points against all training points, for as many
+#: kernels as fit.
+_BLOCK_BYTES = 256 * 2**20
 
 
 def _frozen(a, dtype):
@@ -115,8 +122,9 @@ class WeakLearnersAnswer:
         Each learner's ``+-1`` predictions on all training points.
     decision : ndarray of float64, shape (n_selected, n_samples)
         The decision values behind them.
-    learners : tuple of WeakLearner
-        The trained learners, one per kernel.
+    learners : sequence of WeakLearner
+        The trained learners, one per kernel, in the order of ``kernels``
+        (each is built when first read, then kept).
     n_solver_iter : int
         SMO iterations summed over the learners.
     """
@@ -126,8 +134,48 @@ class WeakLearnersAnswer:
     errors: NDArray[np.float64]
     predictions: NDArray[np.float64]
     decision: NDArray[np.float64]
-    learners: tuple
+    learners: Sequence
     n_solver_iter: int = 0
+
+
+class _Learners(Sequence):
+    """The learners of one round, built from its arrays when first read.
+
+    A round trains its SVMs in one jitted call; the per-learner records are
+    only made for the learners a method keeps (MKBoost-D1 keeps one).
+    """
+
+    def __init__(self, kernels, uniq, coef, bias):
+        self._kernels, self._uniq, self._coef, self._bias = kernels, uniq, coef, bias
+        self._made = [None] * kernels.shape[0]
+
+    def __len__(self):
+        return len(self._made)
+
+    def __getitem__(self, j):
+        if isinstance(j, slice):
+            return tuple(self[i] for i in range(len(self))[j])
+        lrn = self._made[j]
+        if lrn is None:
+            c = self._coef[j]
+            nz = np.flatnonzero(c)
+            lrn = WeakLearner(
+                int(self._kernels[j]),
+                _frozen(self._uniq[nz], np.int64),
+                _frozen(c[nz], np.float64),
+                float(self._bias[j]),
+            )
+            self._made[j] = lrn
+        return lrn
+
+
+def _round_chunk(B, uniq, yu, upper, tol, max_iter):
+    """A chunk of a round's weak SVMs as one Dask task (see :func:`weak_svm_round`)."""
+    r, n = B.shape[0], B.shape[2]
+    out = (np.empty((r, B.shape[1])), np.empty(r), np.empty((r, n)),
+           np.empty(r, dtype=np.int64), np.empty(r))
+    weak_svm_round(B, uniq, yu, upper, tol, max_iter, *out)
+    return out
 
 
 
@@ -153,6 +201,14 @@ class WeakLearners:
         where the tolerance is below the rounding error of the gradient).
         A learner cut off by it is still a feasible SVM and is used; a
         :class:`ConvergenceWarning` says so.
+    client : dask.distributed.Client, optional
+        Train the SVMs of a round as Dask tasks, one per chunk of kernels
+        (default: one chunk per worker). The answers are the same as
+        without a client. Worth it when a round's SVMs are large (a task
+        costs a few milliseconds and carries its kernel blocks).
+    chunk_size : int, optional
+        Kernels per task with a ``client`` (default: the kernels of the
+        round divided evenly over the workers).
 
     Attributes
     ----------
@@ -173,6 +229,13 @@ class WeakLearners:
     twice appears twice, as in a bootstrap; SMO copes with the zero
     curvature between copies), then evaluates it on all ``n`` training
     points through the rows of its support vectors only. The copies of a
+    point are merged into one variable bounded by ``C`` times its number of
+    draws, which is the same SVM (see :mod:`mklopt._jit.boost`). All the SVMs of a
+    round are trained in one jitted call, in parallel over the kernels
+    (:func:`mklopt._jit.boost.weak_svm_round`), from one request to the
+    storage: the rows of the sample's distinct points against all training
+    points (``bank.storage.blocks(kernels, unique(idx), all)``), which hold
+    both the training blocks and the support rows. The copies of a
     support vector are merged, so a learner stores each training index at
     most once. A sample holding one class only gives the constant
     classifier of that class (``alpha = 0``, bias of its sign).
@@ -192,7 +255,7 @@ class WeakLearners:
     ([0.0, 0.0], 2)
     """
 
-    def __init__(self, bank, y, C=50.0, tol=1e-3, max_iter=None):
+    def __init__(self, bank, y, C=50.0, tol=1e-3, max_iter=None, client=None, chunk_size=None):
         self.bank = as_bank(bank)
         self.n_kernels = int(self.bank.n_kernels)
         self.n_samples = int(self.bank.n_samples)
@@ -200,6 +263,12 @@ class WeakLearners:
         self.C = check_real(C, "C", low=0.0, strict_low=True)
         self.tol = check_real(tol, "tol", low=0.0, strict_low=True)
         self.max_iter = None if max_iter is None else check_int(max_iter, "max_iter", low=1)
+        self.chunk_size = None if chunk_size is None else check_int(chunk_size, "chunk_size",
+                                                                    low=1)
+        self.client = client
+        self._n_workers = 1
+        if client is not None:
+            self._n_workers = len(check_client(client))
         self.n_calls = 0
         self.n_fits = 0
         self.n_unconverged = 0
@@ -228,25 +297,55 @@ class WeakLearners:
         """
         sample, kernels, dist = self._check_query(query)
         self.n_calls += 1
+        N = self.n_samples
         y = self.y
-        ys = np.ascontiguousarray(y[sample])
-        r = kernels.shape[0]
-        decision = np.empty((r, self.n_samples))
-        learners = []
-        total_iter = 0
+        # The sample's distinct points, each with C times its number of
+        # draws as its bound (copies merged, see mklopt._jit.boost).
+        uniq, counts = np.unique(sample, return_counts=True)
+        uniq = uniq.astype(np.int64)
+        yu = np.ascontiguousarray(y[uniq])
+        upper = self.C * counts.astype(np.float64)
+        s = sample.shape[0]
+        budget = self.max_iter if self.max_iter is not None else max(100_000, 100 * s)
+        r, u = kernels.shape[0], uniq.shape[0]
+        coef = np.empty((r, u))
+        bias = np.empty(r)
+        decision = np.empty((r, N))
+        n_iter = np.empty(r, dtype=np.int64)
+        violation = np.empty(r)
+        args = (uniq, yu, upper, self.tol, int(budget))
+        chunks = self._chunks(r, u)
         storage = self.bank.storage
-        # Every kernel of the round on the same sample, in one request.
-        blocks = storage.blocks(kernels, sample, sample)
-        everyone = np.arange(self.n_samples, dtype=np.int64)
-        for pos, k in enumerate(kernels):
-            learner, n_iter = self._fit_one(int(k), sample, ys, blocks[pos])
-            total_iter += n_iter
-            learners.append(learner)
-            if learner.support.size:
-                rows = storage.blocks(np.array([k], dtype=np.int64), learner.support, everyone)[0]
-                decision[pos] = learner.decision(rows)
-            else:
-                decision[pos] = learner.bias
+        everyone = np.arange(N, dtype=np.int64)
+        if self.client is None:
+            for c0, c1 in chunks:
+                # The rows of the sample's distinct points against every
+                # training point: the training blocks and the support rows.
+                B = storage.blocks(kernels[c0:c1], uniq, everyone)
+                weak_svm_round(B, *args, coef[c0:c1], bias[c0:c1], decision[c0:c1],
+                               n_iter[c0:c1], violation[c0:c1])
+        else:
+            futures = [
+                self.client.submit(
+                    _round_chunk, storage.blocks(kernels[c0:c1], uniq, everyone), *args,
+                    pure=False,
+                )
+                for c0, c1 in chunks
+            ]
+            for (c0, c1), part in zip(chunks, self.client.gather(futures)):
+                coef[c0:c1], bias[c0:c1], decision[c0:c1], n_iter[c0:c1], violation[c0:c1] = part
+        n_bad = int(np.count_nonzero(violation > self.tol))
+        if n_bad:
+            self.n_unconverged += n_bad
+            # One fixed message, so that the default filter shows it once
+            # rather than once per weak learner.
+            warnings.warn(
+                f"some weak SVMs stopped on their SMO iteration budget before reaching "
+                f"tol={self.tol:g} (see WeakLearners.n_unconverged); they are used as they "
+                "are. Standardise the features, normalise the kernels, or raise max_iter",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
         self.n_fits += r
         predictions = np.where(decision > 0.0, 1.0, -1.0)
         wrong = predictions != y[None, :]
@@ -257,41 +356,17 @@ class WeakLearners:
             errors=errors,
             predictions=predictions,
             decision=decision,
-            learners=tuple(learners),
-            n_solver_iter=total_iter,
+            learners=_Learners(kernels, uniq, coef, bias),
+            n_solver_iter=int(n_iter.sum()),
         )
 
     # ---- internals ----------------------------------------------------------
-    def _fit_one(self, k, sample, ys, Ks):
-        C = self.C
-        Ks = np.ascontiguousarray(Ks, dtype=np.float64)
-        n = sample.shape[0]
-        budget = self.max_iter if self.max_iter is not None else max(100_000, 100 * n)
-        alpha = np.zeros(n)
-        grad = np.full(n, -1.0)
-        upper = np.full(n, C)
-        n_iter = smo_solve(Ks, np.arange(n), ys, upper, alpha, grad, self.tol, budget, True)
-        if n_iter >= budget and smo_violation(ys, upper, alpha, grad) > self.tol:
-            self.n_unconverged += 1
-            # One fixed message, so that the default filter shows it once
-            # rather than once per weak learner.
-            warnings.warn(
-                f"some weak SVMs stopped on their SMO iteration budget before reaching "
-                f"tol={self.tol:g} (see WeakLearners.n_unconverged); they are used as they "
-                "are. Standardise the features, normalise the kernels, or raise max_iter",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
-        bias = -float(smo_rho(ys, upper, alpha, grad))
-        sv = alpha > 0.0
-        # Merge the copies of a repeated support vector: they share a kernel
-        # row, so only the sum of their coefficients matters for prediction.
-        coef_all = np.bincount(sample[sv], weights=(alpha * ys)[sv], minlength=self.n_samples)
-        support = np.unique(sample[sv]).astype(np.int64)
-        coef = np.ascontiguousarray(coef_all[support])
-        return WeakLearner(k, _frozen(support, np.int64), _frozen(coef, np.float64), bias), int(
-            n_iter
-        )
+    def _chunks(self, r, u):
+        """Kernel ranges ``[c0, c1)`` handled together (one block request each)."""
+        per = int(max(1, _BLOCK_BYTES // max(1, u * self.n_samples * 8)))
+        if self.client is not None:
+            per = min(per, self.chunk_size or -(-r // self._n_workers))
+        return [(c0, min(r, c0 + per)) for c0 in range(0, r, per)]
 
     def _check_query(self, query):
         for attr in ("sample", "kernels"):

@@ -1,0 +1,676 @@
+"""Kernels sharded over the workers of a Dask cluster (DESIGN section 11).
+
+:class:`ShardedStorage` answers the storage verbs of
+:mod:`mklopt.kernels.storage` for a bank whose kernels live on the workers of
+a ``dask.distributed`` cluster. The kernels are split into *shards*, one
+per worker by default; each shard is a Dask actor that builds its own
+storage (dense, on the fly, or any storage name
+:meth:`~mklopt.kernels.KernelBank.from_specs` accepts) **on its worker**
+from the training points and its specs. Only weights, dual vectors and
+``n``-vectors travel to the workers, and only rows, diagonals, ``q``
+values and blocks come back:
+
+=============================  ===========================  =============================
+verb                           sent to each active shard     answered
+=============================  ===========================  =============================
+``diag(w)``                    its weights                   ``n`` numbers, summed
+``rows(w, idx)``               its weights, ``idx``          ``len(idx) x n``, summed
+``combine(w)``                 its weights                   ``n x n``, summed
+``quad_forms(v, S, kernels)``  ``v_S``, ``S``, kernels       its ``q_k``, concatenated
+``blocks(kernels, r, c)``      kernels, ``r``, ``c``         its blocks, concatenated
+=============================  ===========================  =============================
+
+A shard whose weights are all zero is not asked for rows, diagonals or
+combined matrices. Weights travel as (indices, values) when at most half of
+a shard's weights are non-zero (the usual case for L1-MKL). Every verb is
+**one round trip**: the requests to all shards are sent together and the
+answers awaited together, so a batched row request of the SMO solver costs
+one round trip whatever the number of rows or shards.
+
+Shards are balanced by cost, not by count. Kernels on one feature subset
+(a *group*) share their distance evaluation, so a group is never split.
+On the fly, a row and a ``q`` of group ``g`` cost about ``|F_g| + c m_g``
+per kernel entry (one distance over ``|F_g|`` features, then one
+exponential or power per kernel, ``c`` = ``KERNEL_COST``); a dense kernel
+costs the same whatever its features, so there the cost is ``m_g``. Groups
+are assigned largest first to the least loaded shard (the LPT rule), which
+keeps every shard within one group's cost of the mean.
+
+A worker lost during a request (killed, out of memory, its machine gone)
+does not give a silent wrong answer: every answer is assembled from all
+shards or not at all. The lost shard is rebuilt on a live worker from the
+training points and its specs (the kernels are deterministic, so the
+rebuilt shard answers exactly as the lost one) and the request is sent
+again, up to ``retries`` times; after that :class:`ShardLostError` is
+raised. The client stays usable either way.
+
+Dask is an optional dependency (``pip install "mklopt[dask]"``): this
+module imports it only when a sharded bank is built.
+"""
+
+from __future__ import annotations
+
+import heapq
+import numbers
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from .._memory import fits
+
+__all__ = [
+    "ShardedStorage",
+    "ShardLostError",
+    "ShardInfo",
+    "Traffic",
+    "balance_shards",
+    "check_client",
+]
+
+#: Cost of one kernel of a group, in units of one feature of its distance
+#: evaluation (on-the-fly storage): an exponential or a power per entry
+#: against a subtract-multiply-add per feature.
+KERNEL_COST = 4.0
+
+_DASK_HINT = 'install it with pip install "mklopt[dask]"'
+
+
+class ShardLostError(RuntimeError):
+    """A worker holding a kernel shard was lost and the shard could not be rebuilt."""
+
+
+@dataclass
+class Traffic:
+    """What a sharded storage sent and received, counted on the client.
+
+    Attributes
+    ----------
+    n_round_trips : int
+        Verb calls that went to the workers; each sends its requests to
+        all active shards at once and waits for all answers (one round
+        trip, whatever the number of shards).
+    n_messages : int
+        Requests sent to shards (at most ``n_shards`` per round trip).
+    bytes_sent, bytes_received : int
+        Array payload bytes (weights, indices, vectors; rows, ``q``,
+        blocks). Message framing adds a few hundred bytes per message.
+    n_rebuilt : int
+        Shards rebuilt after a lost worker.
+    """
+
+    n_round_trips: int = 0
+    n_messages: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    n_rebuilt: int = 0
+
+    def copy(self):
+        """A snapshot of the counters."""
+        return Traffic(**self.__dict__)
+
+    def __sub__(self, other):
+        return Traffic(**{k: v - getattr(other, k) for k, v in self.__dict__.items()})
+
+
+def _distributed():
+    """The ``distributed`` module, or an ImportError that says how to get it."""
+    # Imported here only: Dask is an optional dependency of mklopt.
+    try:
+        import distributed
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            f"a client was given but dask.distributed is not installed; {_DASK_HINT}"
+        ) from exc
+    return distributed
+
+
+def check_client(client, name="client"):
+    """Validate a ``dask.distributed.Client`` that will hold a sharded bank.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        Connected to a scheduler with at least one worker.
+    name : str, default="client"
+        The argument's name, for the messages.
+
+    Returns
+    -------
+    list of str
+        The workers' addresses, sorted.
+
+    Raises
+    ------
+    TypeError
+        If ``client`` is not a ``distributed.Client``.
+    ValueError
+        If it is closed or has no workers.
+    ImportError
+        If dask.distributed is not installed.
+    """
+    distributed = _distributed()
+    if not isinstance(client, distributed.Client):
+        raise TypeError(
+            f"{name} must be a dask.distributed.Client connected to a scheduler, got "
+            f"{type(client).__name__}; create one with Client('tcp://scheduler:8786') or "
+            "Client(LocalCluster())"
+        )
+    if client.status != "running":
+        raise ValueError(
+            f"{name} is not connected (status {client.status!r}); it was closed or never "
+            "started. Pass a running Client"
+        )
+    workers = sorted(_workers_info(client))
+    if not workers:
+        raise ValueError(
+            f"{name}'s cluster has no workers; start some (e.g. cluster.scale(2)) or wait "
+            "for them with client.wait_for_workers(n)"
+        )
+    return workers
+
+
+def _workers_info(client):
+    """``{address: info}`` of every worker (all of them, not the first few)."""
+    try:
+        return client.scheduler_info(n_workers=-1)["workers"]
+    except TypeError:  # distributed before n_workers= (it listed them all)
+        return client.scheduler_info()["workers"]
+
+
+def _group_costs(plan, storage):
+    m_g = np.diff(plan.kern_ptr).astype(np.float64)
+    if storage == "dense":
+        return m_g
+    return np.diff(plan.feat_ptr).astype(np.float64) + KERNEL_COST * m_g
+
+
+def balance_shards(plan, n_shards, storage="on_the_fly"):
+    """Split a bank's kernels into shards of balanced cost, never splitting a group.
+
+    Parameters
+    ----------
+    plan : mklopt.kernels.functions._Plan
+        The bank's plan (``KernelFunctions.plan``).
+    n_shards : int
+        Shards wanted (>= 1); fewer are returned when there are fewer groups.
+    storage : str, default="on_the_fly"
+        Storage of the shards: ``"dense"`` costs a kernel the same whatever
+        its features; any other storage computes from the features.
+
+    Returns
+    -------
+    shards : list of ndarray of int64
+        Sorted kernel indices of each non-empty shard.
+    costs : ndarray of shape (len(shards),)
+        The cost of each shard (see the module notes).
+    """
+    cost = _group_costs(plan, storage)
+    order = np.argsort(-cost, kind="stable")
+    heap = [(0.0, s) for s in range(int(n_shards))]
+    members = [[] for _ in range(int(n_shards))]
+    loads = np.zeros(int(n_shards))
+    for g in order.tolist():
+        load, s = heapq.heappop(heap)
+        members[s].append(g)
+        loads[s] = load + cost[g]
+        heapq.heappush(heap, (loads[s], s))
+    shards, costs = [], []
+    for s in range(int(n_shards)):
+        if not members[s]:
+            continue
+        ks = np.concatenate(
+            [plan.kern_idx[plan.kern_ptr[g] : plan.kern_ptr[g + 1]] for g in members[s]]
+        )
+        shards.append(np.sort(ks).astype(np.int64))
+        costs.append(loads[s])
+    return shards, np.array(costs)
+
+
+def _encode(w):
+    """Weights as sent: ``(indices, values)`` when at most half are non-zero, else dense."""
+    nz = np.flatnonzero(w)
+    if 2 * nz.size <= w.size:
+        return (w.size, nz.astype(np.int64), w[nz])
+    return w
+
+
+def _decode(enc):
+    if isinstance(enc, tuple):
+        m, nz, vals = enc
+        w = np.zeros(m)
+        w[nz] = vals
+        return w
+    return enc
+
+
+def _nbytes(obj):
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if isinstance(obj, (tuple, list)):
+        return sum(_nbytes(o) for o in obj)
+    return 0
+
+
+class _Shard:
+    """One shard of a bank, held by a Dask actor on a worker.
+
+    Built on the worker from the training points and the shard's specs;
+    answers the storage verbs for its kernels (local indices).
+    """
+
+    def __init__(self, X, specs, storage, normalize, dtype, max_memory):
+        # bank.py imports this module, so the bank is imported when a shard
+        # is built (on the worker), not at module level.
+        from .bank import KernelBank
+
+        self._threads = 1
+        try:
+            worker = _distributed().get_worker()
+            self._threads = max(1, min(int(worker.state.nthreads), numba.config.NUMBA_NUM_THREADS))
+        except ValueError:  # pragma: no cover - built outside a worker
+            self._threads = numba.config.NUMBA_NUM_THREADS
+        self._set_threads()
+        bank = KernelBank.from_specs(
+            X, specs, storage=storage, normalize=normalize, dtype=dtype, max_memory=max_memory
+        )
+        self.st = bank.storage
+        self.scales = np.asarray(bank.scales)
+        self.n = int(bank.n_samples)
+
+    def _set_threads(self):
+        # A worker's numba threads match its Dask threads, so that two
+        # workers on one machine do not oversubscribe its cores (the
+        # setting is per calling thread, hence on every request).
+        numba.set_num_threads(self._threads)
+
+    def info(self):
+        import mklopt
+
+        return {
+            "storage": self.st.name,
+            "nbytes": int(self.st.nbytes),
+            "scales": self.scales,
+            "version": mklopt.__version__,
+        }
+
+    def diag(self, w):
+        self._set_threads()
+        return self.st.diag(_decode(w))
+
+    def rows(self, w, idx):
+        self._set_threads()
+        return self.st.rows(_decode(w), idx, np.empty((idx.size, self.n)))
+
+    def combine(self, w):
+        self._set_threads()
+        return self.st.combine(_decode(w), np.empty((self.n, self.n)))
+
+    def quad_forms(self, vS, S, kernels):
+        self._set_threads()
+        v = np.zeros(self.n)
+        v[S] = vS
+        return self.st.quad_forms(v, S, kernels)
+
+    def blocks(self, kernels, rows, cols):
+        self._set_threads()
+        return self.st.blocks(kernels, rows, cols)
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    """Where one shard lives and what it holds."""
+
+    worker: str
+    kernels: np.ndarray
+    storage: str
+    nbytes: int
+    cost: float
+
+
+class ShardedStorage:
+    """A bank's kernels sharded over the workers of a Dask cluster.
+
+    Build it with ``KernelBank.from_specs(X, specs, client=client)``; see
+    the module notes for what travels and how shards are chosen.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A running client with at least one worker.
+    functions : KernelFunctions
+        The bank's kernels (specs, scales and training points), as the
+        client holds them for prediction.
+    storage : str, default="auto"
+        Storage of every shard on its worker (``"dense"``, ``"on_the_fly"``,
+        or another name ``KernelBank.from_specs`` accepts). ``"auto"`` keeps
+        a shard dense when it fits in half of its worker's memory limit
+        (and under ``max_memory``), else computes it on the fly.
+    normalize : {"trace", None}, default="trace"
+        As for ``from_specs``; the workers' constants are checked against
+        ``functions.scales``.
+    dtype : numpy dtype, default=np.float64
+        Storage type of dense shards.
+    max_memory : float, optional
+        Byte limit for each shard's storage on its worker.
+    n_shards : int, optional
+        Default: one per worker. More shards than workers are placed round
+        robin (useful when workers have several threads each).
+    retries : int, default=1
+        Times a shard lost with its worker is rebuilt within one request
+        before :class:`ShardLostError` is raised.
+
+    Attributes
+    ----------
+    name : str
+        ``"sharded"``.
+    n_kernels, n_samples, n_shards : int
+    shards : tuple of ShardInfo
+    traffic : Traffic
+        Running counters of round trips, messages and bytes.
+    """
+
+    name = "sharded"
+
+    def __init__(
+        self,
+        client,
+        functions,
+        storage="auto",
+        normalize="trace",
+        dtype=np.float64,
+        max_memory=None,
+        n_shards=None,
+        retries=1,
+    ):
+        workers = check_client(client)
+        if n_shards is None:
+            n_shards = len(workers)
+        if isinstance(n_shards, bool) or not isinstance(n_shards, numbers.Integral):
+            raise TypeError(f"n_shards must be a positive int or None, got {n_shards!r}")
+        if n_shards < 1:
+            raise ValueError(f"n_shards must be >= 1, got {n_shards}")
+        if isinstance(retries, bool) or not isinstance(retries, numbers.Integral) or retries < 0:
+            raise ValueError(f"retries must be an int >= 0, got {retries!r}")
+        self.client = client
+        self.functions = functions
+        self.n_kernels = int(functions.n_kernels)
+        self.n_samples = int(functions.n_samples)
+        self.retries = int(retries)
+        self.traffic = Traffic()
+        self._normalize = normalize
+        self._dtype = np.dtype(dtype)
+        self._max_memory = max_memory
+        self._storage = storage
+        self._closed = False
+
+        kind = storage
+        if storage == "auto":
+            kind = self._auto_storage(workers, int(n_shards))
+        parts, costs = balance_shards(functions.plan, int(n_shards), kind)
+        self._kinds = [kind] * len(parts)
+        self._parts = parts
+        self._costs = costs
+        self._shard_of = np.empty(self.n_kernels, dtype=np.int64)
+        self._local = np.empty(self.n_kernels, dtype=np.int64)
+        for s, ks in enumerate(parts):
+            self._shard_of[ks] = s
+            self._local[ks] = np.arange(ks.size)
+        self._workers = [workers[s % len(workers)] for s in range(len(parts))]
+        self._futures = [None] * len(parts)
+        self._actors = [None] * len(parts)
+        self._info = [None] * len(parts)
+        X = client.scatter(functions.X, broadcast=True, hash=False)
+        try:
+            started = [self._submit(s, X) for s in range(len(parts))]
+            for s, fut in enumerate(started):
+                self._adopt(s, fut)
+        finally:
+            X.release()
+
+    # ------------------------------------------------------------ building
+    def _auto_storage(self, workers, n_shards):
+        info = _workers_info(self.client)
+        limits = [info[w].get("memory_limit") or 0 for w in workers]
+        limit = min(limits) if all(limits) else None
+        m, n = self.n_kernels, self.n_samples
+        per_shard = (m / n_shards) * n * n * self._dtype.itemsize + n * n * 8
+        dense_ok = limit is None or per_shard <= 0.5 * limit
+        if self._max_memory is not None:
+            dense_ok = dense_ok and fits(per_shard, self._max_memory)
+        return "dense" if dense_ok else "on_the_fly"
+
+    def _submit(self, s, X):
+        fn = self.functions
+        specs = [fn.specs[k] for k in self._parts[s].tolist()]
+        return self.client.submit(
+            _Shard,
+            X,
+            specs,
+            self._kinds[s],
+            self._normalize,
+            self._dtype,
+            self._max_memory,
+            actor=True,
+            workers=[self._workers[s]],
+            allow_other_workers=False,
+            pure=False,
+        )
+
+    def _adopt(self, s, fut):
+        """Wait for shard ``s``'s actor and check what it built."""
+        actor = fut.result()
+        info = actor.info().result()
+        import mklopt
+
+        if info["version"] != mklopt.__version__:
+            raise RuntimeError(
+                f"worker {self._workers[s]} runs mklopt {info['version']} but this client "
+                f"runs {mklopt.__version__}; install the same version on every worker"
+            )
+        want = self.functions.scales[self._parts[s]]
+        if not np.allclose(info["scales"], want, rtol=1e-12, atol=0.0):
+            raise RuntimeError(
+                f"the kernels built on worker {self._workers[s]} do not match the client's "
+                "(different normalisation constants); check that workers and client run the "
+                "same mklopt and numpy"
+            )
+        self._futures[s], self._actors[s], self._info[s] = fut, actor, info
+
+    def _rebuild(self, s, exc):
+        """Rebuild shard ``s`` on a live worker after its worker was lost."""
+        try:
+            workers = check_client(self.client)
+        except (TypeError, ValueError) as err:
+            raise ShardLostError(
+                f"the worker holding kernel shard {s} was lost and no worker is left to "
+                f"rebuild it on ({err})"
+            ) from exc
+        lost = self._workers[s]
+        alive = [w for w in workers if w != lost] or workers
+        load = {w: 0.0 for w in alive}
+        for t, w in enumerate(self._workers):
+            if t != s and w in load:
+                load[w] += self._costs[t]
+        self._workers[s] = min(alive, key=lambda w: (load[w], w))
+        old = self._futures[s]
+        self._futures[s] = self._actors[s] = None
+        if old is not None:
+            old.release()
+        self._adopt(s, self._submit(s, self.functions.X))
+        self.traffic.n_rebuilt += 1
+
+    # ------------------------------------------------------------ requests
+    def _request(self, method, calls):
+        """Send ``calls`` (shard, args) together; answers in the same order.
+
+        One round trip. A shard whose worker is lost is rebuilt and asked
+        again (up to ``retries`` times); any other error is raised as is.
+        """
+        if self._closed:
+            raise ValueError(
+                "this sharded bank was closed (storage.close()); build it again with "
+                "KernelBank.from_specs(X, specs, client=client)"
+            )
+        t = self.traffic
+        t.n_round_trips += 1
+        pending = []
+        for s, args in calls:
+            t.n_messages += 1
+            t.bytes_sent += _nbytes(args)
+            pending.append(self._send(s, method, args))
+        out = []
+        for (s, args), fut in zip(calls, pending):
+            tries = 0
+            while True:
+                try:
+                    res = fut.result()
+                    break
+                except Exception as exc:
+                    if not _is_lost(exc):
+                        raise
+                    if tries >= self.retries:
+                        raise ShardLostError(
+                            f"the worker holding kernel shard {s} ({self._parts[s].size} "
+                            f"kernels, on {self._workers[s]}) was lost during a {method!r} "
+                            f"request, and {tries} rebuild(s) did not help (retries="
+                            f"{self.retries}). No partial answer was used; the client is "
+                            "still usable: build the bank again, or raise retries"
+                        ) from exc
+                    tries += 1
+                    self._rebuild(s, exc)
+                    t.n_messages += 1
+                    t.bytes_sent += _nbytes(args)
+                    fut = self._send(s, method, args)
+            t.bytes_received += _nbytes(res)
+            out.append(res)
+        return out
+
+    def _send(self, s, method, args):
+        actor = self._actors[s]
+        if actor is None:
+            return _Failed(ShardLostError(f"kernel shard {s} has no actor"))
+        try:
+            return getattr(actor, method)(*args)
+        except Exception as exc:  # the worker was already gone when sending
+            if not _is_lost(exc):
+                raise
+            return _Failed(exc)
+
+    def _weights(self, w):
+        """``(shard, encoded weights)`` for the shards with a non-zero weight."""
+        calls = []
+        for s, ks in enumerate(self._parts):
+            ws = w[ks]
+            if np.any(ws != 0.0):
+                calls.append((s, _encode(ws)))
+        return calls
+
+    # ------------------------------------------------------------ the verbs
+    @property
+    def n_shards(self):
+        """Number of shards (at most the number of feature groups)."""
+        return len(self._parts)
+
+    @property
+    def shards(self):
+        """One :class:`ShardInfo` per shard: worker, kernels, storage, bytes, cost."""
+        return tuple(
+            ShardInfo(
+                self._workers[s],
+                self._parts[s],
+                self._info[s]["storage"],
+                int(self._info[s]["nbytes"]),
+                float(self._costs[s]),
+            )
+            for s in range(self.n_shards)
+        )
+
+    @property
+    def nbytes(self):
+        """Bytes held by the shards on their workers."""
+        return int(sum(i["nbytes"] for i in self._info))
+
+    def _summed(self, parts, out):
+        out[...] = parts[0]
+        for p in parts[1:]:
+            out += p
+        return out
+
+    def diag(self, w):
+        calls = [(s, (ws,)) for s, ws in self._weights(w)]
+        return self._summed(self._request("diag", calls), np.empty(self.n_samples))
+
+    def rows(self, w, idx, out):
+        calls = [(s, (ws, idx)) for s, ws in self._weights(w)]
+        return self._summed(self._request("rows", calls), out)
+
+    def combine(self, w, out):
+        calls = [(s, (ws,)) for s, ws in self._weights(w)]
+        return self._summed(self._request("combine", calls), out)
+
+    def _route(self, kernels):
+        """Per shard: ``(positions in kernels, local indices)``; None means all kernels."""
+        if kernels is None:
+            return [(s, ks, None) for s, ks in enumerate(self._parts)]
+        shard = self._shard_of[kernels]
+        out = []
+        for s in np.unique(shard).tolist():
+            pos = np.flatnonzero(shard == s)
+            out.append((s, pos, self._local[kernels[pos]]))
+        return out
+
+    def quad_forms(self, v, support, kernels=None):
+        size = self.n_kernels if kernels is None else kernels.size
+        q = np.zeros(size)
+        if support.size == 0 or size == 0:
+            return q
+        vS = np.ascontiguousarray(v[support])
+        routes = self._route(kernels)
+        answers = self._request("quad_forms", [(s, (vS, support, loc)) for s, _, loc in routes])
+        for (_, pos, _), qs in zip(routes, answers):
+            q[pos] = qs
+        return q
+
+    def blocks(self, kernels, rows, cols):
+        out = np.empty((kernels.size, rows.size, cols.size))
+        if out.size == 0:
+            return out
+        routes = self._route(kernels)
+        answers = self._request("blocks", [(s, (loc, rows, cols)) for s, _, loc in routes])
+        for (_, pos, _), b in zip(routes, answers):
+            out[pos] = b
+        return out
+
+    # ------------------------------------------------------------ lifetime
+    def close(self):
+        """Release the shards' actors (their workers free the memory); later requests fail."""
+        self._closed = True
+        for s, fut in enumerate(self._futures):
+            if fut is not None:
+                fut.release()
+            self._futures[s] = self._actors[s] = None
+
+    def __repr__(self):
+        return (
+            f"ShardedStorage(n_kernels={self.n_kernels}, n_samples={self.n_samples}, "
+            f"n_shards={self.n_shards}, storage={self._storage!r})"
+        )
+
+
+class _Failed:
+    """A request that could not be sent because the worker was gone."""
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def result(self):
+        raise self.exc
+
+
+def _is_lost(exc):
+    """Whether ``exc`` says that a worker (or the connection to it) was lost."""
+    if isinstance(exc, (ShardLostError, OSError)):
+        return True
+    msg = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("lost" in msg or "closed" in msg)

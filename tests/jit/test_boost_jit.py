@@ -1,0 +1,95 @@
+"""The jitted boosting round against its NumPy twin (tests/_reference.py) and invariants."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mklopt._jit.boost import weak_svm_round
+from tests import _reference as ref
+
+
+def make_round(seed, n=30, s=12, r=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+    d = ((X[:, None] - X[None]) ** 2).sum(-1)
+    K = np.stack([np.exp(-d / (2 * w**2)) for w in (0.5, 1.0, 2.0, 4.0)[:r]])
+    sample = rng.choice(n, size=s, replace=True)
+    if np.unique(y[sample]).size < 2:
+        sample[:2] = [np.flatnonzero(y > 0)[0], np.flatnonzero(y < 0)[0]]
+    uniq = np.unique(sample)
+    B = np.ascontiguousarray(K[:, uniq, :])
+    return B, uniq.astype(np.int64), sample.astype(np.int64), y[sample], y[uniq]
+
+
+def run(B, uniq, sample, yu, C, tol=1e-10, max_iter=100_000, fn=weak_svm_round):
+    r, u, n = B.shape
+    upper = C * np.bincount(np.searchsorted(uniq, sample), minlength=u).astype(float)
+    coef, bias, dec = np.empty((r, u)), np.empty(r), np.empty((r, n))
+    n_iter, viol = np.empty(r, dtype=np.int64), np.empty(r)
+    fn(B, uniq, yu, upper, tol, max_iter, coef, bias, dec, n_iter, viol)
+    return coef, bias, dec, n_iter, viol
+
+
+@settings(max_examples=25)
+@given(seed=st.integers(0, 10_000), s=st.integers(4, 20), C=st.sampled_from([0.5, 5.0, 50.0]))
+def test_round_matches_the_numpy_twin(seed, s, C):
+    B, uniq, sample, ys, yu = make_round(seed, s=s)
+    coef, bias, dec, n_iter, viol = run(B, uniq, sample, yu, C)
+    # the twin solves the sample with its copies: merging them is the same SVM
+    c_ref, b_ref, d_ref = ref.weak_svm_round(B, uniq, sample, ys, C)
+    scale = max(1.0, np.abs(d_ref).max())
+    # The primal w is unique, so the kernel part of the decision is; the
+    # offset may be any point of an interval when no variable is free.
+    np.testing.assert_allclose(dec - bias[:, None], d_ref - b_ref[:, None], atol=1e-6 * scale)
+    # the stored coefficients reproduce the decision values exactly
+    np.testing.assert_allclose(np.einsum("ju,jun->jn", coef, B) + bias[:, None], dec,
+                               atol=1e-12 * scale)
+    # coefficients carry the label sign; box constraint summed over copies
+    copies = np.bincount(np.searchsorted(uniq, sample), minlength=uniq.size)
+    assert np.all(np.abs(coef) <= C * copies + 1e-12)
+    for j in range(B.shape[0]):
+        nz = coef[j] != 0
+        assert np.all(np.sign(coef[j][nz]) == yu[nz])
+        # equality constraint y'alpha = 0 survives the merge
+        assert abs(coef[j].sum()) <= 1e-9 * max(1.0, C * s)
+    assert np.all(viol == -np.inf) and np.all(n_iter >= 0)
+
+
+def test_budget_is_reported_and_py_func_agrees():
+    B, uniq, sample, _, yu = make_round(3, s=16)
+    *_, n_iter, viol = run(B, uniq, sample, yu, 50.0, max_iter=2)
+    assert np.all(n_iter == 2) and np.all(viol > 0)
+    a = run(B, uniq, sample, yu, 5.0)
+    b = run(B, uniq, sample, yu, 5.0, fn=weak_svm_round.py_func)
+    for x, z in zip(a, b):
+        np.testing.assert_allclose(x, z, rtol=1e-12, atol=1e-12)
+
+
+def test_single_class_sample_gives_a_constant():
+    B, uniq, sample, _, yu = make_round(5, s=8)
+    coef, bias, dec, _, _ = run(B, uniq, sample, np.ones_like(yu), 5.0)
+    assert np.all(coef == 0.0)
+    assert np.all(dec > 0) and np.all(dec == bias[:, None])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_round_does_not_depend_on_kernel_order(seed):
+    B, uniq, sample, _, yu = make_round(seed, s=15)
+    a = run(B, uniq, sample, yu, 5.0)
+    b = run(np.ascontiguousarray(B[::-1]), uniq, sample, yu, 5.0)
+    np.testing.assert_array_equal(a[2], b[2][::-1])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gather_blocks_matches_the_twin(dtype):
+    from mklopt._jit.combine import gather_blocks
+
+    rng = np.random.default_rng(0)
+    K = rng.normal(size=(4, 9, 9)).astype(dtype)
+    for cols in (np.arange(9), rng.choice(9, 5), np.array([], dtype=np.int64)):
+        kernels, rows = rng.choice(4, 3), rng.choice(9, 6)
+        for fn in (gather_blocks, gather_blocks.py_func):
+            out = fn(K, kernels, rows, cols.astype(np.int64), np.empty((3, 6, cols.size)))
+            np.testing.assert_array_equal(out, ref.gather_blocks(K, kernels, rows, cols))

@@ -1,0 +1,348 @@
+"""Kernels sharded over a Dask cluster: the same answers as one process, lost workers, bad clients.
+
+DESIGN section 11. A module-scoped ``LocalCluster(n_workers=2,
+processes=True)`` is started and closed here; each worker builds its shard
+from X and the specs. Sharded and serial banks must give the same oracle
+answers (1e-10 relative), the same runs for every method whose path is
+fixed by the answers, one round trip per batched row request, and a worker
+killed mid-fit must give a retried request with the same result or a clear
+error, never a silent wrong answer.
+"""
+
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mklopt
+from mklopt import KernelBank, datasets, solve
+from mklopt.kernels import grid, linear, poly, rbf
+from mklopt.kernels.functions import KernelFunctions
+from mklopt.kernels.sharded import ShardedStorage, ShardLostError, balance_shards
+from mklopt.methods import AnalyticLp, Boosting, LevelBundle, MirrorDescent, Subgradient
+from mklopt.oracles import SVMDual, WeakLearners
+from mklopt.stopping import DualityGap, MaxIter, MaxOracleCalls
+
+distributed = pytest.importorskip("distributed")
+
+
+def rel(a, b):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-300))
+
+
+@pytest.fixture(scope="module")
+def client():
+    # Workers are new interpreters: make them import the mklopt under test
+    # (a source tree may shadow an installed copy only on this side).
+    root = str(Path(mklopt.__file__).resolve().parents[1])
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = root + ("" if old is None else os.pathsep + old)
+    try:
+        cluster = distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=50,
+        )
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH")
+        else:
+            os.environ["PYTHONPATH"] = old
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def sonar():
+    X, y = datasets.load("sonar")
+    Xtr, _, ytr, _ = datasets.split(X, y, seed=0)
+    return Xtr, ytr
+
+
+def mixed_specs(d):
+    """Groups of very different cost: all features, single features, a few subsets."""
+    specs = list(grid(d, "mkboost2013"))
+    specs += [rbf(s, [f]) for f in range(0, d, 7) for s in (0.5, 2.0)]
+    specs += [poly(2, [1, 2, 3]), linear([4, 5]), rbf(1.0, [6, 9, 12, 15])]
+    return specs
+
+
+# ---------------------------------------------------------------- balancing
+def test_shards_never_split_a_group_and_balance_cost():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 30))
+    specs = [rbf(s, [f]) for f in range(30) for s in (1.0, 2.0)] + list(grid(30, "mkboost2013"))
+    specs += [rbf(1.0, list(rng.choice(30, 5, replace=False))) for _ in range(40)]
+    plan = KernelFunctions.from_data(X, specs).plan
+    for storage in ("dense", "on_the_fly"):
+        for n_shards in (1, 2, 3, 7):
+            parts, costs = balance_shards(plan, n_shards, storage)
+            allk = np.sort(np.concatenate(parts))
+            np.testing.assert_array_equal(allk, np.arange(len(specs)))
+            groups = [set(plan.group_of[p].tolist()) for p in parts]
+            for a in range(len(groups)):
+                for b in range(a + 1, len(groups)):
+                    assert not groups[a] & groups[b]  # a group lives on one shard
+            m_g = np.diff(plan.kern_ptr)
+            f_g = np.diff(plan.feat_ptr)
+            cost = m_g if storage == "dense" else f_g + 4.0 * m_g
+            assert costs.sum() == pytest.approx(cost.sum())
+            # LPT: no shard exceeds the mean by more than the largest group
+            assert costs.max() <= cost.sum() / len(parts) + cost.max() + 1e-9
+    # the all-feature group (30 features, 13 kernels) costs more than the
+    # single-feature ones: a count split would put 53 groups per shard
+    parts, costs = balance_shards(plan, 2, "on_the_fly")
+    assert abs(costs[0] - costs[1]) <= cost.max()
+
+
+# ---------------------------------------------------------------- the verbs
+@pytest.mark.parametrize("storage", ["dense", "on_the_fly"])
+def test_sharded_verbs_equal_the_serial_ones(client, sonar, storage):
+    X, _ = sonar
+    specs = mixed_specs(X.shape[1])
+    serial = KernelBank.from_specs(X, specs, storage=storage)
+    bank = KernelBank.from_specs(X, specs, storage=storage, client=client)
+    st = bank.storage
+    assert isinstance(st, ShardedStorage) and st.n_shards == 2
+    assert {s.storage for s in st.shards} == {storage}
+    assert bank.storage.name == "sharded" and repr(bank).count("sharded") == 1
+    np.testing.assert_array_equal(bank.scales, serial.scales)
+    rng = np.random.default_rng(1)
+    n, m = serial.n_samples, serial.n_kernels
+    w = rng.random(m) * (rng.random(m) < 0.3)
+    idx = rng.choice(n, 17)
+    v = rng.normal(size=n)
+    S = np.sort(rng.choice(n, 40, replace=False))
+    ks = rng.choice(m, 9)  # repeats allowed
+    assert rel(bank.rows(w, idx), serial.rows(w, idx)) <= 1e-13
+    assert rel(bank.combine(w), serial.combine(w)) <= 1e-13
+    assert rel(bank.diag(w), serial.diag(w)) <= 1e-13
+    assert rel(bank.quad_forms(v, S), serial.quad_forms(v, S)) <= 1e-13
+    assert rel(bank.quad_forms(v, S, kernels=ks), serial.quad_forms(v, S, kernels=ks)) <= 1e-13
+    assert rel(bank.blocks(ks, idx, S), serial.blocks(ks, idx, S)) <= 1e-13
+    # a weight vector on one shard only asks that shard
+    one = np.zeros(m)
+    one[st.shards[1].kernels[:3]] = 1.0
+    before = st.traffic.copy()
+    assert rel(bank.combine(one), serial.combine(one)) <= 1e-13
+    d = st.traffic - before
+    assert (d.n_round_trips, d.n_messages) == (1, 1)
+    assert st.nbytes > 0
+    # prediction needs only the functions, which stay on the client
+    np.testing.assert_array_equal(bank.combine_cross(X[:5], w), serial.combine_cross(X[:5], w))
+
+
+def test_oracle_answers_agree_and_cost_two_round_trips(client, sonar):
+    X, y = sonar
+    specs = grid(X.shape[1])
+    serial = KernelBank.from_specs(X, specs, storage="on_the_fly")
+    bank = KernelBank.from_specs(X, specs, storage="on_the_fly", client=client)
+    w = np.random.default_rng(2).random(len(specs))
+    w[w < 0.8] = 0.0
+    a = SVMDual(serial, y, C=100.0, tol=1e-6)(w)
+    oracle = SVMDual(bank, y, C=100.0, tol=1e-6)
+    before = bank.storage.traffic.copy()
+    b = oracle(w)
+    d = bank.storage.traffic - before
+    assert rel(b.alpha, a.alpha) <= 1e-10
+    assert rel(b.q, a.q) <= 1e-10
+    assert abs(b.value - a.value) <= 1e-10 * abs(a.value)
+    assert abs(b.bias - a.bias) <= 1e-10 * max(1.0, abs(a.bias))
+    # whole-matrix path: one combine and one q request, each to both shards
+    assert d.n_round_trips == 2 and d.n_messages == 4
+    # only weights and n-vectors go out, a matrix and q come back
+    n, m = bank.n_samples, bank.n_kernels
+    assert d.bytes_sent <= 8 * m + 16 * n
+    assert d.bytes_received == 2 * 8 * n * n + 8 * m
+
+
+def test_row_requests_are_one_round_trip_each(client):
+    """The block path (cache smaller than the whole matrix): each batched request is one trip."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(700, 4))
+    y = np.where(X[:, 0] + np.sin(2 * X[:, 1]) > 0.2 * rng.normal(size=700), 1.0, -1.0)
+    specs = grid(4)
+    serial = KernelBank.from_specs(X, specs, storage="on_the_fly", cache_size=0.5)
+    bank = KernelBank.from_specs(X, specs, storage="on_the_fly", cache_size=0.5, client=client)
+    w = np.full(len(specs), 1.0 / len(specs))
+    o1, o2 = SVMDual(serial, y, C=10.0, tol=1e-8), SVMDual(bank, y, C=10.0, tol=1e-8)
+    assert not o2._solver.whole_matrix
+    a = o1(w)
+    before = bank.storage.traffic.copy()
+    b = o2(w)
+    d = bank.storage.traffic - before
+    stats = o2.last_stats
+    assert stats.n_requests >= 2 and stats.rows_computed > stats.n_requests
+    assert d.n_round_trips == stats.n_requests + 1  # the rows, then q
+    assert d.n_messages == 2 * d.n_round_trips
+    assert rel(b.alpha, a.alpha) <= 1e-10 and abs(b.value - a.value) <= 1e-10 * abs(a.value)
+    # warm start at new weights: the gradient rebuild is batched too
+    w2 = w.copy()
+    w2[:5] *= 3.0
+    a2 = o1(w2 / w2.sum(), warm_start=a.alpha)
+    b2 = o2(w2 / w2.sum(), warm_start=b.alpha)
+    assert rel(b2.alpha, a2.alpha) <= 1e-10
+
+
+# ---------------------------------------------------------------- whole runs
+@pytest.mark.parametrize(
+    "method, stop",
+    [
+        (AnalyticLp(2.0), DualityGap(1e-4) | MaxIter(50)),
+        (MirrorDescent(), MaxOracleCalls(15)),
+        (Subgradient(), MaxOracleCalls(25)),
+        (LevelBundle(), MaxOracleCalls(8)),
+    ],
+    ids=["lp", "mirror", "simplemkl", "level"],
+)
+def test_sharded_runs_equal_serial_runs(client, sonar, method, stop):
+    X, y = sonar
+    specs = grid(X.shape[1])
+    serial = KernelBank.from_specs(X, specs, storage="dense")
+    bank = KernelBank.from_specs(X, specs, storage="dense", client=client)
+    a = solve(SVMDual(serial, y, C=100.0, tol=1e-6), method, stop=stop)
+    b = solve(SVMDual(bank, y, C=100.0, tol=1e-6), method, stop=stop)
+    assert a.n_oracle_calls == b.n_oracle_calls
+    assert rel(b.weights, a.weights) <= 1e-10
+    assert rel(b.alpha, a.alpha) <= 1e-10
+    assert abs(b.value - a.value) <= 1e-10 * abs(a.value)
+
+
+@pytest.mark.slow
+def test_level_runs_agree_to_their_certified_gap(client, sonar):
+    """Level's LP/QP sub-solvers amplify rounding-level differences of q (1e-16)
+    into 1e-6 differences of later iterates, sharded or not; both runs are
+    certified, and their values agree within the gap."""
+    X, y = sonar
+    specs = grid(X.shape[1])
+    bank = KernelBank.from_specs(X, specs, storage="dense", client=client)
+    serial = KernelBank.from_specs(X, specs, storage="dense")
+    stop = DualityGap(1e-2) | MaxIter(200)
+    a = solve(SVMDual(serial, y, C=100.0, tol=1e-6), LevelBundle(), stop=stop)
+    b = solve(SVMDual(bank, y, C=100.0, tol=1e-6), LevelBundle(), stop=stop)
+    assert a.converged and b.converged
+    # J* lies in [J - gap, J] for both runs
+    assert abs(a.value - b.value) <= max(a.gap, b.gap)
+
+
+def test_weak_learners_read_sharded_blocks(client, sonar):
+    X, y = sonar
+    specs = grid(X.shape[1], protocol="mkboost2013")
+    serial = KernelBank.from_specs(X, specs, storage="dense")
+    bank = KernelBank.from_specs(X, specs, storage="dense", client=client)
+    method = Boosting("D2", n_rounds=5, random_state=3)
+    a = solve(WeakLearners(serial, y, C=50.0), method)
+    b = solve(WeakLearners(bank, y, C=50.0), method)
+    np.testing.assert_allclose(b.extra["train_margin"], a.extra["train_margin"], rtol=1e-10)
+    assert b.value == pytest.approx(a.value, rel=1e-10)
+
+
+def test_weak_svms_as_dask_tasks_equal_serial(client, sonar):
+    X, y = sonar
+    specs = grid(X.shape[1], protocol="mkboost2013")
+    bank = KernelBank.from_specs(X, specs, storage="dense", normalize=None)
+    method = Boosting("D2", n_rounds=4, random_state=5)
+    a = solve(WeakLearners(bank, y, C=50.0), method)
+    oracle = WeakLearners(bank, y, C=50.0, client=client, chunk_size=5)
+    b = solve(oracle, method)
+    assert oracle.n_fits == 4 * len(specs)
+    np.testing.assert_allclose(b.extra["train_margin"], a.extra["train_margin"], rtol=1e-12)
+    ea, eb = a.extra["ensemble"], b.extra["ensemble"]
+    for ra, rb in zip(ea.rounds, eb.rounds):
+        for la, lb in zip(ra.learners, rb.learners):
+            np.testing.assert_array_equal(la.support, lb.support)
+            np.testing.assert_allclose(lb.coef, la.coef, rtol=1e-12)
+    with pytest.raises(TypeError, match="client must be a dask.distributed.Client"):
+        WeakLearners(bank, y, client="localhost:8786")
+
+
+# ---------------------------------------------------------------- failures
+def _kill_worker_of_shard(client, bank, s=0):
+    worker = bank.storage.shards[s].worker
+    pid = client.run(os.getpid, workers=[worker])[worker]
+    os.kill(pid, signal.SIGKILL)
+
+
+def _wait_for_two(client):
+    client.wait_for_workers(2, timeout=60)
+    assert client.submit(sum, [1, 2], pure=False).result() == 3  # still usable
+
+
+def test_a_worker_killed_mid_fit_is_retried_with_the_same_result(client, sonar):
+    X, y = sonar
+    specs = grid(X.shape[1])
+    serial = KernelBank.from_specs(X, specs, storage="on_the_fly")
+    bank = KernelBank.from_specs(X, specs, storage="on_the_fly", client=client)
+    stop = MaxOracleCalls(10)
+
+    def kill_at_3(progress):
+        if progress.n_oracle_calls == 3:
+            _kill_worker_of_shard(client, bank)
+
+    try:
+        a = solve(SVMDual(serial, y, C=100.0, tol=1e-6), AnalyticLp(2.0), stop=stop)
+        b = solve(
+            SVMDual(bank, y, C=100.0, tol=1e-6), AnalyticLp(2.0), stop=stop, callback=kill_at_3
+        )
+        assert bank.storage.traffic.n_rebuilt == 1
+        assert b.n_oracle_calls == a.n_oracle_calls
+        assert rel(b.weights, a.weights) <= 1e-10 and rel(b.alpha, a.alpha) <= 1e-10
+    finally:
+        _wait_for_two(client)
+
+
+@pytest.mark.slow
+def test_a_lost_worker_without_retries_is_a_clear_error(client, sonar):
+    X, y = sonar
+    specs = mixed_specs(X.shape[1])
+    bank = KernelBank.from_specs(X, specs, storage="dense", client=client)
+    bank.storage.retries = 0
+    oracle = SVMDual(bank, y, C=10.0)
+    w = np.full(len(specs), 1.0 / len(specs))
+    oracle(w)
+    try:
+        _kill_worker_of_shard(client, bank, 1)
+        with pytest.raises(ShardLostError, match="was lost during a 'combine' request"):
+            oracle(w)
+    finally:
+        _wait_for_two(client)
+    # a bank built afterwards works on the same client
+    again = KernelBank.from_specs(X, specs, storage="dense", client=client)
+    assert (
+        rel(
+            SVMDual(again, y, C=10.0)(w).alpha,
+            SVMDual(KernelBank.from_specs(X, specs, storage="dense"), y, C=10.0)(w).alpha,
+        )
+        <= 1e-10
+    )
+
+
+def test_bad_clients_are_refused(client, sonar):
+    X, _ = sonar
+    specs = [rbf(1.0), poly(2)]
+    with pytest.raises(TypeError, match="client must be a dask.distributed.Client"):
+        KernelBank.from_specs(X, specs, client="tcp://127.0.0.1:8786")
+    with pytest.raises(TypeError, match="client must be a dask.distributed.Client"):
+        KernelBank.from_specs(X, specs, client=client.cluster)
+    closed = distributed.Client(client.scheduler.address)
+    closed.close()
+    with pytest.raises(ValueError, match="client is not connected"):
+        KernelBank.from_specs(X, specs, client=closed)
+    with pytest.raises(ValueError, match="n_shards must be >= 1"):
+        KernelBank.from_specs(X, specs, client=client, n_shards=0)
+    with pytest.raises(TypeError, match="n_shards must be a positive int"):
+        KernelBank.from_specs(X, specs, client=client, n_shards=1.5)
+    with pytest.raises(ValueError, match="n_shards is only used with a client"):
+        KernelBank.from_specs(X, specs, n_shards=2)
+    bank = KernelBank.from_specs(X, specs, client=client, n_shards=1)
+    assert bank.storage.n_shards == 1
+    bank.storage.close()
+    with pytest.raises(ValueError, match="was closed"):
+        bank.combine([0.5, 0.5])
