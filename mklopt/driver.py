@@ -24,8 +24,9 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
     oracle : callable
         ``oracle(w, warm_start=alpha) -> answer``, e.g.
         :class:`mklopt.oracles.SVMDual`.
-    method : MethodBase
-        An outer method (ask/tell); it is (re)started here.
+    method : OuterMethod
+        An outer method (ask/tell; see :class:`mklopt._types.OuterMethod`);
+        it is (re)started here.
     stop : StopCriterion or callable, default=DualityGap(1e-2) | MaxIter(500)
         Checked after every oracle call; see :mod:`mklopt.stopping`.
     callback : callable, optional
@@ -43,13 +44,19 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
 
     Notes
     -----
+    The driver reads the method only through ``start``, ``ask``, ``tell``,
+    ``report`` and ``extra``. After every oracle call it records a
+    :class:`~mklopt.Progress` row from the method's
+    :class:`~mklopt._types.MethodReport` (the best point's gap and the
+    lower bound are computed there, by one rule), calls ``callback`` and
+    checks ``stop`` and the method's own ``report().stop``.
+
+    *Warm starts.* Each call is warm-started with the previous answer's
+    ``alpha``, unless the method's report names another start (an exact
+    step hands over its restricted solution).
+
     Long runs report progress on the ``"mklopt"`` logger at INFO level (at
     most one line a second); per-call detail goes to ``callback``.
-
-    The driver alone warm-starts the oracle (with the previous answer's
-    ``alpha``), times the run and counts oracle calls. Every row's ``gap`` is
-    the duality gap of the best point so far, computed by the method's
-    :class:`~mklopt.domains.Domain`.
     """
     if stop is None:
         stop = DualityGap(1e-2) | MaxIter(500)
@@ -58,42 +65,43 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
         raise TypeError("callback must be callable, taking one Progress row")
     stop.reset()
     method.start(oracle)
+    rep = method.report()
     history = []
     calls0 = getattr(oracle, "n_calls", 0)
     value_only = bool(getattr(oracle, "supports_value_only", False))
     warm = warm_start
-    verdict = None
+    verdict = rep.stop
     t0 = time.perf_counter()
     # Progress for long runs: an INFO line at most once a second on the
     # "mklopt" logger (enable with logging.basicConfig(level=logging.INFO)).
-    report = log.isEnabledFor(logging.INFO)
+    log_progress = log.isEnabledFor(logging.INFO)
     next_report = 1.0
     try:
         while verdict is None:
             query = method.ask()
-            if value_only and not method.query_needs_q():
+            if rep.warm_start is not None:
+                warm = rep.warm_start
+            if value_only and rep.need == "value":
                 answer = oracle(query, warm_start=warm, need_q=False)
             else:
                 answer = oracle(query, warm_start=warm)
             method.tell(query, answer)
             warm = getattr(answer, "alpha", None)
-            lower, upper = method.bounds()
-            best = method.best
-            gap = float(method.best_gap)
-            value_best = best.value if best is not None else math.nan
+            rep = method.report()
             row = Progress(
-                iteration=method.n_iter,
+                iteration=rep.n_iter,
                 elapsed=time.perf_counter() - t0,
                 n_oracle_calls=getattr(oracle, "n_calls", len(history) + 1) - calls0,
                 value=float(answer.value),
-                lower=float(lower),
-                upper=float(upper),
-                gap=gap,
-                rel_gap=gap / abs(value_best) if value_best else math.nan,
-                weights=np.array(method.query_weights(query), dtype=np.float64),
+                lower=rep.lower,
+                upper=rep.upper,
+                gap=rep.gap,
+                rel_gap=rep.rel_gap,
+                weights=np.array(query if rep.evaluated is None else rep.evaluated,
+                                 dtype=np.float64),
             )
             history.append(row)
-            if report and row.elapsed >= next_report:
+            if log_progress and row.elapsed >= next_report:
                 next_report = row.elapsed + 1.0
                 log.info(
                     "%s: %d oracle calls, iteration %d, J=%.6g, relative gap %.3g",
@@ -106,31 +114,28 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
                 except StopIteration:
                     verdict = Stop("callback", False)
                     break
-            verdict = method.stop or stop(row)
+            verdict = rep.stop or stop(row)
     except KeyboardInterrupt:
         verdict = Stop("interrupted", False)
         log.warning("run interrupted; returning the best point found so far")
     elapsed = time.perf_counter() - t0
-    return _result(method, oracle, history, verdict, elapsed, calls0)
+    return _result(method, method.report(), oracle, history, verdict, elapsed, calls0)
 
 
-def _result(method, oracle, history, verdict, elapsed, calls0):
-    best = method.best
-    if best is None:
+def _result(method, rep, oracle, history, verdict, elapsed, calls0):
+    if rep.best is None:
         raise RuntimeError(
             f"the run stopped ({verdict.reason}) before any point was evaluated; nothing to return"
         )
-    lower = method.bounds()[0]
-    gap = float(method.best_gap)
     return Result(
-        weights=np.array(method.best_w, dtype=np.float64),
-        alpha=getattr(best, "alpha", None),
-        bias=float(getattr(best, "bias", math.nan)),
-        value=float(best.value),
-        gap=gap,
-        rel_gap=gap / abs(best.value) if best.value else math.nan,
-        lower=float(max(lower, method.best_dual)),
-        n_iter=method.n_iter,
+        weights=np.array(rep.weights, dtype=np.float64),
+        alpha=getattr(rep.best, "alpha", None),
+        bias=float(getattr(rep.best, "bias", math.nan)),
+        value=rep.upper,
+        gap=rep.gap,
+        rel_gap=rep.rel_gap,
+        lower=rep.lower,
+        n_iter=rep.n_iter,
         n_oracle_calls=getattr(oracle, "n_calls", len(history)) - calls0,
         converged=bool(verdict.converged),
         reason=verdict.reason,
