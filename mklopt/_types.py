@@ -78,8 +78,10 @@ class Progress:
         The method's bounds on the optimum (``-inf`` when it has none; the
         upper bound is the best value found).
     gap : float
-        Certified duality gap of the best point: ``upper - max_j D(alpha_j)``
-        (``nan`` where the formulation has no dual value).
+        Certified duality gap of the best point: ``upper - lower``, the
+        best value against the best dual value ``D`` known, and never more
+        than ``J(w) - D(alpha)`` of the best point's own answer (``nan``
+        where the formulation has no dual value).
     rel_gap : float
         ``gap / |upper|``.
     weights : ndarray of shape (n_kernels,)
@@ -164,13 +166,16 @@ class MethodReport:
     weights : ndarray of shape (n_kernels,) or None
         Effective kernel weights of the best point.
     gap : float
-        Certified duality gap ``J(w) - D(alpha)`` of the best point
-        (``nan`` when the formulation has no dual value).
+        Certified duality gap of the best point: ``min(J(w) - D(alpha),
+        upper - lower)`` for its own answer's ``alpha`` and the best dual
+        value known, not below 0 (``nan`` when the formulation has no dual
+        value).
     lower : float
-        Best lower bound on the optimum known: the larger of the method's
-        own bound (a cutting-plane model's minimum) and the best dual value
-        ``max_j D(alpha_j)`` seen. ``-inf`` when there is none. Progress rows
-        and the result both read this one number.
+        Best lower bound on the optimum known, a dual value: the larger of
+        the method's own certificate (a cutting-plane model's minimum, which
+        is ``D`` of an aggregate of the answers' ``alpha``) and the best
+        ``D(alpha_j)`` seen. ``-inf`` when there is none. Progress rows and
+        the result both read this one number.
     n_iter : int
         Outer iterations completed, as the method counts them.
     stop : Stop or None

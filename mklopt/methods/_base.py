@@ -197,7 +197,13 @@ class MethodBase:
         return query, answer
 
     def _lower(self, state):
-        """A lower bound on the optimum of the method's own (default: none)."""
+        """A certified lower bound of the method's own (default: none).
+
+        It must be a dual value: ``D`` of some feasible dual point (the
+        level method's model minimum is ``D`` of an aggregate of its
+        answers' ``alpha``, see :meth:`CutModel.minimize`), since the
+        reported gap is the best value minus it.
+        """
         return -math.inf
 
     def _need(self, state):
@@ -235,11 +241,17 @@ class MethodBase:
     def _make_report(self):
         run = self._run
         s = run.state
+        lower = float(max(self._lower(s), run.dual))
+        gap = float(run.gap)
+        if run.best is not None and math.isfinite(lower) and not math.isnan(gap):
+            # The best point's value against the best dual certificate known:
+            # never more than the point's own gap (its own alpha is one of them).
+            gap = max(0.0, min(gap, float(run.best.value) - lower))
         return MethodReport(
             best=run.best,
             weights=run.weights,
-            gap=float(run.gap),
-            lower=float(max(self._lower(s), run.dual)),
+            gap=gap,
+            lower=lower,
             n_iter=run.n_iter,
             stop=run.stop,
             evaluated=run.evaluated,
