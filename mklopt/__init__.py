@@ -6,7 +6,7 @@ certified by duality gaps.
 """
 
 from . import datasets, domains, methods, stopping
-from ._types import OracleAnswer, Progress, Result
+from ._types import Handover, MethodReport, OracleAnswer, OuterMethod, Progress, Result
 from .driver import solve
 from .kernels import KernelBank
 
@@ -17,6 +17,9 @@ __all__ = [
     "OracleAnswer",
     "Progress",
     "Result",
+    "MethodReport",
+    "Handover",
+    "OuterMethod",
     "KernelBank",
     "domains",
     "methods",

@@ -13,7 +13,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["OracleAnswer", "Progress", "Result", "Oracle", "OuterMethod"]
+__all__ = ["OracleAnswer", "Progress", "Result", "MethodReport", "Handover", "Oracle",
+           "OuterMethod"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -77,8 +78,10 @@ class Progress:
         The method's bounds on the optimum (``-inf`` when it has none; the
         upper bound is the best value found).
     gap : float
-        Certified duality gap of the best point: ``upper - max_j D(alpha_j)``
-        (``nan`` where the formulation has no dual value).
+        Certified duality gap of the best point: ``upper - lower``, the
+        best value against the best dual value ``D`` known, and never more
+        than ``J(w) - D(alpha)`` of the best point's own answer (``nan``
+        where the formulation has no dual value).
     rel_gap : float
         ``gap / |upper|``.
     weights : ndarray of shape (n_kernels,)
@@ -147,6 +150,103 @@ class Result:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class MethodReport:
+    """What an outer method says about its run after ``start`` and every ``tell``.
+
+    The driver reads nothing else from a method: this record gives the
+    history row, the result and the method's own requests for the next
+    oracle call.
+
+    Attributes
+    ----------
+    best : OracleAnswer or None
+        The answer at the best point so far (``None`` before any). The
+        driver reads its ``value``, ``alpha`` and ``bias``.
+    weights : ndarray of shape (n_kernels,) or None
+        Effective kernel weights of the best point.
+    gap : float
+        Certified duality gap of the best point: ``min(J(w) - D(alpha),
+        upper - lower)`` for its own answer's ``alpha`` and the best dual
+        value known, not below 0 (``nan`` when the formulation has no dual
+        value).
+    lower : float
+        Best lower bound on the optimum known, a dual value: the larger of
+        the method's own certificate (a cutting-plane model's minimum, which
+        is ``D`` of an aggregate of the answers' ``alpha``) and the best
+        ``D(alpha_j)`` seen. ``-inf`` when there is none. Progress rows and
+        the result both read this one number.
+    n_iter : int
+        Outer iterations completed, as the method counts them.
+    stop : Stop or None
+        Set when the method ends the run itself (``reason``, ``converged``).
+    evaluated : ndarray of shape (n_kernels,) or None
+        Effective kernel weights of the point just evaluated (what a
+        history row records).
+    need : {"full", "value", "exact"}, default="full"
+        What the next oracle call must return: ``"value"`` only ``J(w)`` (a
+        line search; the driver passes ``need_q=False`` to oracles that
+        support it), ``"full"`` the value and ``q``, ``"exact"`` the value
+        and ``q`` at the precision of the run's target gap (a certificate;
+        see :func:`mklopt.solve`).
+    warm_start : ndarray or None, default=None
+        Dual variables to warm-start the next call with; ``None`` lets the
+        driver use the previous answer's ``alpha``.
+    kernels : ndarray of int or None, default=None
+        The kernels whose ``q_k`` the next call needs (a kernel working set,
+        :class:`~mklopt.methods.KernelWorkingSet`); ``None`` asks for all.
+        The driver passes it as ``kernels=`` to oracles that support kernel
+        subsets; others answer for all kernels.
+    """
+
+    best: Any
+    weights: NDArray[np.float64] | None
+    gap: float
+    lower: float
+    n_iter: int
+    stop: Any = None
+    evaluated: NDArray[np.float64] | None = None
+    need: str = "full"
+    warm_start: NDArray[np.float64] | None = None
+    kernels: NDArray[np.int64] | None = None
+
+    @property
+    def upper(self):
+        """The best value ``J(w)`` found (``inf`` before any): an upper bound on the optimum."""
+        return float(self.best.value) if self.best is not None else float("inf")
+
+    @property
+    def rel_gap(self):
+        """``gap / |upper|`` (``nan`` before any point or at ``upper = 0``)."""
+        up = self.upper
+        return self.gap / abs(up) if self.best is not None and up != 0.0 else float("nan")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Handover:
+    """What one method hands to the next in a chain (DESIGN section 10).
+
+    Attributes
+    ----------
+    weights : ndarray of shape (n_kernels,)
+        Effective kernel weights of the best point.
+    answer : OracleAnswer
+        The oracle's answer there (``alpha``, ``q``, ``value``).
+    lower : float
+        Best lower bound on the optimum known so far.
+    cuts : tuple of (float, ndarray), default=()
+        ``(l(alpha_j), q_j)`` of the full answers seen so far: each is the
+        cut ``f(w, alpha_j) = l(alpha_j) - w'q_j / 2``, a valid minorant of
+        ``J`` whatever the accuracy it was computed to. Empty unless the
+        receiving method uses cuts.
+    """
+
+    weights: NDArray[np.float64]
+    answer: Any
+    lower: float = -float("inf")
+    cuts: tuple = ()
+
+
 @runtime_checkable
 class Oracle(Protocol):
     """An inner oracle: maps kernel weights to an :class:`OracleAnswer`."""
@@ -159,12 +259,35 @@ class Oracle(Protocol):
 
 @runtime_checkable
 class OuterMethod(Protocol):
-    """The ask/tell protocol every outer method follows (DESIGN section 4)."""
+    """The ask/tell protocol every outer method follows (DESIGN section 4).
+
+    This is all :func:`mklopt.solve` uses; a class with these five members
+    runs under the driver without subclassing anything
+    (:class:`mklopt.methods.MethodBase` adds call-order checks, best-point
+    bookkeeping and a registry name on top).
+
+    ``start(oracle)``
+        (Re)initialise every piece of run state for a run against ``oracle``.
+    ``ask() -> query``
+        The next point, an array of kernel weights (or, for methods whose
+        oracle takes other queries, that query).
+    ``tell(query, answer)``
+        The oracle's answer at the last asked query.
+    ``report() -> MethodReport``
+        The best point, its gap, the lower bound, the iteration count,
+        whether the method has finished, and what the next call needs.
+        Read after ``start`` and after every ``tell``.
+    ``extra() -> dict``
+        Method-specific variables for ``Result.extra``, read once at the
+        end of a run (so they may be costly to assemble).
+    """
 
     def start(self, oracle: Oracle) -> None: ...
 
-    def ask(self) -> NDArray: ...
+    def ask(self) -> Any: ...
 
-    def tell(self, query: NDArray, answer: Any) -> None: ...
+    def tell(self, query: Any, answer: Any) -> None: ...
 
-    def bounds(self) -> tuple[float, float]: ...
+    def report(self) -> MethodReport: ...
+
+    def extra(self) -> dict: ...

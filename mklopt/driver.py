@@ -16,7 +16,15 @@ __all__ = ["solve"]
 log = logging.getLogger("mklopt")
 
 
-def solve(oracle, method, stop=None, callback=None, warm_start=None):
+#: The inner tolerance is kept at this fraction of the relative gap it must
+#: resolve: the oracle's value then errs by at most about 2 % of that gap
+#: (``SVMDual``'s Notes: relative error <= 2 tol).
+TOL_RATIO = 1e-2
+#: ... but not below this: SMO's gradient carries rounding errors near 1e-12.
+TOL_FLOOR = 1e-9
+
+
+def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=True):
     """Run an outer ``method`` against an ``oracle`` until ``stop`` holds.
 
     Parameters
@@ -24,8 +32,9 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
     oracle : callable
         ``oracle(w, warm_start=alpha) -> answer``, e.g.
         :class:`mklopt.oracles.SVMDual`.
-    method : MethodBase
-        An outer method (ask/tell); it is (re)started here.
+    method : OuterMethod
+        An outer method (ask/tell; see :class:`mklopt._types.OuterMethod`);
+        it is (re)started here.
     stop : StopCriterion or callable, default=DualityGap(1e-2) | MaxIter(500)
         Checked after every oracle call; see :mod:`mklopt.stopping`.
     callback : callable, optional
@@ -33,6 +42,9 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
         ``StopIteration`` ends the run with reason ``"callback"``.
     warm_start : ndarray, optional
         Dual variables to warm-start the first oracle call.
+    adapt_tol : bool, default=True
+        Let the oracle's tolerance follow the gap (see Notes). Only oracles
+        with a ``tol`` attribute are affected, and it is restored at the end.
 
     Returns
     -------
@@ -43,13 +55,38 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
 
     Notes
     -----
+    The driver reads the method only through ``start``, ``ask``, ``tell``,
+    ``report`` and ``extra``. After every oracle call it records a
+    :class:`~mklopt.Progress` row from the method's
+    :class:`~mklopt._types.MethodReport` (the best point's gap and the
+    lower bound are computed there, by one rule), calls ``callback`` and
+    checks ``stop`` and the method's own ``report().stop``.
+
+    *Warm starts.* Each call is warm-started with the previous answer's
+    ``alpha``, unless the method's report names another start (an exact
+    step hands over its restricted solution).
+
+    *Inner tolerance follows the outer one.* A duality gap ``J(w) - D(alpha)``
+    is only as accurate as the inner solve that gave ``J(w)``: with SMO at
+    tolerance ``tol`` the value errs by up to about ``2 tol`` relatively
+    (:class:`~mklopt.oracles.SVMDual`, Notes). With ``adapt_tol=True`` the
+    driver therefore sets, before every call,
+
+        ``oracle.tol = min(tol_0, max(1e-9, 0.01 * max(target, rel_gap)))``
+
+    where ``tol_0`` is the oracle's own tolerance, ``rel_gap`` the current
+    best point's relative gap and ``target`` the relative gap the stopping
+    criterion waits for (:meth:`~mklopt.stopping.StopCriterion.target_gap`:
+    the smallest ``DualityGap`` / ``BoundGap`` tolerance in it). The inner
+    error thus stays near 2 % of the gap being resolved, and never above
+    2 % of the target once the gap reaches it: a gap that stops the run can
+    be believed. A call the method marks ``need="exact"`` (a certificate)
+    uses the target alone, since its gap may drop far below the current one.
+    Cheap early calls and precise late ones: nobody sets the inner
+    tolerance by hand to reach 1e-6.
+
     Long runs report progress on the ``"mklopt"`` logger at INFO level (at
     most one line a second); per-call detail goes to ``callback``.
-
-    The driver alone warm-starts the oracle (with the previous answer's
-    ``alpha``), times the run and counts oracle calls. Every row's ``gap`` is
-    the duality gap of the best point so far, computed by the method's
-    :class:`~mklopt.domains.Domain`.
     """
     if stop is None:
         stop = DualityGap(1e-2) | MaxIter(500)
@@ -58,52 +95,52 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
         raise TypeError("callback must be callable, taking one Progress row")
     stop.reset()
     method.start(oracle)
+    rep = method.report()
     history = []
     calls0 = getattr(oracle, "n_calls", 0)
     value_only = bool(getattr(oracle, "supports_value_only", False))
-    subsets = bool(getattr(oracle, "supports_kernel_subsets", False)) and hasattr(
-        method, "query_kernels"
-    )
+    subsets = bool(getattr(oracle, "supports_kernel_subsets", False))
+    inner = _InnerTolerance(oracle, stop) if adapt_tol else None
     warm = warm_start
-    verdict = None
+    verdict = rep.stop
     t0 = time.perf_counter()
     # Progress for long runs: an INFO line at most once a second on the
     # "mklopt" logger (enable with logging.basicConfig(level=logging.INFO)).
-    report = log.isEnabledFor(logging.INFO)
+    log_progress = log.isEnabledFor(logging.INFO)
     next_report = 1.0
     gap_target = _relative_gap_target(stop)
     try:
         while verdict is None:
             query = method.ask()
+            if rep.warm_start is not None:
+                warm = rep.warm_start
+            if inner is not None:
+                inner.set(rep)
             kwargs = {}
-            if value_only and not method.query_needs_q():
+            if value_only and rep.need == "value":
                 kwargs["need_q"] = False
-            elif subsets:
+            elif subsets and rep.kernels is not None:
                 # A method working on part of a large bank (a kernel working
                 # set) asks for q on those kernels only.
-                kernels = method.query_kernels()
-                if kernels is not None:
-                    kwargs["kernels"] = kernels
+                kwargs["kernels"] = rep.kernels
             answer = oracle(query, warm_start=warm, **kwargs)
             method.tell(query, answer)
             warm = getattr(answer, "alpha", None)
-            lower, upper = method.bounds()
-            best = method.best
-            gap = float(method.best_gap)
-            value_best = best.value if best is not None else math.nan
+            rep = method.report()
             row = Progress(
-                iteration=method.n_iter,
+                iteration=rep.n_iter,
                 elapsed=time.perf_counter() - t0,
                 n_oracle_calls=getattr(oracle, "n_calls", len(history) + 1) - calls0,
                 value=float(answer.value),
-                lower=float(lower),
-                upper=float(upper),
-                gap=gap,
-                rel_gap=gap / abs(value_best) if value_best else math.nan,
-                weights=np.array(method.query_weights(query), dtype=np.float64),
+                lower=rep.lower,
+                upper=rep.upper,
+                gap=rep.gap,
+                rel_gap=rep.rel_gap,
+                weights=np.array(query if rep.evaluated is None else rep.evaluated,
+                                 dtype=np.float64),
             )
             history.append(row)
-            if report and row.elapsed >= next_report:
+            if log_progress and row.elapsed >= next_report:
                 next_report = row.elapsed + 1.0
                 log.info("%s", _progress_line(method, oracle, row, history, gap_target))
             if callback is not None:
@@ -112,12 +149,15 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None):
                 except StopIteration:
                     verdict = Stop("callback", False)
                     break
-            verdict = method.stop or stop(row)
+            verdict = rep.stop or stop(row)
     except KeyboardInterrupt:
         verdict = Stop("interrupted", False)
         log.warning("run interrupted; returning the best point found so far")
+    finally:
+        if inner is not None:
+            inner.restore()
     elapsed = time.perf_counter() - t0
-    return _result(method, oracle, history, verdict, elapsed, calls0)
+    return _result(method, method.report(), oracle, history, verdict, elapsed, calls0)
 
 
 def _relative_gap_target(stop):
@@ -168,23 +208,45 @@ def _progress_line(method, oracle, row, history, target):
     return ", ".join(parts)
 
 
-def _result(method, oracle, history, verdict, elapsed, calls0):
-    best = method.best
-    if best is None:
+class _InnerTolerance:
+    """Sets ``oracle.tol`` before each call from the gap to resolve (see :func:`solve`)."""
+
+    def __init__(self, oracle, stop):
+        tol0 = getattr(oracle, "tol", None)
+        self.oracle = oracle if isinstance(tol0, (int, float)) and tol0 > 0 else None
+        self.tol0 = tol0
+        self.stop = stop
+
+    def set(self, rep):
+        if self.oracle is None:
+            return
+        target = self.stop.target_gap(rep.upper)
+        if rep.need == "exact":
+            g = target if math.isfinite(target) else 0.0
+        else:
+            g = rep.rel_gap if math.isfinite(rep.rel_gap) else math.inf
+            g = max(target, g)
+        self.oracle.tol = min(self.tol0, max(TOL_FLOOR, TOL_RATIO * g))
+
+    def restore(self):
+        if self.oracle is not None:
+            self.oracle.tol = self.tol0
+
+
+def _result(method, rep, oracle, history, verdict, elapsed, calls0):
+    if rep.best is None:
         raise RuntimeError(
             f"the run stopped ({verdict.reason}) before any point was evaluated; nothing to return"
         )
-    lower = method.bounds()[0]
-    gap = float(method.best_gap)
     return Result(
-        weights=np.array(method.best_w, dtype=np.float64),
-        alpha=getattr(best, "alpha", None),
-        bias=float(getattr(best, "bias", math.nan)),
-        value=float(best.value),
-        gap=gap,
-        rel_gap=gap / abs(best.value) if best.value else math.nan,
-        lower=float(max(lower, method.best_dual)),
-        n_iter=method.n_iter,
+        weights=np.array(rep.weights, dtype=np.float64),
+        alpha=getattr(rep.best, "alpha", None),
+        bias=float(getattr(rep.best, "bias", math.nan)),
+        value=rep.upper,
+        gap=rep.gap,
+        rel_gap=rep.rel_gap,
+        lower=rep.lower,
+        n_iter=rep.n_iter,
         n_oracle_calls=getattr(oracle, "n_calls", len(history)) - calls0,
         converged=bool(verdict.converged),
         reason=verdict.reason,

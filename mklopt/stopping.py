@@ -53,6 +53,16 @@ class StopCriterion:
     def reset(self):
         """Forget any state kept from an earlier run."""
 
+    def target_gap(self, upper):
+        """The relative gap this criterion waits for (``inf``: none).
+
+        The driver sets the inner solver's tolerance from it, so that a gap
+        that stops the run is computed precisely enough to be believed
+        (see :func:`mklopt.solve`). ``upper`` is the best value so far, for
+        criteria on absolute gaps.
+        """
+        return math.inf
+
     def __or__(self, other):
         return AnyOf(self, as_criterion(other))
 
@@ -121,6 +131,9 @@ class AnyOf(StopCriterion):
         for p in self.parts:
             p.reset()
 
+    def target_gap(self, upper):
+        return min((p.target_gap(upper) for p in self.parts), default=math.inf)
+
     def __repr__(self):
         return f"AnyOf({', '.join(map(repr, self.parts))})"
 
@@ -145,6 +158,9 @@ class AllOf(StopCriterion):
     def reset(self):
         for p in self.parts:
             p.reset()
+
+    def target_gap(self, upper):
+        return min((p.target_gap(upper) for p in self.parts), default=math.inf)
 
     def __repr__(self):
         return f"AllOf({', '.join(map(repr, self.parts))})"
@@ -181,6 +197,9 @@ class DualityGap(StopCriterion):
             return Stop("duality_gap", True)
         return None
 
+    def target_gap(self, upper):
+        return _relative(self.tol, self.relative, upper)
+
     def _params(self):
         return {"tol": self.tol, "relative": self.relative}
 
@@ -211,8 +230,17 @@ class BoundGap(StopCriterion):
             return Stop("bound_gap", True)
         return None
 
+    def target_gap(self, upper):
+        return _relative(self.tol, self.relative, upper)
+
     def _params(self):
         return {"tol": self.tol, "relative": self.relative}
+
+
+def _relative(tol, relative, upper):
+    if relative:
+        return tol
+    return tol / abs(upper) if math.isfinite(upper) and upper != 0.0 else math.inf
 
 
 class MaxIter(StopCriterion):

@@ -3,8 +3,9 @@ import math
 import numpy as np
 import pytest
 
-from mklopt import Progress, Result, driver, solve
-from mklopt.methods import LevelBundle, Subgradient
+from mklopt import MethodReport, OuterMethod, Progress, Result, driver, solve
+from mklopt.domains import Simplex
+from mklopt.methods import CuttingPlane, LevelBundle, MethodBase, Subgradient
 from mklopt.oracles._solver import SolveStats
 from mklopt.stopping import DualityGap, MaxIter, MaxOracleCalls, TimeLimit
 from tests._toy_oracles import SmoothQuadraticOracle
@@ -139,3 +140,65 @@ def test_progress_line_reports_rows_per_second_and_an_eta():
     line = driver._progress_line(LevelBundle(), Oracle(), history[-1], history, 2.0**-20)
     assert "10 oracle calls (1 s each)" in line and "4,000 kernel rows/s" in line
     assert "relative gap 0.000977" in line and "about 10 s to" in line
+
+
+class ProtocolOnlyFrankWolfe:
+    """An outer method written from the ``OuterMethod`` protocol alone (no base class).
+
+    Frank-Wolfe on the simplex: step towards the vertex of the largest q_k.
+    It keeps its own best point and certifies it with the simplex's gap.
+    """
+
+    def start(self, oracle):
+        self.domain = Simplex(oracle.n_kernels)
+        self.w = self.domain.initial()
+        self.t = 0
+        self.best, self.best_w, self.dual = None, None, -math.inf
+
+    def ask(self):
+        return self.w
+
+    def tell(self, w, answer):
+        if self.best is None or answer.value < self.best.value:
+            self.best, self.best_w = answer, np.array(w)
+        self.dual = max(self.dual, self.domain.dual_value(answer))
+        vertex = np.zeros_like(self.w)
+        vertex[np.argmax(answer.q)] = 1.0
+        eta = 2.0 / (self.t + 2.0)
+        self.w = (1.0 - eta) * self.w + eta * vertex
+        self.t += 1
+
+    def report(self):
+        gap = math.nan if self.best is None else self.domain.gap(self.best_w, self.best)
+        return MethodReport(best=self.best, weights=self.best_w, gap=gap, lower=self.dual,
+                            n_iter=self.t)
+
+    def extra(self):
+        return {"steps": self.t}
+
+
+def test_a_method_written_from_the_protocol_alone_runs():
+    method = ProtocolOnlyFrankWolfe()
+    assert isinstance(method, OuterMethod) and not isinstance(method, MethodBase)
+    o = oracle(2)
+    res = solve(o, method, stop=DualityGap(1e-3) | MaxIter(5000))
+    assert res.converged and res.reason == "duality_gap"
+    exact = SmoothQuadraticOracle(o.s, o.M).exact_l1_optimum()
+    assert res.lower - 1e-9 <= exact <= res.value + 1e-9
+    assert res.value - exact <= res.gap + 1e-9
+    assert res.rel_gap <= 1e-3
+    assert res.n_oracle_calls == res.n_iter == len(res.history) == res.extra["steps"]
+    # history rows record the evaluated points (the protocol's default)
+    assert all(Simplex(6).contains(p.weights) for p in res.history)
+    # the lower bound of every row and of the result is the same rule: best dual so far
+    assert res.history[-1].lower == res.lower
+
+
+def test_progress_and_result_lower_bounds_follow_one_rule():
+    for method in (Subgradient(), LevelBundle(), CuttingPlane()):
+        res = solve(oracle(3), method, stop=DualityGap(1e-4) | MaxIter(200))
+        lows = [p.lower for p in res.history]
+        assert res.lower == lows[-1]
+        assert all(b >= a for a, b in zip(lows, lows[1:]))  # running maximum
+        # never below the best dual value D(alpha) that certifies the gap
+        assert res.lower >= res.value - res.gap - 1e-12 * abs(res.value)

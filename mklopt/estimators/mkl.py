@@ -297,8 +297,6 @@ class MKLClassifier(ClassifierBase):
         return resolve_kernel_specs(self.kernels, n_features, protocol="level2008")
 
     def _resolve_groups(self, specs):
-        from ..domains import as_groups
-
         g = self.groups
         if isinstance(g, str):
             if g != "features":
@@ -316,7 +314,6 @@ class MKLClassifier(ClassifierBase):
                 f"groups must be 'features' or a list of lists of kernel indices, got "
                 f"{type(g).__name__}"
             )
-        as_groups(groups, len(specs))  # raises, naming groups, if not a partition
         return groups
 
     def _method_factory(self, specs):
@@ -336,7 +333,7 @@ class MKLClassifier(ClassifierBase):
             if "p" in accepted:
                 if self.p is None:
                     raise ValueError(f"p is required with {label} (the Lp norm, p > 1)")
-                kwargs["p"] = check_real(self.p, "p", low=1.0, strict_low=True)
+                kwargs["p"] = self.p
             elif self.p is not None:
                 raise ValueError(
                     f"p={self.p!r} is only used by Lp-MKL (method='lp'); remove it for {label}"
@@ -350,7 +347,8 @@ class MKLClassifier(ClassifierBase):
                     f"remove it for {label}"
                 )
             try:
-                cls(**kwargs)
+                # The method owns its parameters' checks (p > 1, groups a partition).
+                cls(**kwargs).check_params(n_kernels=len(specs))
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"method {m!r}: {exc}") from None
             return lambda: cls(**kwargs)

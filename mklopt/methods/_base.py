@@ -1,26 +1,43 @@
 """Base class and registry of the outer methods (ask/tell, DESIGN section 4).
 
-A method subclasses :class:`MethodBase`, stores its hyper-parameters
-verbatim in ``__init__`` and implements four hooks on an explicit state
-object that :meth:`MethodBase.start` rebuilds:
+The driver needs only the :class:`~mklopt._types.OuterMethod` protocol
+(``start``, ``ask``, ``tell``, ``report``, ``extra``). :class:`MethodBase`
+implements it once, so that a method is its mathematics and nothing else:
+it stores its hyper-parameters verbatim in ``__init__``, validates them in
+:meth:`~MethodBase.check_params`, and writes hooks on an explicit state
+object that ``start`` rebuilds:
 
-``_start(oracle) -> state``
-    Validate hyper-parameters and build the state (the first query included).
-``_ask(state) -> ndarray``
-    The next point to evaluate.
+``_start(oracle) -> (domain, state)``
+    The feasible set (a :class:`~mklopt.domains.Domain`, or ``None``) and
+    the run's state, first query included.
+``_ask(state) -> query``
+    The next point.
 ``_tell(state, query, answer) -> bool | None``
-    Update the model. Return ``False`` while an iteration is still under way
-    (a line search); anything else completes one outer iteration.
-``_bounds(state) -> (lower, upper)``
-    Optional; the default has no lower bound and the best value as upper.
+    Update the model. Return ``False`` while an iteration is still under
+    way (a line search); anything else completes one outer iteration.
 
-The base class enforces the call order, makes queries read-only, keeps the
-best point (``best``, ``best_w``, ``best_gap``) and counts iterations.
+and, where needed, ``_resume`` (start from a :class:`~mklopt._types.Handover`),
+``_candidate`` (which answers may become the best point), ``_lower`` (a
+lower bound of the method's own), ``_need`` / ``_warm_start`` / ``_kernels``
+(requests for the next call) and ``_extra`` (variables for ``Result.extra``).
+
+Every answer that carries ``q`` is offered as the best point unless
+``_candidate`` says otherwise, so no method can forget to keep its best
+point; the base class computes its gap and the lower bound with the domain,
+in one place.
 """
 
 from __future__ import annotations
 
+import inspect
+import math
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
+
+from .._types import MethodReport
+from ..stopping import Stop
 
 __all__ = ["MethodBase", "register", "METHODS", "get_method"]
 
@@ -50,127 +67,211 @@ def get_method(name):
         raise ValueError(f"unknown method {name!r}; known methods: {known}") from None
 
 
+@dataclass
+class _Run:
+    """Everything a run changes, outside the method's own state; ``start`` rebuilds it."""
+
+    domain: Any
+    state: Any
+    best: Any = None
+    weights: np.ndarray | None = None
+    gap: float = math.nan
+    dual: float = -math.inf  # best dual value D(alpha_j) seen
+    n_iter: int = 0
+    stop: Stop | None = None
+    pending: Any = None
+    evaluated: np.ndarray | None = None
+    report: MethodReport | None = None
+
+
 class MethodBase:
-    """Shared machinery of the ask/tell outer methods.
+    """Shared machinery of the ask/tell outer methods (see the module notes).
 
     Attributes
     ----------
-    best : OracleAnswer or None
-        Answer at the best point offered so far (lowest value).
-    best_w : ndarray or None
-        That point's effective kernel weights.
-    best_gap : float
-        Its duality gap ``J(w) - D(alpha)`` (``nan`` without a domain).
-    domain : Domain or None
-        The feasible set, set by ``start``.
-    n_iter : int
-        Completed outer iterations.
+    name : str
+        Canonical registry name.
+    oracle_kind : {"dual", "weak_learners"}
+        Which oracle the method talks to: an SVM-dual oracle such as
+        ``SVMDual`` (answers with ``q`` and ``alpha``), or the boosting one.
+    query_is_array : bool
+        Whether queries are kernel-weight vectors (``ask`` then returns a
+        read-only float64 copy). A method whose queries are other immutable
+        records (boosting) sets False; its history rows then record the best
+        point's weights.
+    uses_cuts : bool
+        Whether :meth:`start` with a handover reads its cuts (a chain
+        collects them only for such methods).
     """
 
     name = "base"
-    #: Which oracle the method talks to: "dual" (an SVM-dual oracle such as
-    #: SVMDual, answers with q and alpha) or "weak_learners" (boosting).
     oracle_kind = "dual"
-    #: Whether queries are kernel-weight vectors. ``ask`` then copies them into
-    #: a read-only float64 array. A method whose queries are other immutable
-    #: records (boosting asks for a sample and a kernel subset) sets this to
-    #: False, and ``ask`` hands its query over unchanged.
     query_is_array = True
+    uses_cuts = False
 
-    # ---- public protocol -------------------------------------------------
-    def start(self, oracle):
-        """(Re)initialise all state for a run against ``oracle``."""
-        self._oracle = oracle
-        self.domain = None
-        self.best = None
-        self.best_w = None
-        self.best_gap = float("nan")
-        self.best_dual = -np.inf
-        self.n_iter = 0
-        self.stop = None
-        self._pending = None
-        self._state = self._start(oracle)
+    # ---- the protocol --------------------------------------------------------
+    def start(self, oracle, handover=None):
+        """(Re)initialise all run state for a run against ``oracle``.
+
+        Parameters
+        ----------
+        oracle : Oracle
+        handover : Handover, optional
+            State handed over by an earlier method of a chain: the run
+            starts from its best point (which stays the best point until a
+            better one is found) and, where the method can, its cuts.
+        """
+        self.check_params(n_kernels=oracle.n_kernels)
+        # The run record exists before the hooks run, so that a method may
+        # finish (``_finish``) while it starts.
+        self._run = run = _Run(domain=None, state=None)
+        if handover is None:
+            run.domain, run.state = self._start(oracle)
+        else:
+            run.domain, run.state = self._resume(oracle, handover)
+        if handover is not None:
+            run.dual = float(handover.lower)
+            self._offer(handover.weights, handover.answer)
+        run.report = self._make_report()
 
     def ask(self):
-        """Return the next query (read-only). Repeated calls return the same query."""
-        self._require_started()
-        if self._pending is None:
-            q = self._ask(self._state)
+        """The next query (read-only); asking again before ``tell`` returns the same one."""
+        run = self._require_started()
+        if run.pending is None:
+            q = self._ask(run.state)
             if self.query_is_array:
                 q = np.array(q, dtype=np.float64, copy=True)
                 q.flags.writeable = False
-            self._pending = q
-        return self._pending
+            run.pending = q
+        return run.pending
 
     def tell(self, query, answer):
         """Feed the oracle's ``answer`` at ``query`` (the last asked point)."""
-        self._require_started()
-        if self._pending is None:
+        run = self._require_started()
+        if run.pending is None:
             raise RuntimeError(f"{type(self).__name__}.tell called without a pending ask()")
-        self._pending = None
-        done = self._tell(self._state, query, answer)
-        if done is not False:
-            self.n_iter += 1
+        run.pending = None
+        if self._tell(run.state, query, answer) is not False:
+            run.n_iter += 1
+        candidate = self._candidate(run.state, query, answer)
+        if candidate is not None:
+            self._offer(*candidate)
+        run.evaluated = np.array(query if self.query_is_array else run.weights, dtype=np.float64)
+        run.report = self._make_report()
 
-    def bounds(self):
-        """``(lower, upper)`` on the optimal value; ``-inf`` when there is no lower bound."""
-        self._require_started()
-        return self._bounds(self._state)
-
-    def query_needs_q(self):
-        """Whether the pending query needs ``q`` (False: the value alone will do).
-
-        The driver passes ``need_q=False`` to oracles that support it
-        (``oracle.supports_value_only``), sparing them the quadratic forms;
-        other oracles answer in full, which every method must accept.
-        """
-        return True
-
-    def query_weights(self, query):
-        """Effective kernel weights of a query (what a history row records)."""
-        return query
+    def report(self):
+        """The run's :class:`~mklopt._types.MethodReport` (rebuilt by ``start`` and ``tell``)."""
+        return self._require_started().report
 
     def extra(self):
         """Method-specific variables for ``Result.extra``."""
+        return self._extra(self._require_started().state)
+
+    # ---- conveniences beyond the protocol -------------------------------------
+    def bounds(self):
+        """``(lower, upper)`` on the optimum: the report's ``lower`` and best value."""
+        rep = self.report()
+        return rep.lower, rep.upper
+
+    @property
+    def domain(self):
+        """The feasible set of the current run (``None`` before ``start``)."""
+        run = getattr(self, "_run", None)
+        return None if run is None else run.domain
+
+    def check_params(self, n_kernels=None):
+        """Validate the hyper-parameters; raise ``TypeError``/``ValueError`` naming the bad one.
+
+        Called by :meth:`start`; estimators call it to check parameters they
+        pass through. ``n_kernels`` enables the checks that depend on the
+        problem (a partition of the kernels). The default has nothing to check.
+        """
+
+    # ---- hooks with defaults ----------------------------------------------------
+    def _resume(self, oracle, handover):
+        """Start from a handover; the default starts afresh (keeping its best point)."""
+        return self._start(oracle)
+
+    def _candidate(self, state, query, answer):
+        """``(weights, answer)`` to offer as the best point, or None. Default: this answer."""
+        return query, answer
+
+    def _lower(self, state):
+        """A certified lower bound of the method's own (default: none).
+
+        It must be a dual value: ``D`` of some feasible dual point (the
+        level method's model minimum is ``D`` of an aggregate of its
+        answers' ``alpha``, see :meth:`CutModel.minimize`), since the
+        reported gap is the best value minus it.
+        """
+        return -math.inf
+
+    def _need(self, state):
+        """What the next call needs: ``"full"`` (default), ``"value"`` or ``"exact"``."""
+        return "full"
+
+    def _warm_start(self, state):
+        """Dual variables for the next call (default None: the previous answer's)."""
+        return None
+
+    def _kernels(self, state):
+        """Kernels whose ``q`` the next call needs (default None: all)."""
+        return None
+
+    def _extra(self, state):
         return {}
 
-    # ---- helpers for subclasses -------------------------------------------
-    def _offer(self, w, answer):
-        """Consider ``(w, answer)`` as the best point; keep it if its value is lowest.
+    # ---- helpers ---------------------------------------------------------------
+    def _finish(self, reason, converged=False):
+        """End the run from inside the method (the report carries the reason)."""
+        self._run.stop = Stop(reason, converged)
 
-        Value-only answers (``q`` is None) carry no gap and are not considered.
+    def _offer(self, w, answer):
+        """Keep ``(w, answer)`` as the best point if its value is the lowest so far.
+
+        Value-only answers (``q`` is None) carry no gap and are skipped.
         """
+        run = self._run
         if getattr(answer, "q", True) is None:
             return
-        if self.domain is not None:
-            dual = self.domain.dual_value(answer)
-            if dual > self.best_dual:
-                self.best_dual = dual
-        if self.best is None or answer.value < self.best.value:
-            self.best = answer
-            self.best_w = np.array(w, dtype=np.float64)
-            self.best_gap = (
-                self.domain.gap(self.best_w, answer) if self.domain is not None else float("nan")
-            )
+        dom = run.domain
+        if dom is not None:
+            run.dual = max(run.dual, dom.dual_value(answer))
+        if run.best is None or answer.value < run.best.value:
+            run.best = answer
+            run.weights = np.array(w, dtype=np.float64)
+            run.gap = dom.gap(run.weights, answer) if dom is not None else math.nan
 
-    def _finish(self, reason, converged=False):
-        """Let the method stop the run itself (the driver reads ``stop``)."""
-        from ..stopping import Stop
-
-        self.stop = Stop(reason, converged)
-
-    def _bounds(self, state):
-        upper = self.best.value if self.best is not None else np.inf
-        return -np.inf, upper
+    def _make_report(self):
+        run = self._run
+        s = run.state
+        lower = float(max(self._lower(s), run.dual))
+        gap = float(run.gap)
+        if run.best is not None and math.isfinite(lower) and not math.isnan(gap):
+            # The best point's value against the best dual certificate known:
+            # never more than the point's own gap (its own alpha is one of them).
+            gap = max(0.0, min(gap, float(run.best.value) - lower))
+        return MethodReport(
+            best=run.best,
+            weights=run.weights,
+            gap=gap,
+            lower=lower,
+            n_iter=run.n_iter,
+            stop=run.stop,
+            evaluated=run.evaluated,
+            need=self._need(s),
+            warm_start=self._warm_start(s),
+            kernels=self._kernels(s),
+        )
 
     def _require_started(self):
-        if not hasattr(self, "_state"):
+        run = getattr(self, "_run", None)
+        if run is None:
             raise RuntimeError(f"call {type(self).__name__}.start(oracle) first")
+        return run
 
-    # ---- parameters (scikit-learn style, used by the estimators) -----------
+    # ---- parameters (scikit-learn style, used by the estimators) -------------
     def get_params(self, deep=False):
-        import inspect
-
         sig = inspect.signature(type(self).__init__)
         return {p: getattr(self, p) for p in sig.parameters if p != "self"}
 

@@ -141,9 +141,25 @@ class CutModel:
         Returns
         -------
         lower : float
-            ``min_{w in P} g(w)``, a lower bound on ``min_P J``.
+            ``min_{w in P} g(w)``, a lower bound on ``min_P J``, evaluated
+            as the dual value ``lam's - max_k (Q'lam)_k / 2`` of the LP's cut
+            multipliers (see Notes).
         w : ndarray of shape (n_kernels,)
             A minimiser, exactly on the simplex.
+
+        Notes
+        -----
+        For any ``lam`` in the simplex of the cuts,
+        ``d(lam) = min_{w in P} sum_j lam_j f(w, alpha_j)
+        = lam's - max_k (Q'lam)_k / 2`` is a lower bound on ``J*``, since
+        every cut minorises ``J``. It is more than a bound: with
+        ``abar = sum_j lam_j alpha_j`` (feasible, Q being convex), the
+        concavity of the dual value gives ``D(abar) >= d(lam)`` (the linear
+        term is concave and each ``q_k`` convex). So ``d(lam)`` certifies
+        the duality gap ``J(w) - D(abar)`` of the aggregated dual point, and
+        it is computed here in plain arithmetic from the stored cuts, so the
+        bound never rests on the LP solver's objective value. At the LP's
+        optimal multipliers it equals the LP minimum.
         """
         if self.n_cuts == 0:
             raise RuntimeError("the cutting-plane model has no cuts yet")
@@ -168,11 +184,18 @@ class CutModel:
         w[W] = x
         w = _onto_simplex(w)
         self._W = W[w[W] > 0] if np.any(w[W] > 0) else W
-        # The model at a feasible point bounds its minimum from above; the LP
-        # optimum can only be lower. Take the smaller so that rounding in the
-        # solver never lifts the lower bound above the model's minimum.
-        lower = min(float(res.fun), self.value(w))
+        if tot > 0:
+            lower = self.dual_value(lam / tot)
+        else:  # no multipliers (a degenerate solve): the model's minimum, rounded down
+            lower = min(float(res.fun), self.value(w))
         return lower, w
+
+    def dual_value(self, lam):
+        """``d(lam) = lam's - max_k (Q'lam)_k / 2`` for cut weights ``lam`` in the simplex.
+
+        A certified lower bound on ``J*`` (see :meth:`minimize`).
+        """
+        return float(lam @ self.s) - 0.5 * float(np.max(self.Q.T @ lam))
 
     def _restricted_lp(self, W):
         """HiGHS on the LP restricted to the kernels ``W``; returns ``(res, w_W)``."""

@@ -20,6 +20,10 @@ from ._base import MethodBase, register
 __all__ = ["AnalyticLp"]
 
 
+#: Share of the uniform point mixed into a handed-over start.
+_RESUME_MIX = 1e-2
+
+
 @dataclass
 class _State:
     theta: np.ndarray  # next query
@@ -73,16 +77,29 @@ class AnalyticLp(MethodBase):
     def __init__(self, p=2.0):
         self.p = p
 
-    def _start(self, oracle):
+    def check_params(self, n_kernels=None):
         check_real(self.p, "p", low=1.0, strict_low=True)
-        self.domain = LpBall(oracle.n_kernels, self.p)
-        return _State(theta=self.domain.initial())
+
+    def _start(self, oracle):
+        domain = LpBall(oracle.n_kernels, self.p)
+        return domain, _State(theta=domain.initial())
+
+    def _resume(self, oracle, handover):
+        # The update from the handed-over answer; a little of the uniform
+        # point keeps kernels handed over at zero alive (the update is
+        # multiplicative).
+        domain, s = self._start(oracle)
+        p = float(self.p)
+        theta = self.update(np.maximum(handover.weights, 0.0), handover.answer.q, p)
+        if theta is not None:
+            theta = (1.0 - _RESUME_MIX) * theta + _RESUME_MIX * s.theta
+            s.theta = theta / np.linalg.norm(theta, p)
+        return domain, s
 
     def _ask(self, s):
         return s.theta
 
     def _tell(self, s, query, answer):
-        self._offer(query, answer)
         s.theta = self.update(query, answer.q, float(self.p))
         if s.theta is None:
             s.theta = np.array(query, dtype=np.float64)

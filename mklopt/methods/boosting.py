@@ -240,14 +240,10 @@ class Boosting(MethodBase):
         Source of the example and kernel draws; an int makes runs
         reproducible (each ``start`` reseeds).
 
-    Attributes
-    ----------
-    best : record with ``value``
-        ``value`` is the ensemble's exponential training loss
-        ``prod_t Z_t`` (1 for the empty ensemble).
-    best_w : ndarray of shape (n_kernels,)
-        Share of the vote each kernel carries (see
-        :meth:`Ensemble.kernel_weights`).
+    The report's best point is the ensemble so far: its ``value`` is the
+    exponential training loss ``prod_t Z_t`` (1 for the empty ensemble) and
+    its weights the share of the vote each kernel carries (see
+    :meth:`Ensemble.kernel_weights`).
 
     Notes
     -----
@@ -278,7 +274,7 @@ class Boosting(MethodBase):
     The distribution and the kernel probabilities are the method's own
     state; the driver's history records per round the oracle's ``value``
     (the smallest weighted error of the round's learners), the exponential
-    loss as ``upper`` and :meth:`query_weights` as ``weights``. There is
+    loss as ``upper`` and the vote shares as ``weights``. There is
     no lower bound (``-inf``) and no duality gap (``nan``).
 
     References
@@ -312,7 +308,7 @@ class Boosting(MethodBase):
         self.decay = decay
         self.random_state = random_state
 
-    def check_params(self):
+    def check_params(self, n_kernels=None):
         """Validate the hyper-parameters; raise ``TypeError``/``ValueError`` naming the bad one."""
         check_choice(self.variant, "variant", _VARIANTS)
         check_int(self.n_rounds, "n_rounds", low=1)
@@ -329,7 +325,6 @@ class Boosting(MethodBase):
 
     # ---- hooks ---------------------------------------------------------------
     def _start(self, oracle):
-        self.check_params()
         ratio = float(self.sample_ratio)
         rs = self.random_state
         if not hasattr(oracle, "y") or not hasattr(oracle, "n_kernels"):
@@ -339,9 +334,7 @@ class Boosting(MethodBase):
             )
         y = np.asarray(oracle.y, dtype=np.float64)
         N, m = y.shape[0], int(oracle.n_kernels)
-        self.best = _Score(1.0)  # the empty ensemble: F = 0, exp loss 1
-        self.best_w = np.zeros(m)
-        return _State(
+        state = _State(
             rng=np.random.default_rng(rs),
             y=y,
             D=np.full(N, 1.0 / N),
@@ -350,6 +343,8 @@ class Boosting(MethodBase):
             F=np.zeros(N),
             kernel_w=np.zeros(m),
         )
+        self._offer(np.zeros(m), _Score(1.0))  # the empty ensemble: F = 0, exp loss 1
+        return None, state
 
     def _ask(self, s):
         N, m = s.D.shape[0], s.S.shape[0]
@@ -401,32 +396,32 @@ class Boosting(MethodBase):
         s.rounds.append(BoostRound(alpha, members, np.array(weights, dtype=np.float64), err, Z))
         for lrn, share in zip(members, _shares(weights), strict=True):
             s.kernel_w[lrn.kernel] += alpha * share
-        self.best = _Score(math.exp(s.log_loss))
-        self.best_w = s.kernel_w / s.kernel_w.sum()
         if err <= _ERR_FLOOR:
             self._finish("zero_error", converged=True)
         elif len(s.rounds) >= self.n_rounds:
             self._finish("n_rounds", converged=True)
         return None
 
+    def _candidate(self, s, query, answer):
+        # The ensemble after the round, scored by its exponential loss (which
+        # every kept round lowers); a discarded round offers nothing.
+        if not s.rounds or s.kernel_w.sum() <= 0.0:
+            return None
+        return s.kernel_w / s.kernel_w.sum(), _Score(math.exp(s.log_loss))
+
     # ---- reporting -------------------------------------------------------------
-    def query_weights(self, query):
-        """Kernel weights a history row records: the ensemble's vote shares after the round."""
-        return np.array(self.best_w, dtype=np.float64)
 
     @property
     def distribution(self):
         """The current example distribution ``D_t`` (a copy)."""
-        self._require_started()
-        return self._state.D.copy()
+        return self._require_started().state.D.copy()
 
     @property
     def kernel_probabilities(self):
         """The current kernel sampling probabilities ``S_t`` (a copy)."""
-        self._require_started()
-        return self._state.S.copy()
+        return self._require_started().state.S.copy()
 
-    def extra(self):
+    def _extra(self, s):
         """The ensemble and the boosting state, for ``Result.extra``.
 
         Returns
@@ -439,7 +434,6 @@ class Boosting(MethodBase):
             trained), ``train_margin`` (``F(x_i) / sum_t alpha_t`` on the
             training points) and ``exp_loss`` (``prod_t Z_t``).
         """
-        s = self._state
         ens = Ensemble(s.rounds, s.S.shape[0])
         total = float(sum(r.alpha for r in s.rounds))
         return {

@@ -45,10 +45,10 @@ class CuttingPlane(MethodBase):
     HiGHS) is a lower bound on ``J* = min_P J``: every cut minorises ``J``
     because ``alpha_j`` lies in Q whatever ``w``, whatever the accuracy of
     the inner solve. It also dominates every dual value
-    ``D(alpha_j) = min_P f(w, alpha_j)``, so :meth:`bounds` returns
-    ``(max_i f_i, best J(w_j))``. The lower bound is kept as a running
-    maximum, so solver rounding never makes it decrease. The reported
-    duality gap (``best_gap``) is that of the best point, computed by
+    ``D(alpha_j) = min_P f(w, alpha_j)``, so the reported lower bound is
+    ``max_i f_i`` and the upper one the best ``J(w_j)``. The lower bound is
+    kept as a running maximum, so solver rounding never makes it decrease.
+    The reported duality gap is that of the best point, computed by
     :class:`~mklopt.domains.Simplex` like every other L1 method; the bound
     gap ``upper - lower`` is available to :class:`~mklopt.stopping.BoundGap`.
 
@@ -71,22 +71,33 @@ class CuttingPlane(MethodBase):
     True
     """
 
+    uses_cuts = True
+
     def __init__(self):
         pass
 
     def _start(self, oracle):
         m = oracle.n_kernels
-        self.domain = Simplex(m)
-        return _State(model=CutModel(m), w=self.domain.initial())
+        domain = Simplex(m)
+        return domain, _State(model=CutModel(m), w=domain.initial())
+
+    def _resume(self, oracle, handover):
+        # The handed-over cuts form the model at once; the first query is
+        # its minimiser, so no call is spent re-evaluating the best point.
+        domain, s = self._start(oracle)
+        for lin, q in handover.cuts:
+            s.model.add(lin, q)
+        s.model.add(handover.answer.linear_term, handover.answer.q)
+        s.lower, s.w = s.model.minimize()
+        return domain, s
 
     def _ask(self, s):
         return s.w
 
     def _tell(self, s, query, answer):
-        self._offer(query, answer)
         s.model.add(answer.linear_term, answer.q)
         lower, s.w = s.model.minimize()
-        s.lower = max(s.lower, lower, self.best_dual)
+        s.lower = max(s.lower, lower)
 
-    def _bounds(self, s):
-        return s.lower, self.best.value
+    def _lower(self, s):
+        return s.lower

@@ -69,7 +69,7 @@ class LevelBundle(MethodBase):
     ``Delta_i / |l_i| < switch`` (0.9 -> 0.99 below 0.01, as in the paper's
     experiments: a larger ``lambda`` keeps the projection short near the
     optimum). The raised value lives in the run's state; ``self.lam`` is
-    never changed. :meth:`bounds` returns ``(f_i, fbar_i)``; the reported
+    never changed. The reported bounds are ``(f_i, fbar_i)``; the reported
     duality gap is that of the best point, from
     :class:`~mklopt.domains.Simplex`.
 
@@ -89,42 +89,58 @@ class LevelBundle(MethodBase):
     True
     """
 
+    uses_cuts = True
+
     def __init__(self, lam=0.9, lam_final=0.99, switch=0.01):
         self.lam = lam
         self.lam_final = lam_final
         self.switch = switch
 
-    def _start(self, oracle):
+    def check_params(self, n_kernels=None):
         lam = check_real(self.lam, "lam", low=0.0, high=1.0, strict_low=True, strict_high=True)
         lam_final = check_real(self.lam_final, "lam_final", high=1.0, strict_high=True)
         if lam_final < lam:
             raise ValueError(f"lam_final must be >= lam ({lam}), got {self.lam_final!r}")
         check_real(self.switch, "switch", low=0.0, strict_low=True)
+
+    def _start(self, oracle):
         m = oracle.n_kernels
-        self.domain = Simplex(m)
-        return _State(model=CutModel(m), w=self.domain.initial(), lam=lam)
+        domain = Simplex(m)
+        return domain, _State(model=CutModel(m), w=domain.initial(), lam=float(self.lam))
+
+    def _resume(self, oracle, handover):
+        # The handed-over cuts and best point give both bounds at once; the
+        # first query is the projection of the best point onto the level set.
+        domain, s = self._start(oracle)
+        for lin, q in handover.cuts:
+            s.model.add(lin, q)
+        best = handover.answer
+        s.model.add(best.linear_term, best.q)
+        self._step(s, np.asarray(handover.weights, dtype=np.float64), float(best.value))
+        s.lower = max(s.lower, float(handover.lower))
+        return domain, s
 
     def _ask(self, s):
         return s.w
 
     def _tell(self, s, query, answer):
-        self._offer(query, answer)
         s.model.add(answer.linear_term, answer.q)
+        self._step(s, query, float(answer.value))
+
+    def _step(self, s, p, value):
+        """Bounds, level and the projection of ``p`` (eqs. 6-8)."""
         f_low, w_hat = s.model.minimize()
         s.lower = max(s.lower, f_low)
-        s.upper = min(s.upper, float(answer.value))
+        s.upper = min(s.upper, value)
         gap = s.upper - s.lower
         s.level = s.lam * s.upper + (1.0 - s.lam) * s.lower
         if not s.raised and gap < self.switch * abs(s.level):
             s.lam, s.raised = float(self.lam_final), True
             s.level = s.lam * s.upper + (1.0 - s.lam) * s.lower
-        s.w = s.model.project_level(query, s.level, w_hat)
+        s.w = s.model.project_level(p, s.level, w_hat)
 
-    def _bounds(self, s):
-        return s.lower, s.upper
+    def _lower(self, s):
+        return s.lower
 
-    def extra(self):
-        s = getattr(self, "_state", None)
-        if s is None:
-            return {}
+    def _extra(self, s):
         return {"lam": s.lam, "level": s.level}

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._jit.projections import entropic_step
 from .._validation import check_int, check_real
-from ..domains import GroupSimplex, Simplex
+from ..domains import GroupSimplex, Simplex, as_groups
 from ._base import MethodBase, register
 
 __all__ = ["MirrorDescent"]
@@ -30,16 +30,23 @@ log = logging.getLogger("mklopt")
 _GAMMA_FLOOR = 1e-12
 
 
+#: Share of the uniform point mixed into a handed-over start: entropic steps
+#: are multiplicative and could never revive a kernel handed over at zero.
+_RESUME_MIX = 1e-2
+
+
 @dataclass
 class _State:
     lam: np.ndarray  # kernel order; lam_j in the simplex of group j
     gamma: np.ndarray  # (n_groups,)
+    order: np.ndarray  # kernel indices listed group after group
+    offsets: np.ndarray  # group j is order[offsets[j]:offsets[j + 1]]
+    group_of: np.ndarray  # group of each kernel
+    grouped: bool  # False: one group, L1-MKL on the simplex
+    log_size: float  # log of the largest group size (eq. 9)
     t: int = 0  # mirror steps taken
     n_inner: int = 0  # SVM calls at the current lam
-    n_unsettled: int = 0  # lam whose gamma alternation hit max_inner
-    best_lam: np.ndarray | None = None
-    best_gamma: np.ndarray | None = None
-    steps: list | None = None
+    offer: bool = False  # whether the last answer is a settled point
 
 
 @register("mirror")
@@ -111,8 +118,9 @@ class MirrorDescent(MethodBase):
     itself and the method is entropic mirror descent for L1-MKL on the
     :class:`~mklopt.domains.Simplex` (every answer is offered).
 
-    ``query_weights`` and ``Result.weights`` are the effective weights;
-    :meth:`extra` returns ``{"lam", "gamma"}`` of the best point.
+    Queries, history rows and ``Result.weights`` are the effective weights;
+    :meth:`extra` returns ``{"lam", "gamma"}`` of the best point, recovered
+    from its effective weights (``sum_{k in G_j} w_k = 1 / gamma_j``).
 
     References
     ----------
@@ -137,67 +145,94 @@ class MirrorDescent(MethodBase):
         self.max_inner = max_inner
 
     # ---- hooks ---------------------------------------------------------------
-    def _start(self, oracle):
+    def check_params(self, n_kernels=None):
         check_real(self.step_scale, "step_scale", low=0.0, strict_low=True)
         check_real(self.inner_tol, "inner_tol", low=0.0, strict_low=True)
         check_int(self.max_inner, "max_inner", low=1)
+        if self.groups is not None and n_kernels is not None:
+            as_groups(self.groups, n_kernels)  # raises, naming groups, if not a partition
+
+    def _start(self, oracle):
         m = oracle.n_kernels
         if self.groups is None:
-            self.domain = Simplex(m)
-            self._order = np.arange(m, dtype=np.int64)
-            self._offsets = np.array([0, m], dtype=np.int64)
-            self._group_of = np.zeros(m, dtype=np.int64)
-            lam = self.domain.initial()
+            domain = Simplex(m)
+            order = np.arange(m, dtype=np.int64)
+            offsets = np.array([0, m], dtype=np.int64)
+            group_of = np.zeros(m, dtype=np.int64)
+            lam = domain.initial()
         else:
-            self.domain = GroupSimplex(self.groups, m)
-            self._order, self._offsets = self.domain.order, self.domain.offsets
-            self._group_of = self.domain.group_of
-            lam = self.domain.initial_lam()
-        n_groups = len(self._offsets) - 1
-        self._log_size = math.log(int(np.max(np.diff(self._offsets))))
-        return _State(lam=lam, gamma=np.full(n_groups, 1.0 / n_groups), steps=[])
+            domain = GroupSimplex(self.groups, m)
+            order, offsets, group_of = domain.order, domain.offsets, domain.group_of
+            lam = domain.initial_lam()
+        n_groups = len(offsets) - 1
+        s = _State(
+            lam=lam, gamma=np.full(n_groups, 1.0 / n_groups), order=order, offsets=offsets,
+            group_of=group_of, grouped=self.groups is not None,
+            log_size=math.log(int(np.max(np.diff(offsets)))),
+        )
+        return domain, s
+
+    def _resume(self, oracle, handover):
+        # Start from the handed-over point (lam and gamma behind its effective
+        # weights), mixed with a little of the uniform point.
+        domain, s = self._start(oracle)
+        lam, gamma = _lam_gamma(np.asarray(handover.weights, dtype=np.float64), s)
+        s.lam = (1.0 - _RESUME_MIX) * lam + _RESUME_MIX * s.lam
+        s.gamma = gamma
+        return domain, s
 
     def _ask(self, s):
-        return s.lam / s.gamma[self._group_of]
+        return s.lam / s.gamma[s.group_of]
 
     def _tell(self, s, query, answer):
         q = np.maximum(np.asarray(answer.q, dtype=np.float64), 0.0)
         s.n_inner += 1
-        if self.groups is not None:
-            gamma_new = self._gamma_step(s.lam, q)
+        s.offer = True
+        if s.grouped:
+            gamma_new = self._gamma_step(s, s.lam, q)
             settled = float(np.max(np.abs(gamma_new - s.gamma))) <= self.inner_tol
             if not settled and s.n_inner < self.max_inner:
                 s.gamma = gamma_new  # re-solve the SVM at the new effective weights
+                s.offer = False
                 return False
             if not settled:
-                s.n_unsettled += 1
+                s.offer = False
                 log.debug("gamma/SVM alternation did not settle in %d calls", s.n_inner)
-            else:
-                self._offer_point(s, query, answer)
             gamma_used = s.gamma
             s.gamma = gamma_new
         else:
-            self._offer_point(s, query, answer)
             gamma_used = s.gamma
         s.n_inner = 0
         # mirror step on lam (eq. 8) with the gradient -q_k / (2 gamma_j)
-        g = -0.5 * q / gamma_used[self._group_of]
+        g = -0.5 * q / gamma_used[s.group_of]
         s.t += 1
         gmax = float(np.max(np.abs(g)))
-        if gmax > 0.0 and self._log_size > 0.0:
-            eta = self.step_scale * math.sqrt(self._log_size) / (math.sqrt(s.t) * gmax)
-            lo = np.ascontiguousarray(s.lam[self._order])
-            go = np.ascontiguousarray(g[self._order])
-            out = entropic_step(lo, go, eta, self._offsets, np.empty_like(lo))
+        if gmax > 0.0 and s.log_size > 0.0:
+            eta = self.step_scale * math.sqrt(s.log_size) / (math.sqrt(s.t) * gmax)
+            lo = np.ascontiguousarray(s.lam[s.order])
+            go = np.ascontiguousarray(g[s.order])
+            out = entropic_step(lo, go, eta, s.offsets, np.empty_like(lo))
             s.lam = np.empty_like(s.lam)
-            s.lam[self._order] = out
-            s.steps.append(eta)
+            s.lam[s.order] = out
         return True
 
+    def _candidate(self, s, query, answer):
+        # Only settled points: there the gamma step and the SVM agree, so the
+        # value is J(lam) and its gap is not negative.
+        return (query, answer) if s.offer else None
+
+    def _extra(self, s):
+        w = self.report().weights
+        if w is None:
+            return {}
+        lam, gamma = _lam_gamma(w, s)
+        return {"lam": lam, "gamma": gamma}
+
     # ---- helpers -------------------------------------------------------------
-    def _gamma_step(self, lam, q):
+    @staticmethod
+    def _gamma_step(s, lam, q):
         """Nath et al. eq. 6: ``gamma_j = sqrt(W_j) / sum_i sqrt(W_i)``."""
-        W = np.bincount(self._group_of, weights=lam * q, minlength=len(self._offsets) - 1)
+        W = np.bincount(s.group_of, weights=lam * q, minlength=len(s.offsets) - 1)
         r = np.sqrt(np.maximum(W, 0.0))
         total = r.sum()
         if not total > 0.0:
@@ -205,15 +240,15 @@ class MirrorDescent(MethodBase):
         gamma = np.maximum(r / total, _GAMMA_FLOOR)
         return gamma / gamma.sum()
 
-    def _offer_point(self, s, query, answer):
-        before = self.best
-        self._offer(query, answer)
-        if self.best is not before:
-            s.best_lam = s.lam.copy()
-            s.best_gamma = s.gamma.copy()
 
-    def extra(self):
-        s = getattr(self, "_state", None)
-        if s is None or s.best_lam is None:
-            return {}
-        return {"lam": s.best_lam.copy(), "gamma": s.best_gamma.copy()}
+def _lam_gamma(w, s):
+    """``(lam, gamma)`` behind effective weights ``w = lam_jk / gamma_j``.
+
+    ``sum_{k in G_j} w_k = 1 / gamma_j`` because ``lam_j`` sums to one.
+    """
+    n_groups = len(s.offsets) - 1
+    inv = np.bincount(s.group_of, weights=w, minlength=n_groups)
+    gamma = 1.0 / np.maximum(inv, 1e-300)
+    gamma /= gamma.sum()
+    lam = w / np.maximum(inv, 1e-300)[s.group_of]
+    return lam, gamma

@@ -9,7 +9,7 @@ A. Rakotomamonjy, F. Bach, S. Canu and Y. Grandvalet, "SimpleMKL", JMLR 9,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,7 +29,6 @@ class _State:
     query: np.ndarray | None = None
     need_q: bool = True  # False while the pending query is a line-search point
     iteration_done: bool = False
-    step_sizes: list = field(default_factory=list)
 
 
 @register("subgradient", "simplemkl")
@@ -96,26 +95,31 @@ class Subgradient(MethodBase):
         self.zero_tol = zero_tol
 
     # ---- hooks ---------------------------------------------------------------
-    def _start(self, oracle):
+    def check_params(self, n_kernels=None):
         check_choice(self.direction, "direction", ("reduced", "projected"))
         check_real(self.line_search_tol, "line_search_tol", low=0.0, high=1.0, strict_low=True)
         check_real(self.step_scale, "step_scale", low=0.0, strict_low=True)
         check_real(self.zero_tol, "zero_tol", low=0.0, high=1.0)
-        self.domain = Simplex(oracle.n_kernels)
+
+    def _start(self, oracle, w0=None, answer=None):
+        domain = Simplex(oracle.n_kernels)
         run = self._reduced if self.direction == "reduced" else self._projected
         s = _State(steps=None)
-        s.steps = run(s)
+        s.steps = run(s, domain.initial() if w0 is None else self._clean(w0), answer)
         s.query = next(s.steps)
-        return s
+        return domain, s
+
+    def _resume(self, oracle, handover):
+        # Descend from the handed-over point, whose answer gives the first gradient.
+        return self._start(oracle, np.array(handover.weights, dtype=np.float64), handover.answer)
 
     def _ask(self, s):
         return s.query
 
-    def query_needs_q(self):
-        return self._state.need_q
+    def _need(self, s):
+        return "full" if s.need_q else "value"
 
     def _tell(self, s, query, answer):
-        self._offer(query, answer)
         s.iteration_done = False
         s.query = s.steps.send(answer)
         return s.iteration_done
@@ -138,7 +142,7 @@ class Subgradient(MethodBase):
         return D, mu
 
     # ---- the two algorithms as generators (yield a query, receive its answer) --
-    def _reduced(self, s):
+    def _reduced(self, s, w, ans):
         # Points of the descent-direction update and of the line search need
         # J alone (value-only oracle calls); the accepted point is then solved
         # again with its gradient (warm-started, so the SVM is nearly free),
@@ -147,8 +151,8 @@ class Subgradient(MethodBase):
             s.need_q = False
             return (yield x)
 
-        w = self.domain.initial()
-        ans = yield w
+        if ans is None:
+            ans = yield w
         while True:
             D, mu = self._direction(w, ans.grad)
             if not np.any(D < 0.0) or float(np.max(np.abs(D))) <= 1e-14 * max(
@@ -222,7 +226,6 @@ class Subgradient(MethodBase):
                         new = d
                     vals[new] = (yield from value_at(self._clean(w + new * D))).value
                 step = min(vals, key=vals.get)
-                s.step_sizes.append(step)
                 if step == 0.0 and not moved:
                     # No step along a descent direction lowers J: the decrease
                     # is below the noise of J left by the inner solver's
@@ -239,11 +242,11 @@ class Subgradient(MethodBase):
             ans = yield w
             s.iteration_done = True
 
-    def _projected(self, s):
-        w = self.domain.initial()
+    def _projected(self, s, w, ans):
         t = 0
         while True:
-            ans = yield w
+            if ans is None:
+                ans = yield w
             t += 1
             g = np.asarray(ans.grad, dtype=np.float64)
             gn = float(np.linalg.norm(g - g.mean()))
@@ -253,7 +256,7 @@ class Subgradient(MethodBase):
                 yield w
                 return
             eta = self.step_scale * math.sqrt(2.0) / (gn * math.sqrt(t))
-            s.step_sizes.append(eta)
             x = np.ascontiguousarray(w - eta * g)
             w = project_simplex(x, 1.0, np.empty_like(x))
             s.iteration_done = True
+            ans = None

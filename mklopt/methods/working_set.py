@@ -65,8 +65,9 @@ class _State:
     last_gap: float = np.inf  # relative gap of the last priced point
     inner_calls: int = 0
     n_pricings: int = 0
-    upper: float = np.inf
     history_W: list = field(default_factory=list)
+    m: int = 0  # kernels in the whole bank
+    oracle: object = None
 
 
 @register("working_set")
@@ -128,8 +129,7 @@ class KernelWorkingSet(MethodBase):
     def _new_inner(self):
         m = self.method
         if isinstance(m, str):
-            cls = get_method(m)
-            inner = cls()
+            inner = get_method(m)()
         elif isinstance(m, MethodBase) or all(hasattr(m, a) for a in ("start", "ask", "tell")):
             inner = type(m)(**m.get_params()) if hasattr(m, "get_params") else m
         else:
@@ -141,7 +141,7 @@ class KernelWorkingSet(MethodBase):
     def _restart(self, s, W):
         s.W = np.sort(np.asarray(W, dtype=np.int64))
         s.inner = self._new_inner()
-        s.inner.start(_SubsetOracle(self._oracle, s.W))
+        s.inner.start(_SubsetOracle(s.oracle, s.W))
         if not isinstance(s.inner.domain, Simplex):
             raise ValueError(
                 "the working set needs an L1 method (its domain is the simplex); got "
@@ -152,66 +152,68 @@ class KernelWorkingSet(MethodBase):
         s.history_W.append(int(s.W.size))
 
     # ---- hooks ---------------------------------------------------------------
-    def _start(self, oracle):
+    def check_params(self, n_kernels=None):
         check_int(self.size, "size", low=1)
         check_real(self.shrink, "shrink", low=0.0, high=1.0, strict_low=True, strict_high=True)
         check_int(self.max_inner, "max_inner", low=1)
+        self._new_inner()  # a bad inner method is refused before the first call
+
+    def _start(self, oracle):
         m = oracle.n_kernels
-        self.domain = Simplex(m)
-        probe = self._new_inner()
-        del probe
-        s = _State(inner=None, W=np.arange(m), pricing=True, point=self.domain.initial())
+        domain = Simplex(m)
+        s = _State(inner=None, W=np.arange(m), pricing=True, point=domain.initial(), m=m,
+                   oracle=oracle)
         if m <= 2 * int(self.size):
             self._restart(s, np.arange(m))  # small bank: no working set needed
             s.pricing = False
-        return s
+        return domain, s
 
     def _ask(self, s):
         if s.pricing:
             return s.point
-        full = np.zeros(self.domain.n_kernels)
+        full = np.zeros(s.m)
         full[s.W] = s.inner.ask()
         return full
 
-    def query_kernels(self):
-        """Kernels whose ``q`` the pending query needs (None: all)."""
-        s = self._state
-        if s.pricing or s.W.size == self.domain.n_kernels:
+    def _kernels(self, s):
+        if s.pricing or s.W.size == s.m:
             return None
         return s.W
 
-    def query_needs_q(self):
-        s = self._state
-        return True if s.pricing else s.inner.query_needs_q()
+    def _need(self, s):
+        return "full" if s.pricing else s.inner.report().need
+
+    def _candidate(self, s, query, answer):
+        # Only answers priced over the whole bank certify a gap over it.
+        if answer.q is not None and answer.q.shape[0] == s.m:
+            return query, answer
+        return None
 
     def _tell(self, s, query, answer):
-        m = self.domain.n_kernels
-        s.upper = min(s.upper, float(answer.value))
-        if s.pricing or s.W.size == m:
-            if answer.q is not None and answer.q.shape[0] == m:
-                self._offer(query, answer)
-            if s.pricing:
-                return self._after_pricing(s, query, answer)
+        m = s.m
+        if s.pricing:
+            return self._after_pricing(s, query, answer)
         # A restricted answer: hand it to the inner method on W.
         q = answer.q
-        if q is not None and q.shape[0] == m:  # an oracle without kernel subsets
+        if q is not None and q.shape[0] == m and s.W.size < m:  # an oracle without subsets
             q = q[s.W]
         sub = dataclasses.replace(
             answer, w=np.asarray(query)[s.W], q=q, grad=None if q is None else -0.5 * q
         )
-        done = s.inner.tell(sub.w, sub)
+        s.inner.tell(sub.w, sub)
         if s.W.size == m:
-            return done
+            return None
         if q is not None:
             s.inner_calls += 1
             if s.inner_best is None or answer.value < s.inner_best.value:
                 s.inner_best, s.inner_best_w = answer, np.array(query, dtype=np.float64)
-            _, up = s.inner.bounds()
-            inner_gap = s.inner.best_gap / abs(up) if np.isfinite(up) and up else np.inf
+            inner_gap = s.inner.report().rel_gap
+            if not np.isfinite(inner_gap):
+                inner_gap = np.inf
             if inner_gap <= max(self.shrink * s.last_gap, 1e-12) or s.inner_calls >= self.max_inner:
                 s.pricing = True
                 s.point = s.inner_best_w
-        return done
+        return None
 
     def _after_pricing(self, s, query, answer):
         """Pick the next working set from a fully priced answer."""
@@ -220,37 +222,28 @@ class KernelWorkingSet(MethodBase):
         w = np.asarray(query)
         wq = float(w @ q)
         s.last_gap = 0.5 * (float(q.max()) - wq) / abs(answer.value) if answer.value else np.inf
-        inside = np.zeros(q.shape[0], dtype=bool)
-        inside[s.W] = True
         if s.n_pricings == 1:
-            inside[:] = False
-        cand = np.flatnonzero(~inside & (q > wq))
-        if s.n_pricings == 1:
+            # The first pricing, at the uniform point, picks the kernels with
+            # the largest q.
             cand = np.arange(q.shape[0])
-        k = min(cand.size, int(self.size))
-        if k:
-            top = cand[np.argpartition(-q[cand], k - 1)[:k]]
+            keep = np.zeros(0, dtype=np.int64)
         else:
-            top = np.zeros(0, dtype=np.int64)
-        # Keep the working set (it holds every kernel a later priced point
-        # uses) and add the violators; the first pricing, at the uniform
-        # point, picks the kernels with the largest q.
-        keep = s.W if s.n_pricings > 1 else np.zeros(0, dtype=np.int64)
+            # Keep the working set (it holds every kernel a later priced
+            # point uses) and add the violators, the largest first.
+            inside = np.zeros(q.shape[0], dtype=bool)
+            inside[s.W] = True
+            cand = np.flatnonzero(~inside & (q > wq))
+            keep = s.W
+        k = min(cand.size, int(self.size))
+        top = cand[np.argpartition(-q[cand], k - 1)[:k]] if k else np.zeros(0, dtype=np.int64)
         W = np.union1d(keep, top).astype(np.int64)
         if s.n_pricings == 1 or not np.array_equal(W, s.W):
             self._restart(s, W)
         s.inner_calls = 0
         s.pricing = False
-        return True
+        return None
 
-    def _bounds(self, s):
-        lower = self.best_dual if self.best is not None else -np.inf
-        return lower, s.upper
-
-    def extra(self):
-        s = getattr(self, "_state", None)
-        if s is None:
-            return {}
+    def _extra(self, s):
         return {
             "working_set": s.W.copy(),
             "n_pricings": s.n_pricings,

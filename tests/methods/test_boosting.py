@@ -31,7 +31,7 @@ def run_rounds(oracle, method):
     """Drive the method by hand and record what each round saw."""
     method.start(oracle)
     rounds = []
-    while method.stop is None:
+    while method.report().stop is None:
         q = method.ask()
         S_before = method.kernel_probabilities
         ans = oracle(q)
@@ -48,7 +48,7 @@ def test_adaboost_invariants(variant):
     rounds = run_rounds(oracle, method)
     ext = method.extra()
     ens = ext["ensemble"]
-    assert len(ens) == len(rounds) or method.stop.reason == "weak_learner_error"
+    assert len(ens) == len(rounds) or method.report().stop.reason == "weak_learner_error"
     # D_t is a distribution at every round (the one each query carried)
     for q, _, _ in rounds:
         D = q.distribution
@@ -79,7 +79,7 @@ def test_adaboost_invariants(variant):
         train_err = np.mean(np.where(F > 0, 1.0, -1.0) != y)
         assert train_err <= bound + 1e-12
     # the exponential loss the method reports is that product
-    assert method.best.value == pytest.approx(bound, rel=1e-9)
+    assert method.report().best.value == pytest.approx(bound, rel=1e-9)
     assert np.mean(np.exp(-y * F)) == pytest.approx(bound, rel=1e-9)
     # the stored ensemble reproduces the training margins from the kernels
     margin = ens.decision_on_training(bank.K)
@@ -138,7 +138,7 @@ def test_no_kernel_drawn_still_trains_one():
     oracle = WeakLearners(bank, y, C=10.0)
     method = Boosting("S2", n_rounds=3, random_state=0)
     method.start(oracle)
-    method._state.S[:] = 1e-300  # nothing would be drawn
+    method._run.state.S[:] = 1e-300  # nothing would be drawn
     q = method.ask()
     assert q.kernels.size == 1
 
