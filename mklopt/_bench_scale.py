@@ -67,15 +67,22 @@ def _letter(n=None):
     X_tr, X_te, y_tr, y_te = datasets.load_split("letter")
     if n is not None:
         X_tr, y_tr = X_tr[:n], y_tr[:n]
+    # The level grid's widths assume standardised features.
+    X_tr, X_te = _standardise(X_tr.astype(float), X_te.astype(float))
     return X_tr, X_te, y_tr.astype(float), y_te.astype(float)
+
+
+def _standardise(X_tr, X_te):
+    mu, sd = X_tr.mean(0), X_tr.std(0)
+    sd = np.where(sd > 0, sd, 1.0)
+    return (X_tr - mu) / sd, (X_te - mu) / sd
 
 
 def _shuttle():
     X, y = datasets.load("shuttle")
     X_tr, X_te, y_tr, y_te = X[:50000], X[50000:], y[:50000], y[50000:]
-    mu, sd = X_tr.mean(0), X_tr.std(0)
-    sd = np.where(sd > 0, sd, 1.0)
-    return (X_tr - mu) / sd, (X_te - mu) / sd, y_tr.astype(float), y_te.astype(float)
+    X_tr, X_te = _standardise(X_tr.astype(float), X_te.astype(float))
+    return X_tr, X_te, y_tr.astype(float), y_te.astype(float)
 
 
 def _warm_up():

@@ -35,8 +35,9 @@ def problems(draw, max_n=40):
     n = draw(st.integers(70, 90)) if draw(st.booleans()) else draw(st.integers(3, max_n))
     d = draw(st.integers(1, 4))
     X = draw(arrays(np.float64, (n, d), elements=st.floats(-2, 2, width=32)))
-    if draw(st.booleans()):  # an ordinal feature with few values
-        X[:, 0] = draw(arrays(np.float64, n, elements=st.sampled_from([0.0, 1.0, 2.0])))
+    for f in range(min(d, 3)):
+        if draw(st.booleans()):  # ordinal features with few values: table groups, merged
+            X[:, f] = draw(arrays(np.float64, n, elements=st.sampled_from([0.0, 1.0, 2.0, 5.0])))
     feats = st.one_of(st.none(), st.lists(st.integers(0, d - 1), min_size=1, max_size=2,
                                           unique=True))
     one = st.one_of(st.builds(rbf, st.floats(0.3, 3.0), feats),

@@ -340,13 +340,14 @@ def kernel_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offse
 
 @njit(**JIT_PARALLEL)
 def combined_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset, wk, groups,
-                 out):
+                 out, mirror=True):
     """The combined kernel on one point set, ``out = sum_k wk[k] kappa_k(X, X)``, symmetric.
 
     As :func:`combined_cross` with ``XA = X`` (n, d), ``XBT = XT`` (d, n), but
     only the upper triangle is evaluated (half the work) and then mirrored,
-    so ``out`` is exactly symmetric. Rows are dealt to threads in pairs
-    ``(r, n-1-r)``.
+    so ``out`` is exactly symmetric; with ``mirror=False`` the lower triangle
+    is left as it was (a caller that adds more terms mirrors once at the
+    end). Rows are dealt to threads in pairs ``(r, n-1-r)``.
     """
     n = X.shape[0]
     half = (n + 1) // 2
@@ -385,28 +386,51 @@ def combined_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, off
                         _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr)
                         for j in range(L):
                             oc[j] += wv * e[j]
-    _mirror_upper(out)
+    if mirror:
+        mirror_upper(out)
+    return out
+
+
+#: Tile edge of :func:`mirror_upper` (two 64 x 64 float64 tiles fit in L1).
+_TILE = 64
+
+
+@njit(**JIT_PARALLEL)
+def mirror_upper(out):
+    """Copy the upper triangle of the square ``out`` onto its lower triangle.
+
+    Tile by tile, so that the transposed reads stay in cache; tile rows are
+    dealt to threads in pairs ``(r, nt-1-r)`` to balance the triangle.
+    """
+    n = out.shape[0]
+    nt = (n + _TILE - 1) // _TILE
+    half = (nt + 1) // 2
+    for r in prange(half):
+        rr = np.int64(r)
+        for side in range(2):
+            ti = rr if side == 0 else nt - 1 - rr
+            if side == 1 and ti == rr:
+                break
+            i0 = ti * _TILE
+            i1 = min(n, i0 + _TILE)
+            for tj in range(ti + 1):
+                j0 = tj * _TILE
+                j1 = min(n, j0 + _TILE)
+                for i in range(i0, i1):
+                    o = out[i]
+                    for j in range(j0, min(j1, i)):
+                        o[j] = out[j, i]
     return out
 
 
 @njit(**JIT_PARALLEL)
-def _mirror_upper(out):
-    """Copy the upper triangle of the square ``out`` onto its lower triangle."""
-    n = out.shape[0]
-    for a in prange(n):
-        o = out[a]
-        for b in range(a):
-            o[b] = out[b, a]
-
-
-@njit(**JIT_PARALLEL)
-def tables_sym(codes, tables, out):
+def tables_sym(codes, tables, out, mirror=True):
     """Add tables of coded groups to a symmetric matrix: ``out[a, b] += sum_g T_g[c_ga, c_gb]``.
 
     ``codes`` (G, n) int64 and ``tables`` (G, u, u) float64 (padded to the
-    largest ``u``); ``out`` (n, n) float64, accumulated on both triangles
-    from its upper one, so it stays exactly symmetric. One pass over the
-    output for all groups.
+    largest ``u``); ``out`` (n, n) float64. Accumulated on the upper
+    triangle, which is then mirrored (``mirror=True``), so ``out`` is exactly
+    symmetric. One pass over the output for all groups.
     """
     n = out.shape[0]
     G = codes.shape[0]
@@ -423,7 +447,8 @@ def tables_sym(codes, tables, out):
                 cg = codes[g]
                 for b in range(a, n):
                     o[b] += trow[cg[b]]
-    _mirror_upper(out)
+    if mirror:
+        mirror_upper(out)
     return out
 
 

@@ -132,6 +132,9 @@ _TABLE_MAX_FEATURES = 2
 _TABLE_RATIO = 4
 _TABLE_BYTES = 64 * 2**20
 _TABLE_MIN_SAMPLES = 64
+#: Table groups are merged while their product of distinct values stays this small
+#: (a merged table row, 2 KiB, stays in L1).
+_MERGE_VALUES = 256
 
 
 class _Table:
@@ -194,12 +197,6 @@ class OnTheFlyStorage:
         self._direct_idx = np.flatnonzero(self._direct)
         self._direct_groups = plan.groups_of(self._direct_idx)
         self._inv = 1.0 / functions.scales
-        # All table groups' codes stacked, for one fused pass over the output.
-        n = self.n_samples
-        self._codes = np.zeros((len(self._tables), n), dtype=np.int64)
-        self._u = max((t.n_values for t in self._tables), default=0)
-        for g, t in enumerate(self._tables):
-            self._codes[g] = t.codes
 
     def _find_tables(self):
         fn = self.fn
@@ -235,16 +232,38 @@ class OnTheFlyStorage:
         return self.fn.diag(w)
 
     def _active_tables(self, w):
-        """Codes and combined tables ``sum_k w_k T_k`` of the table groups in use."""
-        use = [g for g, t in enumerate(self._tables) if np.any(w[t.kernels] != 0.0)]
-        if not use:
+        """Codes and combined tables ``sum_k w_k T_k`` of the table groups in use.
+
+        Consecutive groups are merged while the product of their numbers of
+        distinct values stays within ``_MERGE_VALUES``: the merged code is
+        ``c_1 u_2 + c_2`` and the merged table ``T_1 (+) T_2`` (a Kronecker
+        sum), so one lookup reads both. The table row of one point stays in
+        L1 and the pass over the output reads half as many codes.
+        """
+        parts = []
+        for t in self._tables:
+            wt = w[t.kernels]
+            if not np.any(wt != 0.0):
+                continue
+            T = np.tensordot(wt, t.T, axes=1)
+            codes = t.codes
+            if parts and parts[-1][1].shape[0] * t.n_values <= _MERGE_VALUES:
+                c0, T0 = parts[-1]
+                u0, u1 = T0.shape[0], t.n_values
+                codes = c0 * u1 + codes
+                T = (T0[:, None, :, None] + T[None, :, None, :]).reshape(u0 * u1, u0 * u1)
+                parts[-1] = (codes, T)
+            else:
+                parts.append((codes, T))
+        if not parts:
             return None, None
-        u = self._u
-        Tw = np.zeros((len(use), u, u))
-        for j, g in enumerate(use):
-            t = self._tables[g]
-            Tw[j, : t.n_values, : t.n_values] = np.tensordot(w[t.kernels], t.T, axes=1)
-        return np.ascontiguousarray(self._codes[use]), Tw
+        u = max(T.shape[0] for _, T in parts)
+        Tw = np.zeros((len(parts), u, u))
+        codes = np.empty((len(parts), self.n_samples), dtype=np.int64)
+        for j, (c, T) in enumerate(parts):
+            Tw[j, : T.shape[0], : T.shape[0]] = T
+            codes[j] = c
+        return codes, Tw
 
     def rows(self, w, idx, out):
         fn = self.fn
@@ -259,10 +278,11 @@ class OnTheFlyStorage:
     def combine(self, w, out):
         fn = self.fn
         wk, groups = self._direct_weights(w)
-        _groups.combined_sym(fn.X, fn.XT, *fn.plan.arrays(), wk, groups, out)
         codes, Tw = self._active_tables(w)
+        # Upper triangles first, one mirror at the end.
+        _groups.combined_sym(fn.X, fn.XT, *fn.plan.arrays(), wk, groups, out, codes is None)
         if codes is not None:
-            _groups.tables_sym(codes, Tw, out)
+            _groups.tables_sym(codes, Tw, out, True)
         return out
 
     def quad_forms(self, v, support, kernels=None):
