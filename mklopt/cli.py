@@ -39,12 +39,33 @@ PROTOCOLS = {
         help="Xia & Hoi 2013: 17 kernels (widths 2^-6..2^7, degrees 1..3) on all features, "
         "C = 50, T = 100 rounds, sampling ratio 0.2, decay 2^-5",
     ),
+    "scale": dict(
+        methods=[],
+        C=None,
+        help="kernels that are never stored: letter (16,000 points, level grid) with Level and "
+        "Lp, scale curves n = 1k..16k, shuttle (50,000 points), sonar with 1e5 and 1e6 kernels; "
+        "each case in its own process, with peak memory (select with --cases)",
+    ),
 }
 
 
 def _bench(args):
     from . import _bench as B
     from . import datasets
+
+    if args.protocol == "scale":
+        from . import _bench_scale
+
+        bad = _bench_scale.unknown_cases(args.cases or [])
+        if bad:
+            raise UserError(f"unknown case(s) {', '.join(bad)}; choose from "
+                            f"{', '.join(_bench_scale.CASES)} (or sonar-<number of kernels>)")
+        argv = ["--out", os.path.join(args.out, "scale")]
+        argv += ["--cases", *args.cases] if args.cases else []
+        argv += ["--quiet"] if args.quiet else []
+        return _bench_scale.main(argv)
+    if args.cases:
+        raise UserError("--cases belongs to --protocol scale")
 
     names = args.datasets or ["ionosphere"]
     binary = datasets.names("binary")  # the bench solves binary SVMs
@@ -299,6 +320,11 @@ def build_parser():
         type=int,
         default=1,
         help="timed repeats per solve; the median is reported (default: 1)",
+    )
+    b.add_argument(
+        "--cases", nargs="+", metavar="CASE",
+        help="with --protocol scale: the cases to run (default: all), e.g. letter-level "
+        "letter-svc curve-on_the_fly-4000 shuttle-level sonar-100000",
     )
     b.add_argument("--out", default="bench-out", help="output directory (default: bench-out)")
     b.add_argument("--quiet", action="store_true", help="no progress lines")

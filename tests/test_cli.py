@@ -127,6 +127,23 @@ def test_bench_bad_arguments(tmp_path, capsys):
     assert code == 2 and "invalid int value" in _one_error_line(err, "bench")
 
 
+def test_bench_scale_protocol_runs_a_case_in_its_own_process(tmp_path, capsys):
+    out = tmp_path / "bench"
+    code, stdout, err = _run(capsys, "bench", "--protocol", "scale", "--cases", "sonar-300",
+                             "--quiet", "--out", out)
+    assert code == 0, err
+    (r,) = json.loads((out / "scale" / "results.json").read_text())
+    assert r["case"] == "sonar-300" and "error" not in r
+    assert r["converged"] and r["rel_gap"] <= 1e-2 and r["n_kernels"] == 300
+    assert 0.5 < r["accuracy"] <= 1.0 and r["peak_rss_gib"] > 0
+    assert "| sonar-300 |" in stdout
+    code, _, err = _run(capsys, "bench", "--protocol", "scale", "--cases", "letter-huge",
+                        "--out", out)
+    assert code == 2 and "unknown case(s) letter-huge" in _one_error_line(err, "bench")
+    code, _, err = _run(capsys, "bench", "--cases", "sonar-300", "--out", out)
+    assert code == 2 and "--protocol scale" in _one_error_line(err, "bench")
+
+
 # ---------------------------------------------------------------- fit/predict
 def test_fit_predict_end_to_end(data, model, tmp_path, capsys):
     pred_path = tmp_path / "pred.csv"
