@@ -56,6 +56,7 @@ _LN2_LO = 1.90821492927058770002e-10
 _SHIFT = 6755399441055744.0  # 1.5 * 2**52: t + _SHIFT holds round(t) in its low bits
 _SHIFT_BITS = 0x4338000000000000  # the bits of _SHIFT
 _EXP_MIN = -708.0  # below e^-708 (~3e-308) results are flushed to zero
+_SHIFT_FLUSH = _SHIFT - 1100.0  # marks a flushed input (no valid input rounds to k = -1100)
 _EXP_MAX = 709.0
 
 
@@ -76,7 +77,8 @@ def exp_into(x, out, scratch, lo, hi):
     m = xs.shape[0]
     for j in range(m):
         v = xs[j]
-        if v < _EXP_MIN:
+        flush = v < _EXP_MIN
+        if flush:
             v = _EXP_MIN
         if v > _EXP_MAX:
             v = _EXP_MAX
@@ -93,14 +95,15 @@ def exp_into(x, out, scratch, lo, hi):
             2.755731922398589e-07 + r * 2.505210838544172e-08
         )
         q3 = 2.08767569878681e-09 + r * 1.6059043836821613e-10
-        ts[j] = t
+        # A flushed input is marked in the scratch (out may be x itself).
+        ts[j] = _SHIFT_FLUSH if flush else t
         os[j] = (q0 + r4 * q1) + (r4 * r4) * (q2 + r4 * q3)
     tb = ts.view(np.int64)
     ob = os.view(np.int64)
     for j in range(m):
         ob[j] = ob[j] + ((tb[j] - _SHIFT_BITS) << 52)
     for j in range(m):
-        if xs[j] < _EXP_MIN:
+        if ts[j] == _SHIFT_FLUSH:
             os[j] = 0.0
     return out
 
@@ -148,20 +151,68 @@ def _pairs(xa, XBT, feat_idx, f0, f1, b0, b1, need_d, need_g, d2, g2):
                 g2[j] += x * col[j]
 
 
+#: Gaussian values are derived by squaring from an exp computed at most this
+#: many times smaller in ``gamma`` (relative error below ``2.5 * _POW_MAX`` ulp).
+_POW_MAX = 1024.0
+#: Values below this are set to 0 before squaring (their square would be subnormal).
+_SQ_MIN = 1.4916681462400413e-154
+
+
 @njit(**JIT)
-def _kernel_chunk(kd, pk, ok, d2, g2, L, e, scr):
+def _doublings(prev, base, gam):
+    """Squarings that turn ``exp(-prev d)`` into ``exp(-gam d)``, or -1 if none do.
+
+    Derivable when ``gam = 2^s prev`` exactly (``s >= 0``) and ``gam`` is at
+    most ``_POW_MAX`` times ``base``, the ``gamma`` of the last exp computed.
+    """
+    if prev <= 0.0 or gam > base * _POW_MAX:
+        return -1
+    t = prev
+    s = 0
+    while t < gam and s < 64:
+        t *= 2.0
+        s += 1
+    return s if t == gam else -1
+
+
+@njit(**JIT)
+def _kernel_chunk(kd, pk, ok, d2, g2, L, e, scr, chain):
     """``e[0:L]`` = one kernel (kind ``kd``, parameter ``pk``, offset ``ok``) on a chunk.
 
-    Gaussian: ``exp(-d2 / (2 pk^2))``; polynomial: ``(g2 + ok) ** pk`` by the
-    repeated squaring of :func:`_ipow`, run over the chunk so it vectorises
-    and gives the same bits as the scalar routine.
+    Gaussian: ``exp(-gamma d2)`` with ``gamma = 1 / (2 pk^2)``; polynomial:
+    ``(g2 + ok) ** pk`` by the repeated squaring of :func:`_ipow`, run over
+    the chunk so it vectorises and gives the same bits as the scalar routine.
+
+    ``chain`` (2,) float64 carries ``(gamma of e's current values, gamma of
+    the last exp)`` from the previous kernel of the same group and chunk
+    (``chain[0] = 0``: none; callers reset it per group and chunk). A
+    Gaussian whose ``gamma`` is ``2^s`` times the previous one's is computed
+    as that kernel's values squared ``s`` times: the plan orders a group's
+    Gaussians by increasing ``gamma``, so a grid of widths ``2^e`` costs one
+    exp per factor ``_POW_MAX`` of ``gamma`` instead of one per kernel.
+    Values below ``_SQ_MIN`` square to 0, as exp flushes its results below
+    ``e^-708``. Squaring doubles the relative error, so a derived value is
+    within ``2.5 gamma / gamma_base`` ulp (at most about 6e-13 relative).
     """
     if kd == GAUSSIAN:
-        c = -0.5 / (pk * pk)
-        for j in range(L):
-            e[j] = d2[j] * c
-        exp_into(e, e, scr, 0, L)
+        gam = 0.5 / (pk * pk)
+        s = _doublings(chain[0], chain[1], gam)
+        if s < 0:
+            c = -gam
+            for j in range(L):
+                e[j] = d2[j] * c
+            exp_into(e, e, scr, 0, L)
+            chain[1] = gam
+        else:
+            for _ in range(s):
+                for j in range(L):
+                    v = e[j]
+                    if v < _SQ_MIN:
+                        v = 0.0
+                    e[j] = v * v
+        chain[0] = gam
     else:
+        chain[0] = 0.0
         p = int(pk)
         for j in range(L):
             scr[j] = g2[j] + ok
@@ -198,6 +249,7 @@ def combined_cross(XA, XBT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param,
         g2 = np.empty(CHUNK)
         e = np.empty(CHUNK)
         scr = np.empty(CHUNK)
+        chain = np.zeros(2)
         xa = XA[a]
         o = out[a]
         for b0 in range(0, nb, CHUNK):
@@ -215,12 +267,13 @@ def combined_cross(XA, XBT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param,
                     continue
                 _pairs(xa, XBT, feat_idx, feat_ptr[g], feat_ptr[g + 1], b0, b1, need_d, need_g,
                        d2, g2)
+                chain[0] = 0.0  # e holds nothing of this group yet
                 for kk in range(k0, k1):
                     k = kern_idx[kk]
                     wv = wk[k]
                     if wv == 0.0:
                         continue
-                    _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr)
+                    _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr, chain)
                     for j in range(L):
                         oc[j] += wv * e[j]
     return out
@@ -258,6 +311,7 @@ def kernel_cross(XA, XBT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, o
         g2 = np.empty(CHUNK)
         e = np.empty(CHUNK)
         scr = np.empty(CHUNK)
+        chain = np.zeros(2)
         xa = XA[a]
         for b0 in range(0, nb, CHUNK):
             b1 = min(nb, b0 + CHUNK)
@@ -271,12 +325,13 @@ def kernel_cross(XA, XBT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, o
                     continue
                 _pairs(xa, XBT, feat_idx, feat_ptr[g], feat_ptr[g + 1], b0, b1, need_d, need_g,
                        d2, g2)
+                chain[0] = 0.0  # e holds nothing of this group yet
                 for kk in range(k0, k1):
                     k = kern_idx[kk]
                     sk = slot[k]
                     if sk < 0:
                         continue
-                    _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr)
+                    _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr, chain)
                     oc = out[sk, a, b0:b1]
                     sc = inv_scale[k]
                     for j in range(L):
@@ -301,6 +356,7 @@ def kernel_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offse
         g2 = np.empty(CHUNK)
         e = np.empty(CHUNK)
         scr = np.empty(CHUNK)
+        chain = np.zeros(2)
         rr = np.int64(r)  # the prange index may be unsigned; keep index arithmetic signed
         for side in range(2):
             a = rr if side == 0 else n - 1 - rr
@@ -319,12 +375,13 @@ def kernel_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offse
                         continue
                     _pairs(xa, XT, feat_idx, feat_ptr[g], feat_ptr[g + 1], b0, b1, need_d,
                            need_g, d2, g2)
+                    chain[0] = 0.0  # e holds nothing of this group yet
                     for kk in range(k0, k1):
                         k = kern_idx[kk]
                         sk = slot[k]
                         if sk < 0:
                             continue
-                        _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr)
+                        _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr, chain)
                         oc = out[sk, a, b0:b1]
                         sc = inv_scale[k]
                         for j in range(L):
@@ -356,6 +413,7 @@ def combined_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, off
         g2 = np.empty(CHUNK)
         e = np.empty(CHUNK)
         scr = np.empty(CHUNK)
+        chain = np.zeros(2)
         rr = np.int64(r)
         for side in range(2):
             a = rr if side == 0 else n - 1 - rr
@@ -378,12 +436,13 @@ def combined_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, off
                         continue
                     _pairs(xa, XT, feat_idx, feat_ptr[g], feat_ptr[g + 1], b0, b1, need_d,
                            need_g, d2, g2)
+                    chain[0] = 0.0  # e holds nothing of this group yet
                     for kk in range(k0, k1):
                         k = kern_idx[kk]
                         wv = wk[k]
                         if wv == 0.0:
                             continue
-                        _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr)
+                        _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr, chain)
                         for j in range(L):
                             oc[j] += wv * e[j]
     if mirror:
@@ -554,6 +613,7 @@ def _group_quad(XS, XST, vS, feat_idx, f0, f1, kern_idx, k0, k1, kind, param, of
         return
     nk = k1 - k0
     part = np.empty(nk)
+    chain = np.zeros(2)
     for a in range(a0, a1, step):
         va = vS[a]
         if va == 0.0:
@@ -565,11 +625,12 @@ def _group_quad(XS, XST, vS, feat_idx, f0, f1, kern_idx, k0, k1, kind, param, of
             b1 = min(s, b0 + CHUNK)
             L = b1 - b0
             _pairs(xa, XST, feat_idx, f0, f1, b0, b1, need_d, need_g, d2, g2)
+            chain[0] = 0.0  # e holds nothing of this group yet
             for kk in range(k0, k1):
                 k = kern_idx[kk]
                 if slot[k] < 0:
                     continue
-                _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr)
+                _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr, chain)
                 vb = vS[b0:b1]
                 t = 0.0
                 for j in range(L):

@@ -65,8 +65,9 @@ class _Plan:
 
     Group ``g`` reads features ``feat_idx[feat_ptr[g]:feat_ptr[g+1]]`` (in the
     spec's order) and holds kernels ``kern_idx[kern_ptr[g]:kern_ptr[g+1]]``
-    (in spec order); ``kind``, ``param`` and ``offset`` describe each kernel
-    (see :mod:`mklopt._jit.groups`), ``group_of[k]`` is its group and
+    (Gaussians by decreasing width first, then the others in spec order);
+    ``kind``, ``param`` and ``offset`` describe each kernel (see
+    :mod:`mklopt._jit.groups`), ``group_of[k]`` is its group and
     ``features[g]`` the group's subset (None for all features).
     """
 
@@ -98,7 +99,12 @@ class _Plan:
         for g, f in enumerate(self.features):
             a, b = self.feat_ptr[g], self.feat_ptr[g + 1]
             self.feat_idx[a:b] = np.arange(n_features) if f is None else f
-        order = np.argsort(group_of, kind="stable")
+        # Within a group: Gaussians by increasing gamma (decreasing width),
+        # so that one exp serves the widths 2^s apart (see _jit.groups._kernel_chunk),
+        # then the other kernels in spec order.
+        gauss = kind == _groups.GAUSSIAN
+        key = np.where(gauss, -param, np.inf)
+        order = np.lexsort((np.arange(m), key, group_of))
         self.kern_idx = np.ascontiguousarray(order, dtype=np.int64)
         self.kern_ptr = np.zeros(G + 1, dtype=np.int64)
         np.cumsum(np.bincount(group_of, minlength=G), out=self.kern_ptr[1:])

@@ -78,6 +78,29 @@ def test_exp_into_edges():
     assert out[7] == pytest.approx(np.exp(709.0), rel=1e-15) and out[8] == out[7]
     py = _py(jg.exp_into)(x[:4].copy(), np.empty(4), np.empty(4), 0, 4)
     assert_allclose(py, out[:4], rtol=1e-15)
+    # In place (out is x), as the kernel routines call it: the same answers.
+    inplace = x.copy()
+    jg.exp_into(inplace, inplace, np.empty(x.size), 0, x.size)
+    assert_array_equal(inplace, out)
+
+
+def test_gaussians_derived_by_squaring_match_exp():
+    """A width grid 2^e: values derived from wider kernels stay within the documented bound."""
+    d2 = np.concatenate([np.linspace(0.0, 3.0, 200), np.geomspace(1e-3, 3e5, 300)])
+    L = d2.size
+    e, scr, chain = np.empty(L), np.empty(L), np.zeros(2)
+    sigmas = 2.0 ** np.arange(6, -4, -1)  # increasing gamma, the plan's order
+    for s in sigmas:
+        jg._kernel_chunk(jg.GAUSSIAN, s, 0.0, d2, d2, L, e, scr, chain)
+        gamma = 0.5 / s**2
+        want = np.exp(-gamma * d2)
+        want[-gamma * d2 < -708.0] = 0.0
+        big = want > 1e-300
+        assert_allclose(e[big], want[big], rtol=1e-12, atol=0)
+        assert np.all(np.abs(e[~big]) <= 1e-300) and np.all(e >= 0.0)
+    # exp was computed once per factor 1024 of gamma: at sigma = 64 and again
+    # at sigma = 1 (gamma 4096 times larger), the last base
+    assert chain[1] == 0.5
 
 
 # ------------------------------------------------------------ group routines
