@@ -32,9 +32,9 @@ from .mkl import (
     _INNER_TOL_MAX,
     _INNER_TOL_MIN,
     _INNER_TOL_RATIO,
+    MKLClassifier,
     _BinaryMKL,
     _Plan,
-    MKLClassifier,
 )
 
 __all__ = ["MKLRegressor", "MKLOneClass"]
