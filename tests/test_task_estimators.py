@@ -150,3 +150,19 @@ def test_saved_models_round_trip(tmp_path, standardize):
     np.savez(bad, **arrays)
     with pytest.raises(ModelFormatError, match="fitted x_mean"):
         load_model(bad)
+
+
+@pytest.mark.parametrize("page", ["regression.md", "one_class.md"])
+def test_the_task_pages_run(page, capsys):
+    import re
+    from pathlib import Path
+
+    src = (Path(__file__).parents[1] / "docs" / page).read_text()
+    blocks = re.findall(r"```python\n(.*?)```", src, re.S)
+    assert blocks
+    exec(compile("\n".join(blocks), page, "exec"), {})
+    out = capsys.readouterr().out.split()
+    if page == "regression.md":
+        assert float(out[0]) > 0.3 and out[4] == "True"
+    else:
+        assert float(out[0]) > 0.9
