@@ -283,13 +283,15 @@ class MKLRegressor(_RegressorMixin, _TaskMKL):
 
     Examples
     --------
+    >>> import numpy as np
     >>> from mklopt import MKLRegressor, datasets
-    >>> from mklopt.kernels import rbf, linear
     >>> X, y = datasets.load("diabetes")
-    >>> reg = MKLRegressor(kernels=[rbf(1.0), rbf(8.0), linear()], C=1.0).fit(X[:300], y[:300])
+    >>> idx = np.random.default_rng(0).permutation(len(y))
+    >>> train, test = idx[:300], idx[300:]
+    >>> reg = MKLRegressor().fit(X[train], y[train])   # 143 kernels, raw features
     >>> reg.weights_.shape
-    (3,)
-    >>> bool(reg.score(X[300:], y[300:]) > 0.3)
+    (143,)
+    >>> bool(reg.converged_ and reg.score(X[test], y[test]) > 0.3)
     True
     """
 
