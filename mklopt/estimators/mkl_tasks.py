@@ -261,7 +261,11 @@ class MKLRegressor(_RegressorMixin, _TaskMKL):
     C : float, default=100.0
         Box constraint of the SVR dual, > 0. The default suits unit-trace
         kernels (``normalize="trace"``), whose entries are about
-        ``1 / n_samples``, as the papers' ``C = 100`` for classification.
+        ``1 / n_samples``, as the papers' ``C = 100`` for classification:
+        scaling every kernel by ``1 / n`` is the same model as dividing
+        ``C`` by ``n`` on the unscaled kernels, so ``C`` here corresponds to
+        ``C / n_samples`` of scikit-learn's ``SVR`` on unit-diagonal
+        (Gaussian) kernels.
     epsilon : float, default=0.1
         Width of the insensitive tube, >= 0, in units of the targets'
         standard deviation when ``standardize=True`` (the targets are then

@@ -13,6 +13,11 @@ __all__ = ["OneClassDual"]
 
 
 def _check_nu(nu):
+    if np.ndim(nu) > 0:
+        raise TypeError(
+            "nu must be a real number in (0, 1], got an array; one-class learning takes no "
+            "labels or targets (was a y passed where nu goes?)"
+        )
     nu = check_real(nu, "nu")
     if not 0.0 < nu <= 1.0:
         raise ValueError(f"nu must lie in (0, 1], got {nu!r}")

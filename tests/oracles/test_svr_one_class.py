@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mklopt import KernelBank
+from mklopt import KernelBank, MKLOneClass
 from mklopt.kernels import linear, poly, rbf
 from mklopt.oracles import OneClassDual, SVRDual
 
@@ -154,6 +154,10 @@ def test_bad_input_names_the_argument():
     for nu in (0.0, -0.5, 1.5):
         with pytest.raises(ValueError, match=r"nu must lie in \(0, 1\]"):
             OneClassDual(K, nu=nu)
+    with pytest.raises(TypeError, match="one-class learning takes no labels"):
+        OneClassDual(K, t)
+    with pytest.raises(TypeError, match="one-class learning takes no labels"):
+        MKLOneClass(kernels=[rbf(1.0)], nu=t).fit(X)
     with pytest.raises(ValueError, match="warm_start must lie in the box"):
         SVRDual(K, t, C=1.0)(np.ones(3), warm_start=np.r_[5.0, -5.0, np.zeros(8)])
     with pytest.raises(ValueError, match="equality constraint"):
