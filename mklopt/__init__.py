@@ -27,11 +27,13 @@ __all__ = [
     "datasets",
     "MKLClassifier",
     "MKBoostClassifier",
+    "MKLRegressor",
+    "MKLOneClass",
 ]
 
 # The estimators are resolved on first access (PEP 562) so that ``import
 # mklopt`` does not import scikit-learn, which they use when it is installed.
-_LAZY_ESTIMATORS = {"MKLClassifier", "MKBoostClassifier"}
+_LAZY_ESTIMATORS = {"MKLClassifier", "MKBoostClassifier", "MKLRegressor", "MKLOneClass"}
 
 
 def __getattr__(name):

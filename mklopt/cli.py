@@ -175,6 +175,105 @@ def _read_csv(path, label=None, need_label=True, features=None):
     return X, y, names
 
 
+def _targets(labels, path, label):
+    """The label column as real, finite regression targets."""
+    import numpy as np
+
+    try:
+        t = np.asarray(labels, dtype=np.float64)
+    except ValueError:
+        raise UserError(
+            f"{path}: the target column {label!r} must hold numbers for --task regression"
+        ) from None
+    if not np.all(np.isfinite(t)):
+        raise UserError(f"{path}: the target column {label!r} holds NaN or infinity")
+    return t
+
+
+def _task_options(args):
+    """Refuse options that belong to another task."""
+    if args.task != "regression" and args.epsilon is not None:
+        raise UserError("--epsilon is only used with --task regression")
+    if args.task != "one-class" and args.nu is not None:
+        raise UserError("--nu is only used with --task one-class")
+    if args.method != "lp" and args.p is not None:
+        raise UserError("--p is only used with --method lp")
+    if args.method != "mirror" and args.groups is not None:
+        raise UserError("--groups is only used with --method mirror")
+
+
+def _fit_task(args):
+    """``fit --task regression|one-class``: the estimators standardise inside."""
+    import warnings
+
+    import numpy as np
+
+    from .estimators import MKLOneClass, MKLRegressor
+    from .kernels import grid
+    from .persist import save_model
+
+    if args.task == "regression":
+        X, labels, features = _read_csv_raw(args.data, args.label, need_label=True)
+        y = _targets(labels, args.data, args.label)
+        label = args.label
+    else:
+        X, labels, features = _read_csv_raw(args.data, args.label, need_label=False)
+        if labels is not None:
+            raise UserError(
+                f"{args.data}: --task one-class learns from the features alone, but the file "
+                f"has the column {args.label!r} given by --label; drop that column, or name "
+                "another --label if it is a feature"
+            )
+        y, label = None, None
+    kernels = "grid" if args.kernels == "grid" else list(grid(X.shape[1], "mkboost2013"))
+    common = dict(
+        kernels=kernels,
+        method=args.method,
+        tol=args.tol,
+        max_iter=args.max_iter,
+        p=(2.0 if args.p is None else args.p) if args.method == "lp" else None,
+        groups=args.groups,
+        time_limit=args.time_limit,
+        standardize=not args.no_standardize,
+    )
+    if args.task == "regression":
+        eps = 0.1 if args.epsilon is None else args.epsilon
+        est = MKLRegressor(C=args.C, epsilon=eps, **common)
+    else:
+        est = MKLOneClass(nu=0.5 if args.nu is None else args.nu, **common)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            est.fit(X, y)
+        except (ValueError, TypeError, MemoryError) as exc:
+            raise UserError(f"cannot fit: {exc}") from None
+    seconds = time.perf_counter() - t0
+    for w in caught:
+        print(f"mklopt fit: warning: {w.message}", file=sys.stderr)
+    try:
+        save_model(est, args.model, feature_names=features, label=label)
+    except OSError as exc:
+        raise UserError(f"cannot write the model to {args.model}: {exc.strerror or exc}") from None
+    if args.task == "regression":
+        quality = f"training R2 {est.score(X, y):.4f}"
+    else:
+        quality = f"training outlier fraction {float(np.mean(est.predict(X) == -1)):.4f}"
+    print(
+        f"fitted {args.task} {args.method} on {X.shape[0]} rows, {X.shape[1]} features in "
+        f"{seconds:.2f} s: {est.n_kernels_} kernels, {est.n_oracle_calls_} dual solves, "
+        f"relative gap {est.gap_:.2e}, {quality}; model saved to {args.model}"
+    )
+    return 0
+
+
+def _read_csv_raw(path, label, need_label):
+    try:
+        return read_csv(path, label=label, require_label=need_label)
+    except CSVError as exc:
+        raise UserError(str(exc)) from None
+
+
 def _fit(args):
     import warnings
 
@@ -184,6 +283,9 @@ def _fit(args):
     from .kernels import grid
     from .persist import save_model
 
+    _task_options(args)
+    if args.task != "classification":
+        return _fit_task(args)
     X, y, features = _read_csv(args.data, args.label)
     n_classes = len(np.unique(y))
     if n_classes < 2:
@@ -193,10 +295,6 @@ def _fit(args):
             f"{args.data}: the label column {args.label!r} has {n_classes} distinct values "
             f"for {X.shape[0]} rows; is it a class label?"
         )
-    if args.method != "lp" and args.p is not None:
-        raise UserError("--p is only used with --method lp")
-    if args.method != "mirror" and args.groups is not None:
-        raise UserError("--groups is only used with --method mirror")
     standardize = None
     if not args.no_standardize:
         standardize = _scaling(X)
@@ -253,9 +351,17 @@ def _predict(args):
         clf, meta = load_model(args.model)
     except ModelFormatError as exc:
         raise UserError(str(exc)) from None
-    X, y, _ = _read_csv(
-        args.data, meta.get("label"), need_label=False, features=meta.get("feature_names")
-    )
+    task = {"MKLRegressor": "regression", "MKLOneClass": "one-class"}.get(meta["estimator"])
+    if task is None:
+        X, y, _ = _read_csv(
+            args.data, meta.get("label"), need_label=False, features=meta.get("feature_names")
+        )
+    else:
+        try:
+            X, y, _ = read_csv(args.data, label=meta.get("label"), require_label=False,
+                               features=meta.get("feature_names"))
+        except CSVError as exc:
+            raise UserError(str(exc)) from None
     if X.shape[1] != meta["n_features"]:
         raise UserError(
             f"{args.data}: {X.shape[1]} feature columns, the model expects {meta['n_features']}"
@@ -275,7 +381,11 @@ def _predict(args):
     finally:
         if out is not sys.stdout:
             out.close()
-    if y is not None:
+    if y is not None and task == "regression":
+        t = _targets(y, args.data, meta.get("label"))
+        r2 = 1.0 - float(np.sum((t - pred) ** 2) / max(np.sum((t - t.mean()) ** 2), 1e-300))
+        print(f"R2 on {args.data}: {r2:.4f} ({len(t)} rows)", file=sys.stderr)
+    elif y is not None:
         acc = float(np.mean(np.asarray(pred).astype(str) == np.asarray(y).astype(str)))
         print(f"accuracy on {args.data}: {acc:.4f} ({len(y)} rows)", file=sys.stderr)
     return 0
@@ -333,8 +443,9 @@ def build_parser():
     f = sub.add_parser(
         "fit",
         help="fit an MKL model on a CSV file and save it",
-        description="Fit MKLClassifier on DATA.csv (header row, numeric "
-        "features, one label column) and save a portable model file.",
+        description="Fit MKLClassifier (or, with --task, MKLRegressor or "
+        "MKLOneClass) on DATA.csv (header row, numeric features, one label or "
+        "target column; none for one-class) and save a portable model file.",
     )
     f.add_argument("data", metavar="DATA.csv")
     f.add_argument("--label", default="label", help="label column (default: label)")
@@ -352,7 +463,25 @@ def build_parser():
         "features and on each single feature (13 (d + 1) kernels); 'mkboost': "
         "the MKBoost paper's 17 kernels on all features (default: grid)",
     )
+    f.add_argument(
+        "--task",
+        default="classification",
+        choices=["classification", "regression", "one-class"],
+        help="classification (MKLClassifier), regression (MKLRegressor: the --label "
+        "column holds real targets) or one-class (MKLOneClass: features only, no "
+        "label column) (default: classification)",
+    )
     f.add_argument("--C", type=float, default=100.0, help="SVM trade-off C (default: 100)")
+    f.add_argument(
+        "--epsilon", type=float, default=None,
+        help="with --task regression: width of the insensitive tube, in units of the "
+        "target's standard deviation (default: 0.1)",
+    )
+    f.add_argument(
+        "--nu", type=float, default=None,
+        help="with --task one-class: bound on the fraction of training outliers, in "
+        "(0, 1] (default: 0.5)",
+    )
     f.add_argument(
         "--p", type=float, default=None, help="norm of Lp-MKL for --method lp, > 1 (default: 2)"
     )

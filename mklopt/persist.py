@@ -1,4 +1,5 @@
-"""Portable model files for fitted :class:`~mklopt.MKLClassifier` models.
+"""Portable model files for fitted MKL models (:class:`~mklopt.MKLClassifier`,
+:class:`~mklopt.MKLRegressor`, :class:`~mklopt.MKLOneClass`).
 
 A model file is one ``.npz`` archive (``numpy.savez``) of plain numeric or
 string arrays plus one JSON metadata string. It holds exactly what
@@ -52,7 +53,7 @@ import zipfile
 import numpy as np
 
 from . import __version__
-from .estimators import MKBoostClassifier, MKLClassifier
+from .estimators import MKBoostClassifier, MKLClassifier, MKLOneClass, MKLRegressor
 from .estimators.mkl import _BinaryMKL
 from .kernels import (
     RBF,
@@ -133,6 +134,16 @@ _MAP_ARRAYS = {
     "landmark_X": ("f", 2),
 }
 _MAP_KINDS = ("function", "exact", "nystroem", "fourier")
+
+# The regression and one-class estimators are stored as one "pair" of two
+# placeholder classes (-1, +1), with their own parameters and, under the
+# metadata key "fitted", their training standardisation (and the target's
+# for regression). Files of these estimators are format version 2 at least.
+_TASK_ESTIMATORS = {"MKLRegressor": MKLRegressor, "MKLOneClass": MKLOneClass}
+_TASK_PARAMS = {
+    "MKLRegressor": tuple(p for p in _PARAMS if p != "C") + ("C", "epsilon", "standardize"),
+    "MKLOneClass": tuple(p for p in _PARAMS if p != "C") + ("nu", "standardize"),
+}
 
 
 class ModelFormatError(ValueError):
@@ -327,8 +338,12 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
             "only MKLClassifier models can be saved; MKBoostClassifier ensembles are not "
             "supported by the model format"
         )
-    if not isinstance(clf, MKLClassifier):
-        raise TypeError(f"clf must be a fitted MKLClassifier, got {type(clf).__name__}")
+    if not isinstance(clf, (MKLClassifier, MKLRegressor, MKLOneClass)):
+        raise TypeError(
+            "clf must be a fitted MKLClassifier, MKLRegressor or MKLOneClass, got "
+            f"{type(clf).__name__}"
+        )
+    task = type(clf).__name__ if isinstance(clf, (MKLRegressor, MKLOneClass)) else None
     if not hasattr(clf, "models_"):
         raise ValueError("clf is not fitted; call fit before save_model")
 
@@ -370,9 +385,12 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
         k_off.append(len(k_idx))
 
     n_pairs = len(clf.models_)
+    classes = np.array([-1, 1]) if task else clf.classes_
     arrays = {
-        "classes": _classes_array(clf.classes_),
-        "pairs": np.asarray(clf.pairs_, dtype=np.int64).reshape(n_pairs, 2),
+        "classes": _classes_array(classes),
+        "pairs": np.asarray([[0, 1]] if task else clf.pairs_, dtype=np.int64).reshape(
+            n_pairs, 2
+        ),
         "weights": np.asarray(clf.weights_, dtype=np.float64).reshape(n_pairs, m),
         "intercept": np.array([mdl.bias for mdl in clf.models_], dtype=np.float64),
         "n_iter": np.atleast_1d(np.asarray(clf.n_iter_, dtype=np.int64)),
@@ -411,7 +429,7 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
 
     params = clf.get_params(deep=False)
     saved = {}
-    for name in _PARAMS:
+    for name in _TASK_PARAMS[task] if task else _PARAMS:
         value = params.get(name)
         if name == "kernels":
             saved[name] = value if isinstance(value, str) else None  # the specs are saved below
@@ -423,9 +441,9 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
             saved[name] = _jsonable(value, name)
     meta = {
         "format": FORMAT_NAME,
-        "format_version": 2 if uses_maps or _is_feature_map(params.get("storage")) else 1,
+        "format_version": 2 if task or uses_maps or _is_feature_map(params.get("storage")) else 1,
         "mklopt_version": __version__,
-        "estimator": "MKLClassifier",
+        "estimator": task or "MKLClassifier",
         "n_features": d,
         "n_kernels": m,
         "n_pairs": n_pairs,
@@ -434,6 +452,8 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
         "feature_names": feature_names,
         "label": label,
     }
+    if task:
+        meta["fitted"] = _task_fitted(clf)
     arrays[_META_KEY] = np.array(json.dumps(meta, allow_nan=False))
 
     path = os.fspath(path)
@@ -447,6 +467,47 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _task_fitted(clf):
+    """The regression / one-class estimator's own fitted numbers, as JSON."""
+    out = {"x_mean": None, "x_scale": None}
+    if getattr(clf, "x_mean_", None) is not None:
+        out["x_mean"] = np.asarray(clf.x_mean_, dtype=np.float64).tolist()
+        out["x_scale"] = np.asarray(clf.x_scale_, dtype=np.float64).tolist()
+    if isinstance(clf, MKLRegressor):
+        out["y_mean"], out["y_scale"] = float(clf.y_mean_), float(clf.y_scale_)
+    return out
+
+
+def _read_task_fitted(path, meta):
+    f = meta.get("fitted")
+    d = meta["n_features"]
+    if not isinstance(f, dict):
+        _fail(path, "is corrupt (metadata field 'fitted' is missing)")
+    out = {}
+    for key in ("x_mean", "x_scale"):
+        v = f.get(key)
+        if v is None:
+            out[key] = None
+            continue
+        a = np.asarray(v, dtype=np.float64) if isinstance(v, list) else None
+        if a is None or a.shape != (d,) or not np.all(np.isfinite(a)):
+            _fail(path, f"is corrupt (fitted {key} must be {d} finite numbers)")
+        out[key] = a
+    if (out["x_mean"] is None) != (out["x_scale"] is None) or (
+        out["x_scale"] is not None and np.any(out["x_scale"] <= 0)
+    ):
+        _fail(path, "is corrupt (fitted x_mean and x_scale go together, scales positive)")
+    if meta["estimator"] == "MKLRegressor":
+        for key in ("y_mean", "y_scale"):
+            v = f.get(key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                _fail(path, f"is corrupt (fitted {key} must be a finite number)")
+            out[key] = float(v)
+        if out["y_scale"] <= 0:
+            _fail(path, "is corrupt (fitted y_scale must be positive)")
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -516,7 +577,7 @@ def _read_meta(path, arrays):
             f"was written in model format {version} by mklopt {meta.get('mklopt_version')}; "
             f"this mklopt reads format {FORMAT_VERSION} or older, so upgrade mklopt",
         )
-    if meta.get("estimator") != "MKLClassifier":
+    if meta.get("estimator") not in ("MKLClassifier", *_TASK_ESTIMATORS):
         _fail(path, f"holds an unsupported estimator {meta.get('estimator')!r}")
     for key in ("n_features", "n_kernels", "n_pairs"):
         v = meta.get(key)
@@ -539,9 +600,9 @@ def _read_meta(path, arrays):
     return meta
 
 
-def _check_params(path, params):
+def _check_params(path, params, estimator="MKLClassifier"):
     """Types of the saved constructor parameters (their values are checked by ``fit``)."""
-    unknown = sorted(set(params) - set(_PARAMS))
+    unknown = sorted(set(params) - set(_TASK_PARAMS.get(estimator, _PARAMS)))
     if unknown:
         _fail(path, f"is corrupt (unknown parameters {', '.join(unknown)})")
 
@@ -565,6 +626,7 @@ def _check_params(path, params):
             )
         ),
         "normalize": lambda v: v in (None, "trace"),
+        "standardize": lambda v: isinstance(v, bool),
         # A name, or a feature map as JSON (checked when the classifier is built).
         "storage": lambda v: (isinstance(v, str) and v in STORAGES) or isinstance(v, dict),
     }
@@ -718,7 +780,7 @@ def _build(a, meta, specs):
         params["groups"] = [list(g) for g in params["groups"]]
     if "storage" in params:
         params["storage"] = _storage_from_json(params["storage"])
-    clf = MKLClassifier(**params)
+    clf = _TASK_ESTIMATORS.get(meta["estimator"], MKLClassifier)(**params)
 
     P = meta["n_pairs"]
     sv_off, k_off = a["sv_offsets"], a["kernel_offsets"]
@@ -747,8 +809,10 @@ def _build(a, meta, specs):
         supports.append(np.ascontiguousarray(a["sv_index"][s0:s1]))
         coefs.append(coef)
 
-    clf.classes_ = a["classes"]
     clf.n_features_in_ = meta["n_features"]
+    if meta["estimator"] in _TASK_ESTIMATORS:
+        return _finish_task(clf, a, meta, specs, models, supports, coefs)
+    clf.classes_ = a["classes"]
     clf.pairs_ = np.ascontiguousarray(a["pairs"])
     clf.models_ = models
     clf.kernel_specs_ = list(specs)
@@ -764,6 +828,24 @@ def _build(a, meta, specs):
         clf.support_, clf.dual_coef_ = supports, coefs
         clf.n_iter_, clf.n_oracle_calls_ = a["n_iter"], a["n_oracle_calls"]
         clf.gap_, clf.converged_ = a["gap"], a["converged"]
+    return clf
+
+
+def _finish_task(clf, a, meta, specs, models, supports, coefs):
+    fitted = meta["_fitted"]
+    clf.models_ = models
+    clf.kernel_specs_ = list(specs)
+    clf.n_kernels_ = len(specs)
+    clf.intercept_ = np.ascontiguousarray(a["intercept"])
+    clf.weights_ = np.ascontiguousarray(a["weights"][0])
+    clf.support_, clf.dual_coef_ = supports[0], coefs[0]
+    clf.n_iter_, clf.n_oracle_calls_ = int(a["n_iter"][0]), int(a["n_oracle_calls"][0])
+    clf.gap_, clf.converged_ = float(a["gap"][0]), bool(a["converged"][0])
+    clf.x_mean_, clf.x_scale_ = fitted["x_mean"], fitted["x_scale"]
+    if isinstance(clf, MKLRegressor):
+        clf.y_mean_, clf.y_scale_ = fitted["y_mean"], fitted["y_scale"]
+    else:
+        clf.offset_ = -float(clf.intercept_[0])
     return clf
 
 
@@ -806,12 +888,17 @@ def load_model(path):
     for s in specs:
         if s.features is not None and max(s.features) >= meta["n_features"]:
             _fail(path, f"is corrupt (kernel spec {s!r} uses a feature >= n_features)")
-    _check_params(path, meta["params"])
+    _check_params(path, meta["params"], meta["estimator"])
     _check_arrays(path, arrays, meta)
+    if meta["estimator"] in _TASK_ESTIMATORS:
+        if meta["n_pairs"] != 1 or arrays["classes"].tolist() != [-1, 1]:
+            _fail(path, f"is corrupt (a {meta['estimator']} file holds one problem)")
+        meta["_fitted"] = _read_task_fitted(path, meta)
     try:
         clf = _build(arrays, meta, specs)
     except (TypeError, ValueError) as exc:
         _fail(path, f"is corrupt ({exc})")
     meta = dict(meta)
+    meta.pop("_fitted", None)
     meta["standardize"] = (arrays["x_mean"], arrays["x_scale"]) if "x_mean" in arrays else None
     return clf, meta

@@ -62,3 +62,74 @@ def exact_optimum(K, y, C, domain):
     prob = cp.Problem(cp.Maximize(obj), cons)
     prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-9, tol_gap_rel=1e-9, tol_feas=1e-9)
     return float(prob.value)
+
+
+def small_task_problem(task, n=40, seed=0):
+    """``(K, oracle)`` for ``task`` in {"svc", "svr", "one-class"} on bundled data.
+
+    Regression reads diabetes (target standardised), one-class the benign
+    class of wdbc; the kernels are those of :func:`small_problem`.
+    """
+    from mklopt.oracles import OneClassDual, SVMDual, SVRDual
+
+    name = {"svc": "sonar", "svr": "diabetes", "one-class": "wdbc"}[task]
+    if task == "one-class":
+        X, y = load(name)
+        rng = np.random.default_rng(seed)
+        idx = rng.choice(np.flatnonzero(y == -1), size=n, replace=False)  # benign
+        K = _kernels(X[idx])
+        return K, OneClassDual(K, nu=0.2, tol=1e-6)
+    if task == "svr":
+        X, y = load(name)
+        rng = np.random.default_rng(seed)
+        idx = rng.choice(len(y), size=n, replace=False)
+        t = (y[idx] - y[idx].mean()) / y[idx].std()
+        K = _kernels(X[idx])
+        return K, SVRDual(K, t, C=1.0, epsilon=0.1, tol=1e-6)
+    K, y = small_problem(name, n=n, seed=seed)
+    return K, SVMDual(K, y, C=1.0, tol=1e-6)
+
+
+def _kernels(X):
+    X = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
+    d2 = np.sum((X[:, None, :] - X[None, :, :]) ** 2, axis=-1)
+    lin = X @ X.T
+    Ks = [np.exp(-d2 / (2 * s**2 * X.shape[1])) for s in (0.5, 1.0, 2.0)]
+    Ks += [lin, (lin / X.shape[1] + 1.0) ** 2]
+    return np.array([k / np.trace(k) * len(X) for k in Ks])
+
+
+def exact_problem_optimum(K, problem, domain):
+    """Exact ``J*`` for any oracle's :class:`~mklopt.oracles.DualProblem`.
+
+    ``max l(a) - h(q(a)) / 2`` over ``0 <= a <= upper, s'a = total`` with
+    ``l(a) = -p'a`` and ``v = S a`` (``S`` the signed row map), as one
+    second-order cone program.
+    """
+    import cvxpy as cp
+
+    L = _factors(K)
+    N, n = problem.n_variables, problem.n_samples
+    S = np.zeros((n, N))
+    S[problem.rows, np.arange(N)] = problem.signs
+    a = cp.Variable(N)
+    v = S @ a
+    cons = [a >= 0, a <= problem.upper, problem.signs @ a == problem.total]
+    lin = -problem.linear @ a
+    if isinstance(domain, Simplex):
+        t = cp.Variable()
+        cons += [cp.sum_squares(Lk.T @ v) <= t for Lk in L]
+        obj = lin - t / 2
+    elif isinstance(domain, LpBall):
+        u = cp.Variable(len(L))
+        cons += [cp.sum_squares(Lk.T @ v) <= u[k] for k, Lk in enumerate(L)]
+        obj = lin - cp.norm(u, domain.p_star) / 2
+    elif isinstance(domain, GroupSimplex):
+        r = cp.Variable(domain.n_groups)
+        cons += [cp.norm(Lk.T @ v) <= r[domain.group_of[k]] for k, Lk in enumerate(L)]
+        obj = lin - cp.square(cp.sum(r)) / 2
+    else:  # pragma: no cover
+        raise TypeError(domain)
+    prob = cp.Problem(cp.Maximize(obj), cons)
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-9, tol_gap_rel=1e-9, tol_feas=1e-9)
+    return float(prob.value)

@@ -4,6 +4,7 @@ import csv
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -389,3 +390,77 @@ def test_bench_mkboost_protocol(tmp_path, capsys):
     assert by["level"]["n_kernels"] == 17 and by["level"]["converged"]
     assert 0 < by["mkboost-s1"]["n_svm_calls"] <= 17 * 100
     assert by["mkboost-s1"]["accuracy"] > 0.9 and by["level"]["accuracy"] > 0.9
+
+
+# --------------------------------------------------------- regression, one-class
+def _write_features(path, X):
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow([f"x{i}" for i in range(X.shape[1])])
+        for row in X:
+            w.writerow([repr(float(v)) for v in row])
+    return str(path)
+
+
+def test_fit_predict_regression_and_one_class(tmp_path, capsys):
+    from mklopt import MKLOneClass, MKLRegressor
+
+    X, y = datasets.load("diabetes")
+    train = _write_csv(tmp_path / "tr.csv", X[:300], y[:300], label="progression")
+    test = _write_csv(tmp_path / "te.csv", X[300:], y[300:], label="progression")
+    model = tmp_path / "reg.npz"
+    code, out, err = _run(capsys, "fit", train, "--task", "regression", "--label", "progression",
+                          "--kernels", "mkboost", "--model", model)
+    assert code == 0, err
+    assert "training R2" in out
+    reg, meta = load_model(model)
+    assert isinstance(reg, MKLRegressor) and meta["label"] == "progression"
+    preds = tmp_path / "p.csv"
+    code, _, err = _run(capsys, "predict", model, test, "--out", preds)
+    assert code == 0, err
+    got = np.loadtxt(preds, skiprows=1)
+    np.testing.assert_allclose(got, reg.predict(X[300:]), rtol=1e-12)
+    r2 = float(err.split("R2 on")[1].split(":")[1].split()[0])
+    assert r2 == pytest.approx(reg.score(X[300:], y[300:]), abs=1e-4)
+    assert r2 > 0.3
+
+    Xw, yw = datasets.load("wdbc")
+    benign = Xw[yw == -1]
+    train = _write_features(tmp_path / "benign.csv", benign[:200])
+    test = _write_features(tmp_path / "all.csv", Xw)
+    model = tmp_path / "oc.npz"
+    code, out, err = _run(capsys, "fit", train, "--task", "one-class", "--nu", "0.1",
+                          "--model", model)
+    assert code == 0, err
+    oc, _ = load_model(model)
+    assert isinstance(oc, MKLOneClass) and oc.nu == 0.1
+    code, out, err = _run(capsys, "predict", model, test)
+    assert code == 0, err
+    got = np.array(out.split()[1:], dtype=int)
+    np.testing.assert_array_equal(got, oc.predict(Xw))
+    # malignant rows are mostly flagged, benign training rows mostly kept
+    assert np.mean(got[yw == 1] == -1) > 0.5 and np.mean(got[yw == -1][:200] == 1) > 0.8
+
+
+def test_task_errors_name_the_option(tmp_path, capsys):
+    X, y = datasets.load("diabetes")
+    labelled = _write_csv(tmp_path / "d.csv", X[:40], y[:40])
+    bad = y[:40].astype(object)
+    bad[3] = "high"
+    words = _write_csv(tmp_path / "w.csv", X[:40], bad)
+    m = tmp_path / "m.npz"
+    cases = [
+        (["fit", labelled, "--task", "one-class", "--model", m], "--label"),
+        (["fit", words, "--task", "regression", "--model", m], "must hold numbers"),
+        (["fit", labelled, "--task", "regression", "--epsilon", "-1", "--model", m],
+         "epsilon must be >= 0"),
+        (["fit", labelled, "--task", "regression", "--nu", "0.5", "--model", m],
+         "--nu is only used with --task one-class"),
+        (["fit", _write_features(tmp_path / "f.csv", X[:40]), "--task", "one-class",
+          "--nu", "1.5", "--model", m], r"nu must lie in \(0, 1\]"),
+    ]
+    for argv, message in cases:
+        code, _, err = _run(capsys, *argv)
+        assert code == 2
+        line = _one_error_line(err, "fit")
+        assert re.search(message, line), line

@@ -7,5 +7,8 @@ Importing this subpackage imports scikit-learn when it is installed (see
 from ._base import ConvergenceWarning
 from .mkboost import MKBoostClassifier
 from .mkl import MKLClassifier
+from .mkl_tasks import MKLOneClass, MKLRegressor
 
-__all__ = ["ConvergenceWarning", "MKLClassifier", "MKBoostClassifier"]
+__all__ = [
+    "ConvergenceWarning", "MKLClassifier", "MKBoostClassifier", "MKLRegressor", "MKLOneClass",
+]

@@ -2,7 +2,11 @@
 
 from ._problem import DualProblem
 from ._warnings import ConvergenceWarning
+from .one_class import OneClassDual
 from .svm_dual import SVMDual
+from .svr_dual import SVRDual
 from .weak_learners import WeakLearners
 
-__all__ = ["SVMDual", "WeakLearners", "DualProblem", "ConvergenceWarning"]
+__all__ = [
+    "SVMDual", "SVRDual", "OneClassDual", "WeakLearners", "DualProblem", "ConvergenceWarning",
+]
