@@ -181,6 +181,7 @@ def run_case(name):
     else:
         raise ValueError(f"unknown case {name!r}; known: {', '.join(CASES)}")
     out["peak_rss_gib"] = _peak_rss_gib()
+    out["load_avg_1min"] = os.getloadavg()[0]  # other work on the machine during the case
     return out
 
 
@@ -198,19 +199,19 @@ def run_isolated(name, log_progress=True):
 def _table(results):
     rows = [
         "| case | storage | n kernels | build (s) | solve (s) | oracle calls | rel. gap "
-        "| accuracy | peak RSS (GiB) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| accuracy | peak RSS (GiB) | load |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         if "error" in r:
-            rows.append(f"| {r['case']} | {r['error']} |||||||")
+            rows.append(f"| {r['case']} | {r['error']} ||||||||")
             continue
         gap = r.get("rel_gap")
         rows.append(
             f"| {r['case']} | {r.get('storage', 'libsvm')} | {r.get('n_kernels', 1)} "
             f"| {r['build_s']:.1f} | {r['solve_s']:.1f} | {r.get('n_oracle_calls', '')} "
             f"| {'' if gap is None else f'{gap:.2g}'} | {100 * r['accuracy']:.2f} % "
-            f"| {r['peak_rss_gib']:.2f} |"
+            f"| {r['peak_rss_gib']:.2f} | {r.get('load_avg_1min', float('nan')):.1f} |"
         )
     return "\n".join(rows)
 
