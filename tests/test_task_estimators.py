@@ -166,3 +166,33 @@ def test_the_task_pages_run(page, capsys):
         assert float(out[0]) > 0.3 and out[4] == "True"
     else:
         assert float(out[0]) > 0.9
+
+
+@pytest.mark.parametrize("storage", ["on_the_fly", "feature_map"])
+def test_every_storage_fits_the_same_model(storage):
+    from mklopt.kernels import poly
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(70, 3))
+    y = X[:, 0] * X[:, 1] + 0.1 * rng.normal(size=70)
+    specs = [linear(), poly(2), linear([0])] if storage == "feature_map" else SMALL
+    Xt = rng.normal(size=(10, 3))
+    for make in (lambda **kw: MKLRegressor(kernels=specs, tol=1e-3, **kw),
+                 lambda **kw: MKLOneClass(kernels=specs, nu=0.3, tol=1e-3, **kw)):
+        dense = make(storage="dense").fit(X, y)
+        other = make(storage=storage, cache_size=0.05).fit(X, y)
+        np.testing.assert_allclose(other.weights_, dense.weights_, atol=1e-4)
+        np.testing.assert_allclose(other.predict(Xt), dense.predict(Xt), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("kw", [dict(method="lp", p=2.0), dict(method="mirror", groups=[[0, 1], [2, 3, 4]]),
+                                dict(method="silp"), dict(method="simplemkl")])
+def test_methods_through_the_estimators(kw):
+    Xtr, Xte, ytr, yte = diabetes_split(0)
+    specs = [rbf(2.0), rbf(4.0), linear(), rbf(2.0, features=[2]), linear([2, 8])]
+    reg = MKLRegressor(kernels=specs, **kw).fit(Xtr, ytr)
+    assert reg.converged_ and reg.score(Xte, yte) > 0.3
+    if "groups" in kw:
+        kw = dict(kw, groups=[[0, 1], [2]])
+    oc = MKLOneClass(kernels=specs[:2] + specs[3:4], nu=0.2, **kw).fit(Xtr)
+    assert oc.converged_ and 0.1 <= np.mean(oc.predict(Xtr) == -1) <= 0.3
