@@ -169,6 +169,14 @@ class MKLClassifier(ClassifierBase):
         ``callback(progress)`` after every oracle call with a
         :class:`mklopt.Progress` row; raise ``StopIteration`` to stop the
         current binary problem early.
+    n_jobs : int, optional
+        One-vs-one pairs fitted at the same time, through joblib (needed
+        only for ``n_jobs`` other than None and 1). ``None`` means 1 unless
+        a ``joblib.parallel_backend`` context says otherwise, ``-1`` all
+        cores; inside ``joblib.parallel_backend("dask")`` the pairs run as
+        tasks on a Dask cluster. The fitted model is the same whatever
+        ``n_jobs`` and the backend. In other processes a ``callback`` runs
+        there, and warnings raised while solving a pair are not shown.
 
     Attributes
     ----------
@@ -275,6 +283,7 @@ class MKLClassifier(ClassifierBase):
         cache_size=None,
         max_memory=None,
         callback=None,
+        n_jobs=None,
     ):
         self.kernels = kernels
         self.method = method
@@ -291,6 +300,7 @@ class MKLClassifier(ClassifierBase):
         self.cache_size = cache_size
         self.max_memory = max_memory
         self.callback = callback
+        self.n_jobs = n_jobs
 
     # ---- parameter validation ----------------------------------------------
     def _resolve_specs(self, n_features):
