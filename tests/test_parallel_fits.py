@@ -203,3 +203,47 @@ def test_a_worker_killed_during_a_pair_gives_a_retried_task(client, data, serial
     finally:
         client.wait_for_workers(2, timeout=60)
     assert client.submit(sum, [1, 2], pure=False).result() == 3  # still usable
+
+
+# ---------------------------------------------------------------- bench splits
+def _bench_runs(tmp_path, capsys, tag, *extra):
+    from mklopt.cli import main
+
+    out = tmp_path / tag
+    argv = ["bench", "--protocol", "mkboost2013", "--datasets", "sonar", "--splits", "2"]
+    argv += ["--methods", "lp2", "level"]
+    code = main([*argv, "--out", str(out), "--quiet", *extra])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    import json
+
+    return json.loads((out / "runs.json").read_text())["runs"]
+
+
+def test_bench_splits_in_parallel_equal_the_serial_ones(client, tmp_path, capsys):
+    serial = _bench_runs(tmp_path, capsys, "serial")
+    local = _bench_runs(tmp_path, capsys, "local", "--n-jobs", "2")
+    dask = _bench_runs(tmp_path, capsys, "dask", "--scheduler", client.scheduler.address)
+    assert len(serial) == 4
+    for other in (local, dask):
+        for a, b in zip(serial, other):
+            assert (a["split"], a["method"]) == (b["split"], b["method"])
+            assert a["n_svm_calls"] == b["n_svm_calls"] and a["accuracy"] == b["accuracy"]
+            assert abs(a["value"] - b["value"]) <= 1e-10 * abs(a["value"])
+
+
+def test_bench_refuses_bad_parallel_options(tmp_path, capsys):
+    from mklopt.cli import main
+
+    code = main(["bench", "--n-jobs", "0", "--out", str(tmp_path), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--n-jobs=0 runs nothing" in err
+
+
+@pytest.mark.slow
+def test_bench_refuses_an_unreachable_scheduler(tmp_path, capsys):
+    from mklopt.cli import main
+
+    code = main(["bench", "--scheduler", "tcp://127.0.0.1:1", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot connect to the Dask scheduler tcp://127.0.0.1:1" in err
