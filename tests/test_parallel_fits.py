@@ -165,6 +165,15 @@ def test_binary_problems_and_clones_keep_n_jobs(data):
     assert sklearn_base.clone(mkl(n_jobs=3)).n_jobs == 3
 
 
+def test_time_limit_holds_for_pairs_in_other_processes(data):
+    X, y = data
+    from mklopt.estimators._base import ConvergenceWarning
+
+    with pytest.warns(ConvergenceWarning, match="time_limit"):
+        clf = mkl(n_jobs=2, time_limit=1e-6, tol=1e-12).fit(X, y)
+    assert (clf.n_oracle_calls_ == 1).all() and not clf.converged_.any()
+
+
 # ---------------------------------------------------------------- Dask tasks
 def test_pairs_as_dask_tasks_equal_the_serial_fit(client, data, serial):
     X, y = data

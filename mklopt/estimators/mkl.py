@@ -398,7 +398,9 @@ class MKLClassifier(ClassifierBase):
         deadline = None
         if self.time_limit is not None:
             limit = check_real(self.time_limit, "time_limit", low=0.0, strict_low=True)
-            deadline = time.perf_counter() + limit
+            # Wall-clock time, not perf_counter: with n_jobs the pairs may
+            # run on other machines, whose monotonic clocks differ.
+            deadline = time.time() + limit
         check_storage_params(self.storage, self.cache_size, self.max_memory)
         if self.callback is not None and not callable(self.callback):
             raise TypeError("callback must be callable, taking one mklopt.Progress row")
@@ -412,7 +414,7 @@ class MKLClassifier(ClassifierBase):
 
         stop = DualityGap(plan.tol) | MaxIter(plan.max_iter)
         if plan.deadline is not None:
-            stop = stop | TimeLimit(max(plan.deadline - time.perf_counter(), 1e-9))
+            stop = stop | TimeLimit(max(plan.deadline - time.time(), 1e-9))
         return stop
 
     def _fit_binary(self, X, y):
