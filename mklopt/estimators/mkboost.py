@@ -108,8 +108,9 @@ class MKBoostClassifier(ClassifierBase):
         only for ``n_jobs`` other than None and 1). ``None`` means 1 unless
         a ``joblib.parallel_backend`` context says otherwise, ``-1`` all
         cores; inside ``joblib.parallel_backend("dask")`` the pairs run as
-        tasks on a Dask cluster. The fitted model is the same whatever
-        ``n_jobs`` and the backend. In other processes, warnings raised
+        tasks on a Dask cluster. Every pair runs the serial code on the
+        same inputs; the model can differ only where BLAS rounds
+        differently on another number of threads (the workers use one). In other processes, warnings raised
         while solving a pair are not shown.
 
     Attributes

@@ -174,8 +174,9 @@ class MKLClassifier(ClassifierBase):
         only for ``n_jobs`` other than None and 1). ``None`` means 1 unless
         a ``joblib.parallel_backend`` context says otherwise, ``-1`` all
         cores; inside ``joblib.parallel_backend("dask")`` the pairs run as
-        tasks on a Dask cluster. The fitted model is the same whatever
-        ``n_jobs`` and the backend. In other processes a ``callback`` runs
+        tasks on a Dask cluster. Every pair runs the serial code on the
+        same inputs; the model can differ only where BLAS rounds
+        differently on another number of threads (the workers use one). In other processes a ``callback`` runs
         there, and warnings raised while solving a pair are not shown.
 
     Attributes
