@@ -16,7 +16,10 @@ statistics); the 2,000 test points are scored. Two estimators:
 Each is fitted three ways in the same run, in turn (serial, joblib, Dask,
 serial, ...) so that other load on the machine hits all alike:
 
-* **serial**: ``n_jobs=None``, one process (numba may use both cores);
+* **serial**: ``n_jobs=None``, one process (numba's parallel loops, such
+  as the kernel build, and BLAS use both cores);
+* **serial, 1 thread**: the same with numba and BLAS on one thread
+  (threadpoolctl), as each worker below runs;
 * **joblib**: ``n_jobs=2``, joblib's process backend (loky);
 * **dask**: ``n_jobs=None`` inside ``joblib.parallel_backend("dask")`` with
   a ``LocalCluster(n_workers=2, threads_per_worker=1, processes=True)``.
@@ -25,9 +28,8 @@ Every mode is warmed up first (imports and numba's cache in the workers).
 Reported: the median wall time of ``fit`` over ``--repeats``, the speed-up
 against serial from the same run, and whether the parallel models equal
 the serial one: the largest relative difference of the weights against the
-serial fit and against a serial fit with BLAS limited to one thread (as
-joblib's and Dask's workers run it; needs threadpoolctl), and whether the
-test predictions are the same.
+serial fit and against the one-thread serial fit (BLAS rounds as in the
+workers), and whether the test predictions are the same.
 
     python benchmarks/bench_parallel_fits.py --per-class 150 --repeats 3
 """
@@ -79,6 +81,17 @@ def fit(make, mode, X, y, n_jobs):
     t0 = time.perf_counter()
     if mode == "serial":
         est.fit(X, y)
+    elif mode == "serial, 1 thread":
+        import numba
+        from threadpoolctl import threadpool_limits
+
+        old = numba.get_num_threads()
+        numba.set_num_threads(1)
+        try:
+            with threadpool_limits(1):
+                est.fit(X, y)
+        finally:
+            numba.set_num_threads(old)
     elif mode == "joblib":
         est.set_params(n_jobs=n_jobs).fit(X, y)
     else:
@@ -123,7 +136,7 @@ def main(argv=None):
     cluster, client = start_cluster(args.workers)
     rows = []
     try:
-        modes = ("serial", "joblib", "dask")
+        modes = ("serial", "serial, 1 thread", "joblib", "dask")
         for key in args.estimators:
             make = makers[key]
             X, y = data[key]
@@ -141,16 +154,11 @@ def main(argv=None):
             ref = models["serial"]
             pred = ref.predict(X_te)
             # joblib's and Dask's workers run BLAS on one thread; the serial
-            # fit with BLAS on one thread too is the reference they must equal.
-            from threadpoolctl import threadpool_limits
-
-            with threadpool_limits(1):
-                ref1 = make().fit(X, y)
+            # fit with one thread too is the reference they must equal.
+            ref1 = models["serial, 1 thread"]
             for mode in modes:
                 est = models[mode]
-                diff = float(
-                    np.abs(est.weights_ - ref.weights_).max() / np.abs(ref.weights_).max()
-                )
+                diff = float(np.abs(est.weights_ - ref.weights_).max() / np.abs(ref.weights_).max())
                 diff1 = float(
                     np.abs(est.weights_ - ref1.weights_).max() / np.abs(ref1.weights_).max()
                 )
@@ -161,7 +169,8 @@ def main(argv=None):
                         mode=mode,
                         seconds=statistics.median(times[mode]),
                         all_times=times[mode],
-                        speedup=statistics.median(times["serial"])
+                        speedup=statistics.median(times["serial"]) / statistics.median(times[mode]),
+                        speedup1=statistics.median(times["serial, 1 thread"])
                         / statistics.median(times[mode]),
                         diff=diff,
                         same_pred=bool(np.array_equal(est.predict(X_te), pred)),
@@ -174,13 +183,15 @@ def main(argv=None):
     print(f"load average after: {os.getloadavg()}", file=sys.stderr)
     print(
         "| estimator | mode | fit s (median) | all repeats s | speed-up vs serial "
+        "| vs serial, 1 thread "
         "| max rel. weight diff | same, 1 BLAS thread | same test labels | test accuracy |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['estimator']} | {r['mode']} | {r['seconds']:.2f} "
-            f"| {', '.join(f'{t:.1f}' for t in r['all_times'])} | {r['speedup']:.2f} "
+            f"| {', '.join(f'{t:.1f}' for t in r['all_times'])} "
+            f"| {r['speedup']:.2f} | {r['speedup1']:.2f} "
             f"| {r['diff']:.1e} | {r['diff1']:.1e} | {'yes' if r['same_pred'] else 'no'} "
             f"| {100 * r['accuracy']:.1f} % |"
         )

@@ -110,8 +110,9 @@ class MKBoostClassifier(ClassifierBase):
         cores; inside ``joblib.parallel_backend("dask")`` the pairs run as
         tasks on a Dask cluster. Every pair runs the serial code on the
         same inputs; the model can differ only where BLAS rounds
-        differently on another number of threads (the workers use one). In other processes, warnings raised
-        while solving a pair are not shown.
+        differently on another number of threads (the workers use one).
+        In other processes, warnings raised while solving a pair are not
+        shown.
 
     Attributes
     ----------
