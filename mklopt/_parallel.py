@@ -100,7 +100,7 @@ def _call(func, args, parent_pid):
         return func(*args)
 
 
-def parallel_map(func, tasks, n_jobs=None, name="n_jobs"):
+def parallel_map(func, tasks, n_jobs=None, name="n_jobs", n_tasks=None):
     """``[func(*args) for args in tasks]``, possibly in parallel through joblib.
 
     Parameters
@@ -115,6 +115,10 @@ def parallel_map(func, tasks, n_jobs=None, name="n_jobs"):
         ``joblib.parallel_backend`` context says otherwise, ``-1`` all cores.
     name : str, default="n_jobs"
         The argument's name, for the messages.
+    n_tasks : int, optional
+        The number of tasks when ``tasks`` is a generator, which is then
+        consumed lazily (serially one task at a time, so that only one
+        task's arguments exist at once).
 
     Returns
     -------
@@ -122,9 +126,11 @@ def parallel_map(func, tasks, n_jobs=None, name="n_jobs"):
         The results in the order of ``tasks``.
     """
     n_jobs = check_n_jobs(n_jobs, name)
-    tasks = list(tasks)
+    if n_tasks is None:
+        tasks = list(tasks)
+        n_tasks = len(tasks)
     joblib = _joblib(n_jobs, name)
-    if joblib is None or len(tasks) <= 1:
+    if joblib is None or n_tasks <= 1:
         return [func(*args) for args in tasks]
     pid = os.getpid()
     return joblib.Parallel(n_jobs=n_jobs)(joblib.delayed(_call)(func, args, pid) for args in tasks)

@@ -517,18 +517,24 @@ class ClassifierBase(*_BASES):
             self._prepare_fit(X)
             pairs = np.array(list(combinations(range(classes.shape[0]), 2)), dtype=np.int64)
             extras = self._pair_extras(len(pairs))
-            tasks, all_rows = [], []
-            for (i, j), extra in zip(pairs, extras):
+            all_rows = []
+            for i, j in pairs:
                 if classes.shape[0] == 2:
-                    rows = np.arange(X.shape[0])
+                    all_rows.append(np.arange(X.shape[0]))
                 else:
-                    rows = np.flatnonzero((y_idx == i) | (y_idx == j))
-                y_pm1 = np.where(y_idx[rows] == j, 1.0, -1.0)
-                all_rows.append(rows)
-                tasks.append((np.ascontiguousarray(X[rows]), y_pm1, *extra))
+                    all_rows.append(np.flatnonzero((y_idx == i) | (y_idx == j)))
+
+            def tasks():
+                # Lazily: a serial fit holds one pair's copy of X at a time.
+                for (_, j), rows, extra in zip(pairs, all_rows, extras):
+                    y_pm1 = np.where(y_idx[rows] == j, 1.0, -1.0)
+                    yield (np.ascontiguousarray(X[rows]), y_pm1, *extra)
+
             # The pairs are independent: with n_jobs (or a joblib backend
             # such as Dask) they run as parallel tasks, with the same results.
-            models = parallel_map(self._fit_binary, tasks, getattr(self, "n_jobs", None))
+            models = parallel_map(
+                self._fit_binary, tasks(), getattr(self, "n_jobs", None), n_tasks=len(pairs)
+            )
             self.classes_ = classes
             self.n_features_in_ = X.shape[1]
             self.pairs_ = pairs
