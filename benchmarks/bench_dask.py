@@ -21,7 +21,7 @@ oracle call: median wall time, round trips, messages and array bytes sent
 and received (counted by the sharded storage).
 
     python benchmarks/bench_dask.py                       # 1e4 and 1e5 kernels
-    python benchmarks/bench_dask.py --kernels 1000000 --calls 3
+    python benchmarks/bench_dask.py --kernels 1e6 --calls 3 --weights sparse
 """
 
 from __future__ import annotations
@@ -120,6 +120,12 @@ def main(argv=None):
     ap.add_argument("--kernels", type=float, nargs="+", default=[1e4, 1e5])
     ap.add_argument("--calls", type=int, default=6)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument(
+        "--weights",
+        choices=["both", "dense", "sparse"],
+        default="both",
+        help="all kernels active, 64 active, or both (default)",
+    )
     ap.add_argument("--C", type=float, default=100.0)
     ap.add_argument("--tol", type=float, default=1e-4)
     args = ap.parse_args(argv)
@@ -152,7 +158,8 @@ def main(argv=None):
                 file=sys.stderr,
                 flush=True,
             )
-            for sparse in (False, True):
+            kinds = {"both": (False, True), "dense": (False,), "sparse": (True,)}[args.weights]
+            for sparse in kinds:
                 ws = weight_sequence(m, args.calls, sparse)
                 a, b = run_calls([single, sharded], ytr, ws, args.C, args.tol)
                 rows.append(

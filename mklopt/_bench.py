@@ -25,6 +25,7 @@ __all__ = [
     "make_method",
     "run_split",
     "run_protocol_split",
+    "run_split_task",
     "summarise",
     "markdown_table",
     "time_saving",
@@ -245,6 +246,14 @@ def run_protocol_split(name, split, method_keys, *, protocol="level2008", C=None
     order = {k: i for i, k in enumerate(method_keys)}
     runs.sort(key=lambda r: order[r.method])
     return runs, hist
+
+
+def run_split_task(name, split, method_keys, protocol, C, repeats, keep_history):
+    """:func:`run_protocol_split` with positional arguments: one bench split as a task."""
+    return run_protocol_split(
+        name, split, method_keys, protocol=protocol, C=C, repeats=repeats,
+        keep_history=keep_history,
+    )
 
 
 def _run_boost(name, split, keys, *, C, repeats, protocol):

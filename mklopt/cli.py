@@ -85,35 +85,30 @@ def _bench(args):
     if args.splits < 1:
         raise UserError("--splits must be at least 1")
 
-    runs, first_histories = [], {}
-    total = len(names) * args.splits
+    jobs = [(name, s) for name in names for s in range(args.splits)]
+    tasks = [
+        (name, args.seed + s, methods, args.protocol, proto["C"], args.repeats, s == 0)
+        for name, s in jobs
+    ]
     t_start = time.perf_counter()
-    done = 0
-    for name in names:
-        for s in range(args.splits):
-            split_runs, hist = B.run_protocol_split(
-                name,
-                args.seed + s,
-                methods,
-                protocol=args.protocol,
-                C=proto["C"],
-                repeats=args.repeats,
-                keep_history=(s == 0),
-            )
-            runs.extend(split_runs)
-            if s == 0:
-                first_histories[name] = hist
-            done += 1
+    if args.n_jobs in (None, 1) and args.scheduler is None:
+        results = []
+        for k, task in enumerate(tasks):
+            results.append(B.run_split_task(*task))
             if not args.quiet:
-                line = ", ".join(
-                    f"{r.method} {r.seconds:.2f}s/{100 * r.accuracy:.1f}%" for r in split_runs
-                )
-                print(
-                    f"[{done}/{total} {time.perf_counter() - t_start:5.0f}s] {name} split "
-                    f"{args.seed + s}: {line}",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                _bench_progress(results[-1][0], task, k + 1, len(tasks), t_start)
+    else:
+        # The splits are independent: run them as joblib jobs, or as tasks
+        # on a Dask cluster; each split's solves are timed where they run.
+        results = _bench_parallel(B, tasks, args)
+        if not args.quiet:
+            for k, (task, (split_runs, _)) in enumerate(zip(tasks, results)):
+                _bench_progress(split_runs, task, k + 1, len(tasks), t_start)
+    runs, first_histories = [], {}
+    for (name, s), (split_runs, hist) in zip(jobs, results):
+        runs.extend(split_runs)
+        if s == 0:
+            first_histories[name] = hist
 
     rows = B.summarise(runs)
     table = B.markdown_table(rows, methods)
@@ -153,6 +148,50 @@ def _bench(args):
         file=sys.stderr,
     )
     return 0
+
+
+def _bench_progress(split_runs, task, done, total, t_start):
+    line = ", ".join(f"{r.method} {r.seconds:.2f}s/{100 * r.accuracy:.1f}%" for r in split_runs)
+    print(
+        f"[{done}/{total} {time.perf_counter() - t_start:5.0f}s] {task[0]} split {task[1]}: "
+        f"{line}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _bench_parallel(B, tasks, args):
+    """Run the bench's splits with ``--n-jobs`` jobs, or on the Dask scheduler ``--scheduler``."""
+    from ._parallel import check_n_jobs, parallel_map
+
+    try:
+        n_jobs = check_n_jobs(args.n_jobs, "--n-jobs")
+    except (TypeError, ValueError) as exc:
+        raise UserError(str(exc)) from None
+    try:
+        if args.scheduler is None:
+            return parallel_map(B.run_split_task, tasks, n_jobs, name="--n-jobs")
+        try:
+            import joblib
+            from distributed import Client
+        except ImportError:
+            raise UserError(
+                '--scheduler needs dask.distributed and joblib; install them with pip install '
+                '"mklopt[dask]"'
+            ) from None
+        try:
+            client = Client(args.scheduler, timeout=10)
+        except (OSError, ValueError) as exc:
+            raise UserError(
+                f"cannot connect to the Dask scheduler {args.scheduler}: {exc}"
+            ) from None
+        try:
+            with joblib.parallel_backend("dask"):
+                return parallel_map(B.run_split_task, tasks, n_jobs, name="--n-jobs")
+        finally:
+            client.close()
+    except ImportError as exc:
+        raise UserError(str(exc)) from None
 
 
 # ----------------------------------------------------------------------------
@@ -435,6 +474,21 @@ def build_parser():
         "--cases", nargs="+", metavar="CASE",
         help="with --protocol scale: the cases to run (default: all), e.g. letter-level "
         "letter-svc curve-on_the_fly-4000 shuttle-level sonar-100000",
+    )
+    b.add_argument(
+        "--n-jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="splits run at the same time through joblib (-1: all cores); each split's "
+        "solves are timed where they run, so parallel splits share the cores "
+        "(default: one after the other)",
+    )
+    b.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the splits as tasks on the Dask cluster of this scheduler "
+        "(e.g. tcp://host:8786; needs mklopt[dask])",
     )
     b.add_argument("--out", default="bench-out", help="output directory (default: bench-out)")
     b.add_argument("--quiet", action="store_true", help="no progress lines")

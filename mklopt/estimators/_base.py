@@ -40,6 +40,7 @@ from itertools import combinations
 import numpy as np
 
 from .._memory import check_max_memory
+from .._parallel import check_n_jobs, parallel_map
 from .._validation import check_int
 from ..kernels.bank import _check_cache_size, check_storage
 
@@ -428,9 +429,14 @@ class ClassifierBase(*_BASES):
         problem is solved, so that bad parameters fail fast. Keep such
         per-fit scratch state in ``self._fit_state``: ``fit`` deletes it
         when it ends (normally or not), so it is never pickled or reused.
-    ``_fit_binary(self, X, y) -> model``
+    ``_fit_binary(self, X, y, *extra) -> model``
         Train one binary problem; ``y`` is a float64 array of -1/+1 with both
-        signs present. Return any object.
+        signs present, ``extra`` what ``_pair_extras`` gave for the pair.
+        Return any object. It must not change ``self``: with ``n_jobs`` the
+        pairs run in other processes or on a Dask cluster, on copies.
+    ``_pair_extras(self, n_pairs) -> list of tuples``
+        Optional. Per-pair extra arguments of ``_fit_binary`` drawn before
+        any pair is fitted (for example seeds from one random stream).
     ``_decision_binary(self, model, X) -> ndarray of shape (n_samples,)``
         Decision values of a model returned by ``_fit_binary``; positive
         means the +1 class.
@@ -457,6 +463,15 @@ class ClassifierBase(*_BASES):
 
     def _decision_binary(self, model, X):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _pair_extras(self, n_pairs):
+        """Extra arguments of ``_fit_binary`` for each pair (default: none).
+
+        Drawn in the calling process, in pair order, before any pair is
+        fitted, so that pairs fitted in parallel get what the serial loop
+        would give them (e.g. seeds from one random stream).
+        """
+        return [()] * n_pairs
 
     def _finish_fit(self, models):
         """Set estimator-specific fitted attributes (default: nothing)."""
@@ -498,17 +513,28 @@ class ClassifierBase(*_BASES):
                 "classes to train a classifier"
             )
         try:
+            check_n_jobs(getattr(self, "n_jobs", None))
             self._prepare_fit(X)
             pairs = np.array(list(combinations(range(classes.shape[0]), 2)), dtype=np.int64)
-            models, all_rows = [], []
+            extras = self._pair_extras(len(pairs))
+            all_rows = []
             for i, j in pairs:
                 if classes.shape[0] == 2:
-                    rows = np.arange(X.shape[0])
+                    all_rows.append(np.arange(X.shape[0]))
                 else:
-                    rows = np.flatnonzero((y_idx == i) | (y_idx == j))
-                y_pm1 = np.where(y_idx[rows] == j, 1.0, -1.0)
-                all_rows.append(rows)
-                models.append(self._fit_binary(np.ascontiguousarray(X[rows]), y_pm1))
+                    all_rows.append(np.flatnonzero((y_idx == i) | (y_idx == j)))
+
+            def tasks():
+                # Lazily: a serial fit holds one pair's copy of X at a time.
+                for (_, j), rows, extra in zip(pairs, all_rows, extras):
+                    y_pm1 = np.where(y_idx[rows] == j, 1.0, -1.0)
+                    yield (np.ascontiguousarray(X[rows]), y_pm1, *extra)
+
+            # The pairs are independent: with n_jobs (or a joblib backend
+            # such as Dask) they run as parallel tasks, with the same results.
+            models = parallel_map(
+                self._fit_binary, tasks(), getattr(self, "n_jobs", None), n_tasks=len(pairs)
+            )
             self.classes_ = classes
             self.n_features_in_ = X.shape[1]
             self.pairs_ = pairs

@@ -103,6 +103,16 @@ class MKBoostClassifier(ClassifierBase):
         available when ``fit`` starts; a storage that would not fit is
         refused with a ``MemoryError`` before anything is allocated, naming
         the option that would.
+    n_jobs : int, optional
+        One-vs-one pairs fitted at the same time, through joblib (needed
+        only for ``n_jobs`` other than None and 1). ``None`` means 1 unless
+        a ``joblib.parallel_backend`` context says otherwise, ``-1`` all
+        cores; inside ``joblib.parallel_backend("dask")`` the pairs run as
+        tasks on a Dask cluster. Every pair runs the serial code on the
+        same inputs; the model can differ only where BLAS rounds
+        differently on another number of threads (the workers use one).
+        In other processes, warnings raised while solving a pair are not
+        shown.
 
     Attributes
     ----------
@@ -188,6 +198,7 @@ class MKBoostClassifier(ClassifierBase):
         storage="auto",
         cache_size=None,
         max_memory=None,
+        n_jobs=None,
     ):
         self.kernels = kernels
         self.variant = variant
@@ -201,6 +212,7 @@ class MKBoostClassifier(ClassifierBase):
         self.storage = storage
         self.cache_size = cache_size
         self.max_memory = max_memory
+        self.n_jobs = n_jobs
 
     # ---- parameter validation ----------------------------------------------
     def _resolve_specs(self, n_features):
@@ -229,8 +241,13 @@ class MKBoostClassifier(ClassifierBase):
         # random_state gives the same model, pairs get different draws.
         self._seeds = np.random.default_rng(self.random_state)
 
+    def _pair_extras(self, n_pairs):
+        # Every pair's seed is drawn here, in pair order, so that pairs
+        # fitted in parallel get the seeds of the serial loop.
+        return [(int(self._seeds.integers(2**63 - 1)),) for _ in range(n_pairs)]
+
     # ---- one binary problem ------------------------------------------------
-    def _fit_binary(self, X, y):
+    def _fit_binary(self, X, y, seed):
         from ..driver import solve
         from ..kernels import KernelBank
         from ..oracles import WeakLearners
@@ -245,7 +262,6 @@ class MKBoostClassifier(ClassifierBase):
             max_memory=self.max_memory,
         )
         oracle = WeakLearners(bank, y, C=self._C, tol=self._tol)
-        seed = int(self._seeds.integers(2**63 - 1))
         # The method stops itself after n_rounds; MaxIter only guards the loop.
         result = solve(oracle, self._method(seed), stop=MaxIter(int(self.n_rounds) + 1))
         ens = result.extra["ensemble"]

@@ -169,6 +169,16 @@ class MKLClassifier(ClassifierBase):
         ``callback(progress)`` after every oracle call with a
         :class:`mklopt.Progress` row; raise ``StopIteration`` to stop the
         current binary problem early.
+    n_jobs : int, optional
+        One-vs-one pairs fitted at the same time, through joblib (needed
+        only for ``n_jobs`` other than None and 1). ``None`` means 1 unless
+        a ``joblib.parallel_backend`` context says otherwise, ``-1`` all
+        cores; inside ``joblib.parallel_backend("dask")`` the pairs run as
+        tasks on a Dask cluster. Every pair runs the serial code on the
+        same inputs; the model can differ only where BLAS rounds
+        differently on another number of threads (the workers use one).
+        In other processes a ``callback`` runs there, and warnings raised
+        while solving a pair are not shown.
 
     Attributes
     ----------
@@ -275,6 +285,7 @@ class MKLClassifier(ClassifierBase):
         cache_size=None,
         max_memory=None,
         callback=None,
+        n_jobs=None,
     ):
         self.kernels = kernels
         self.method = method
@@ -291,6 +302,7 @@ class MKLClassifier(ClassifierBase):
         self.cache_size = cache_size
         self.max_memory = max_memory
         self.callback = callback
+        self.n_jobs = n_jobs
 
     # ---- parameter validation ----------------------------------------------
     def _resolve_specs(self, n_features):
@@ -388,7 +400,9 @@ class MKLClassifier(ClassifierBase):
         deadline = None
         if self.time_limit is not None:
             limit = check_real(self.time_limit, "time_limit", low=0.0, strict_low=True)
-            deadline = time.perf_counter() + limit
+            # Wall-clock time, not perf_counter: with n_jobs the pairs may
+            # run on other machines, whose monotonic clocks differ.
+            deadline = time.time() + limit
         check_storage_params(self.storage, self.cache_size, self.max_memory)
         if self.callback is not None and not callable(self.callback):
             raise TypeError("callback must be callable, taking one mklopt.Progress row")
@@ -402,7 +416,7 @@ class MKLClassifier(ClassifierBase):
 
         stop = DualityGap(plan.tol) | MaxIter(plan.max_iter)
         if plan.deadline is not None:
-            stop = stop | TimeLimit(max(plan.deadline - time.perf_counter(), 1e-9))
+            stop = stop | TimeLimit(max(plan.deadline - time.time(), 1e-9))
         return stop
 
     def _fit_binary(self, X, y):

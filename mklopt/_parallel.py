@@ -1,0 +1,136 @@
+"""Independent fits in parallel through joblib (DESIGN section 11).
+
+One-vs-one pairs and benchmark splits are independent, so they can run at
+the same time. mklopt follows scikit-learn's convention: an ``n_jobs``
+argument handed to :class:`joblib.Parallel`, which also honours a backend
+chosen by the caller, such as ``joblib.parallel_backend("dask")`` to send
+the fits to a Dask cluster as tasks. Each fit runs exactly the code of the
+serial loop on the same inputs, and the results come back in the serial
+order, so the answers do not depend on ``n_jobs`` or the backend.
+
+joblib is not a dependency of the core (it comes with scikit-learn and
+with Dask's joblib support): it is imported only here, and only needed when
+``n_jobs`` asks for more than one job. With ``n_jobs=None`` it is used when
+installed, so that a ``parallel_backend`` context applies (``None`` then
+means the context's choice, 1 outside any context).
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from contextlib import contextmanager
+
+__all__ = ["check_n_jobs", "parallel_map"]
+
+_JOBLIB_HINT = "install it with pip install joblib (it comes with scikit-learn)"
+
+
+def check_n_jobs(n_jobs, name="n_jobs"):
+    """Validate ``n_jobs``: None or a non-zero int (negative counts back from the CPUs).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the argument.
+    """
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
+        raise TypeError(
+            f"{name} must be None or an int (1 for serial, -1 for all cores), got "
+            f"{type(n_jobs).__name__} {n_jobs!r}"
+        )
+    if n_jobs == 0:
+        raise ValueError(
+            f"{name}=0 runs nothing; use None or 1 for serial, k > 1 for k jobs, -1 for all cores"
+        )
+    return int(n_jobs)
+
+
+def _joblib(n_jobs, name):
+    """joblib, or None when it is missing and not needed; an ImportError when needed."""
+    try:
+        import joblib
+    except ImportError:
+        if n_jobs in (None, 1):
+            return None
+        raise ImportError(
+            f"{name}={n_jobs} runs fits in parallel through joblib, which is not installed; "
+            f"{_JOBLIB_HINT}, or leave {name}=None"
+        ) from None
+    return joblib
+
+
+@contextmanager
+def _worker_threads(parent_pid):
+    """Match numba's threads to the worker a fit runs on.
+
+    In the calling process (serial or threading backends) nothing changes.
+    joblib's process backend already sets ``NUMBA_NUM_THREADS`` in its
+    workers to the cores per job; on a Dask worker the numba threads are set
+    to the worker's threads, so that several workers on one machine do not
+    oversubscribe it (as the shards of a sharded bank do).
+    """
+    if os.getpid() == parent_pid:
+        yield
+        return
+    import numba
+
+    threads = None
+    try:
+        from distributed import get_worker
+
+        threads = int(get_worker().state.nthreads)
+    except (ImportError, ValueError, AttributeError):
+        pass
+    if threads is None:
+        yield
+        return
+    old = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+def _call(func, args, parent_pid):
+    with _worker_threads(parent_pid):
+        return func(*args)
+
+
+def parallel_map(func, tasks, n_jobs=None, name="n_jobs", n_tasks=None):
+    """``[func(*args) for args in tasks]``, possibly in parallel through joblib.
+
+    Parameters
+    ----------
+    func : callable
+        Picklable (a module-level function or a bound method of a picklable
+        object) when the backend runs other processes or machines.
+    tasks : iterable of tuple
+        Arguments of each call.
+    n_jobs : int or None, default=None
+        As scikit-learn's: ``None`` means 1 unless a
+        ``joblib.parallel_backend`` context says otherwise, ``-1`` all cores.
+    name : str, default="n_jobs"
+        The argument's name, for the messages.
+    n_tasks : int, optional
+        The number of tasks when ``tasks`` is a generator, which is then
+        consumed lazily (serially one task at a time, so that only one
+        task's arguments exist at once).
+
+    Returns
+    -------
+    list
+        The results in the order of ``tasks``.
+    """
+    n_jobs = check_n_jobs(n_jobs, name)
+    if n_tasks is None:
+        tasks = list(tasks)
+        n_tasks = len(tasks)
+    joblib = _joblib(n_jobs, name)
+    if joblib is None or n_tasks <= 1:
+        return [func(*args) for args in tasks]
+    pid = os.getpid()
+    return joblib.Parallel(n_jobs=n_jobs)(joblib.delayed(_call)(func, args, pid) for args in tasks)

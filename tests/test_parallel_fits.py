@@ -1,0 +1,258 @@
+"""Independent fits as parallel tasks: the same models as the serial loop (DESIGN section 11).
+
+One-vs-one pairs of MKLClassifier and MKBoostClassifier run through
+joblib with ``n_jobs`` (local processes) or inside
+``joblib.parallel_backend("dask")`` (tasks on a module-scoped
+``LocalCluster(n_workers=2, processes=True)``). The fitted models must equal
+the serial ones (weights, dual coefficients, biases to 1e-10 relative;
+labels exactly), a worker killed during a pair must give a retried task
+with the same model, and bad ``n_jobs`` values are refused naming the
+argument.
+"""
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mklopt
+from mklopt import MKBoostClassifier, MKLClassifier, datasets
+from mklopt._parallel import check_n_jobs, parallel_map
+from mklopt.kernels import poly, rbf
+
+joblib = pytest.importorskip("joblib")
+distributed = pytest.importorskip("distributed")
+
+
+def rel(a, b):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-300))
+
+
+@pytest.fixture(scope="module")
+def data():
+    """Three satellite classes, 20 samples each (3 pairs), standardised."""
+    X, y = datasets.load("satellite")
+    rng = np.random.default_rng(0)
+    keep = np.unique(y)[:3]
+    idx = np.concatenate([rng.choice(np.flatnonzero(y == c), 20, replace=False) for c in keep])
+    X = X[idx]
+    return (X - X.mean(0)) / X.std(0), y[idx]
+
+
+SPECS = [rbf(0.5), rbf(2.0), rbf(8.0), poly(2), rbf(1.0, [0, 1, 2])]
+
+
+def mkl(**kw):
+    return MKLClassifier(kernels=SPECS, C=10.0, **kw)
+
+
+def boost(**kw):
+    return MKBoostClassifier(kernels=SPECS, n_rounds=6, variant="D2", random_state=3, **kw)
+
+
+def assert_same_mkl(a, b, X):
+    assert rel(b.weights_, a.weights_) <= 1e-10
+    assert rel(b.intercept_, a.intercept_) <= 1e-10
+    for sa, sb, ca, cb in zip(a.support_, b.support_, a.dual_coef_, b.dual_coef_):
+        np.testing.assert_array_equal(sa, sb)
+        assert rel(cb, ca) <= 1e-10
+    np.testing.assert_array_equal(b.n_oracle_calls_, a.n_oracle_calls_)
+    np.testing.assert_array_equal(b.predict(X), a.predict(X))
+
+
+def assert_same_boost(a, b, X):
+    assert rel(b.weights_, a.weights_) <= 1e-10
+    np.testing.assert_array_equal(b.n_fits_, a.n_fits_)
+    for ea, eb in zip(a.ensemble_, b.ensemble_):
+        assert len(ea) == len(eb)
+        for ra, rb in zip(ea.rounds, eb.rounds):
+            for la, lb in zip(ra.learners, rb.learners):
+                np.testing.assert_array_equal(la.support, lb.support)
+                np.testing.assert_allclose(lb.coef, la.coef, rtol=1e-10)
+    assert rel(b.decision_function(X), a.decision_function(X)) <= 1e-10
+    np.testing.assert_array_equal(b.predict(X), a.predict(X))
+
+
+@pytest.fixture(scope="module")
+def serial(data):
+    X, y = data
+    return mkl().fit(X, y), boost().fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def client():
+    # Workers are new interpreters: make them import the mklopt under test.
+    root = str(Path(mklopt.__file__).resolve().parents[1])
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = root + ("" if old is None else os.pathsep + old)
+    try:
+        cluster = distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=50,
+        )
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH")
+        else:
+            os.environ["PYTHONPATH"] = old
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+# ---------------------------------------------------------------- the helper
+def test_parallel_map_keeps_the_order_and_checks_n_jobs():
+    tasks = [(k, 10 * k) for k in range(7)]
+    want = [a + b for a, b in tasks]
+    assert parallel_map(_add, tasks) == want
+    assert parallel_map(_add, tasks, n_jobs=2) == want
+    assert parallel_map(_add, [], n_jobs=2) == []
+    assert check_n_jobs(None) is None and check_n_jobs(-1) == -1
+    with pytest.raises(ValueError, match="n_jobs=0 runs nothing"):
+        check_n_jobs(0)
+    with pytest.raises(TypeError, match="n_jobs must be None or an int"):
+        check_n_jobs(2.0)
+    with pytest.raises(TypeError, match="n_jobs must be None or an int"):
+        check_n_jobs(True)
+
+
+def _add(a, b):
+    return a + b
+
+
+def test_without_joblib_serial_fits_work_and_parallel_ones_say_what_to_install(
+    data, serial, monkeypatch
+):
+    X, y = data
+    monkeypatch.setitem(sys.modules, "joblib", None)  # import joblib fails
+    a = mkl(n_jobs=1).fit(X, y)
+    assert_same_mkl(serial[0], a, X)
+    with pytest.raises(ImportError, match=r"n_jobs=2 .* pip install joblib"):
+        mkl(n_jobs=2).fit(X, y)
+
+
+@pytest.mark.parametrize("make", [mkl, boost], ids=["mkl", "mkboost"])
+def test_bad_n_jobs_is_refused_before_fitting(data, make):
+    X, y = data
+    with pytest.raises(ValueError, match="n_jobs=0"):
+        make(n_jobs=0).fit(X, y)
+    with pytest.raises(TypeError, match="n_jobs must be None or an int"):
+        make(n_jobs="dask").fit(X, y)
+
+
+# ---------------------------------------------------------------- local processes
+def test_pairs_in_local_processes_equal_the_serial_fit(data, serial):
+    X, y = data
+    assert_same_mkl(serial[0], mkl(n_jobs=2).fit(X, y), X)
+    assert_same_boost(serial[1], boost(n_jobs=2).fit(X, y), X)
+
+
+def test_binary_problems_and_clones_keep_n_jobs(data):
+    X, y = data
+    two = np.isin(y, np.unique(y)[:2])
+    a = mkl().fit(X[two], y[two])
+    b = mkl(n_jobs=2).fit(X[two], y[two])  # one pair: run in this process
+    assert rel(b.weights_, a.weights_) <= 1e-10
+    sklearn_base = pytest.importorskip("sklearn.base")
+    assert sklearn_base.clone(mkl(n_jobs=3)).n_jobs == 3
+
+
+def test_time_limit_holds_for_pairs_in_other_processes(data):
+    X, y = data
+    from mklopt.estimators._base import ConvergenceWarning
+
+    with pytest.warns(ConvergenceWarning, match="time_limit"):
+        clf = mkl(n_jobs=2, time_limit=1e-6, tol=1e-12).fit(X, y)
+    assert (clf.n_oracle_calls_ == 1).all() and not clf.converged_.any()
+
+
+# ---------------------------------------------------------------- Dask tasks
+def test_pairs_as_dask_tasks_equal_the_serial_fit(client, data, serial):
+    X, y = data
+    with joblib.parallel_backend("dask"):
+        a = mkl().fit(X, y)  # n_jobs=None: the backend decides
+        b = boost(n_jobs=-1).fit(X, y)
+    assert_same_mkl(serial[0], a, X)
+    assert_same_boost(serial[1], b, X)
+
+
+class _KillOnce:
+    """A callback that kills the Dask worker it runs on, the first time only."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __call__(self, progress):
+        if progress.n_oracle_calls == 2 and not os.path.exists(self.marker):
+            try:
+                distributed.get_worker()
+            except ValueError:
+                return  # not on a worker
+            with open(self.marker, "w") as fh:
+                fh.write(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_worker_killed_during_a_pair_gives_a_retried_task(client, data, serial, tmp_path):
+    X, y = data
+    marker = tmp_path / "killed"
+    try:
+        with joblib.parallel_backend("dask"):
+            b = mkl(callback=_KillOnce(marker)).fit(X, y)
+        assert marker.exists()  # a worker did die mid-fit
+        assert_same_mkl(serial[0], b, X)
+    finally:
+        client.wait_for_workers(2, timeout=60)
+    assert client.submit(sum, [1, 2], pure=False).result() == 3  # still usable
+
+
+# ---------------------------------------------------------------- bench splits
+def _bench_runs(tmp_path, capsys, tag, *extra):
+    from mklopt.cli import main
+
+    out = tmp_path / tag
+    argv = ["bench", "--protocol", "mkboost2013", "--datasets", "sonar", "--splits", "2"]
+    argv += ["--methods", "lp2", "level"]
+    code = main([*argv, "--out", str(out), "--quiet", *extra])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    import json
+
+    return json.loads((out / "runs.json").read_text())["runs"]
+
+
+def test_bench_splits_in_parallel_equal_the_serial_ones(client, tmp_path, capsys):
+    serial = _bench_runs(tmp_path, capsys, "serial")
+    local = _bench_runs(tmp_path, capsys, "local", "--n-jobs", "2")
+    dask = _bench_runs(tmp_path, capsys, "dask", "--scheduler", client.scheduler.address)
+    assert len(serial) == 4
+    for other in (local, dask):
+        for a, b in zip(serial, other):
+            assert (a["split"], a["method"]) == (b["split"], b["method"])
+            assert a["n_svm_calls"] == b["n_svm_calls"] and a["accuracy"] == b["accuracy"]
+            assert abs(a["value"] - b["value"]) <= 1e-10 * abs(a["value"])
+
+
+def test_bench_refuses_bad_parallel_options(tmp_path, capsys):
+    from mklopt.cli import main
+
+    code = main(["bench", "--n-jobs", "0", "--out", str(tmp_path), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--n-jobs=0 runs nothing" in err
+
+
+@pytest.mark.slow
+def test_bench_refuses_an_unreachable_scheduler(tmp_path, capsys):
+    from mklopt.cli import main
+
+    code = main(["bench", "--scheduler", "tcp://127.0.0.1:1", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot connect to the Dask scheduler tcp://127.0.0.1:1" in err
