@@ -47,6 +47,12 @@ class OracleAnswer:
         ``1' alpha`` for the SVM, ``y' beta - epsilon |beta|_1`` for
         epsilon-SVR, 0 for one-class. Every formulation's dual value ``D``
         reads it, so dual values never touch ``alpha``.
+    converged : bool
+        Whether the inner solver met its tolerance. When False (it ran out
+        of iterations, e.g. on the ill-conditioned dual of very large
+        weights) ``alpha`` is feasible, so dual values read from it stay
+        valid lower bounds, but ``value`` is only a lower bound of ``J(w)``:
+        methods never let such an answer certify a gap.
     """
 
     w: NDArray[np.float64]
@@ -58,6 +64,7 @@ class OracleAnswer:
     support: NDArray[np.int64]
     n_solver_iter: int = 0
     linear_term: float = float("nan")
+    converged: bool = True
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -229,7 +229,11 @@ class MethodBase:
     def _offer(self, w, answer):
         """Keep ``(w, answer)`` as the best point if its value is the lowest so far.
 
-        Value-only answers (``q`` is None) carry no gap and are skipped.
+        Value-only answers (``q`` is None) carry no gap and are skipped. An
+        answer whose inner solve did not converge (``converged`` False) still
+        gives its dual value (its ``alpha`` is feasible), but its ``value``
+        is only a lower bound of ``J(w)``: it never replaces a converged best
+        point, and while it is the best point the gap is infinite.
         """
         run = self._run
         if getattr(answer, "q", True) is None:
@@ -237,17 +241,25 @@ class MethodBase:
         dom = run.domain
         if dom is not None:
             run.dual = max(run.dual, dom.dual_value(answer))
-        if run.best is None or answer.value < run.best.value:
+        exact = getattr(answer, "converged", True)
+        best_exact = run.best is not None and getattr(run.best, "converged", True)
+        if best_exact and not exact:
+            return
+        if run.best is None or answer.value < run.best.value or (exact and not best_exact):
             run.best = answer
             run.weights = np.array(w, dtype=np.float64)
-            run.gap = dom.gap(run.weights, answer) if dom is not None else math.nan
+            if not exact:
+                run.gap = math.inf
+            else:
+                run.gap = dom.gap(run.weights, answer) if dom is not None else math.nan
 
     def _make_report(self):
         run = self._run
         s = run.state
         lower = float(max(self._lower(s), run.dual))
         gap = float(run.gap)
-        if run.best is not None and math.isfinite(lower) and not math.isnan(gap):
+        if (run.best is not None and math.isfinite(lower) and not math.isnan(gap)
+                and getattr(run.best, "converged", True)):
             # The best point's value against the best dual certificate known:
             # never more than the point's own gap (its own alpha is one of them).
             gap = max(0.0, min(gap, float(run.best.value) - lower))

@@ -153,6 +153,14 @@ class SolveStats:
         Wall-clock seconds spent computing rows (or the whole matrix).
     seconds : float
         Wall-clock seconds of the whole solve.
+    violation : float
+        Maximal KKT violation ``m(a) - M(a)`` of the returned point, over all
+        variables (set by the oracle; NaN until then).
+    converged : bool
+        Whether ``violation <= tol``. False when the iteration budget (or
+        the block path's stall test) ended the solve first: the point is
+        feasible, so its value is a lower bound of the optimal one, but not
+        optimal to ``tol``.
     """
 
     n_iter: int = 0
@@ -162,6 +170,8 @@ class SolveStats:
     n_requests: int = 0
     row_seconds: float = 0.0
     seconds: float = 0.0
+    violation: float = float("nan")
+    converged: bool = True
 
     @property
     def rows_per_second(self):

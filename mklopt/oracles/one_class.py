@@ -56,7 +56,7 @@ class OneClassDual(DualOracle):
 
     Attributes
     ----------
-    n_kernels, n_samples, n_calls, problem, last_stats
+    n_kernels, n_samples, n_calls, n_unconverged, problem, last_stats
         As for :class:`~mklopt.oracles.SVMDual`.
     bank, nu, tol, max_iter
         As given.

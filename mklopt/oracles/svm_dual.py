@@ -63,7 +63,13 @@ class SVMDual(DualOracle):
         tightening the inner tolerance as its gap closes).
     last_stats : SolveStats or None
         What the last call did (SMO iterations, row blocks, rows computed
-        and served from the cache).
+        and served from the cache, the final KKT violation and whether it
+        met ``tol``).
+    n_unconverged : int
+        Calls whose solve ended above ``tol`` (each also issued a
+        :class:`ConvergenceWarning`); their values are lower bounds of
+        ``J(w)``. Very large kernel weights (a group driven out by mirror
+        descent) make the dual ill-conditioned and SMO slow.
 
     Notes
     -----

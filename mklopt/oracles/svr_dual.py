@@ -54,7 +54,7 @@ class SVRDual(DualOracle):
 
     Attributes
     ----------
-    n_kernels, n_samples, n_calls, problem, last_stats
+    n_kernels, n_samples, n_calls, n_unconverged, problem, last_stats
         As for :class:`~mklopt.oracles.SVMDual`.
     bank, y, C, epsilon, tol, max_iter
         As given (``y`` as a float64 array).
