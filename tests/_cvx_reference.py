@@ -62,5 +62,5 @@ def exact_optimum(K, y, C, domain):
     else:  # pragma: no cover
         raise TypeError(domain)
     prob = cp.Problem(cp.Maximize(obj), cons)
-    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-9, tol_gap_rel=1e-9, tol_feas=1e-9)
     return C * float(prob.value)
