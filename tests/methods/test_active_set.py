@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from mklopt import Handover, solve
 from mklopt.domains import GroupSimplex, Simplex
-from mklopt.methods import ActiveSet, LevelBundle, get_method
+from mklopt.methods import ActiveSet, Chain, LevelBundle, MirrorDescent, get_method
 from mklopt.methods._restricted import kernel_factor
 from mklopt.oracles import SVMDual
 from mklopt.stopping import DualityGap, MaxIter, MaxOracleCalls
@@ -134,3 +134,28 @@ def test_stops_itself_when_nothing_violates_the_certificate():
     res = solve(P.oracle(), ActiveSet(), stop=MaxOracleCalls(50))
     assert res.reason == "certified" and res.converged
     assert res.rel_gap <= 1e-7
+
+
+L1_FIRST = ["level", "silp", "subgradient", "mirror", "working_set"]
+
+
+@pytest.mark.parametrize("first", L1_FIRST)
+def test_every_l1_method_chained_with_the_step_reaches_1e_6(first):
+    """Each L1 method to a 1e-2 gap, then the exact step: certified 1e-6, at the cvxpy optimum."""
+    exact = P.exact(Simplex(5), "l1")
+    res = solve(P.oracle(), Chain(first, "active_set", switch=1e-2),
+                stop=DualityGap(1e-6) | MaxOracleCalls(400))
+    assert res.extra["stages"][1] == "ActiveSet"
+    assert res.converged and 0 <= res.rel_gap <= 1e-6, (res.reason, res.rel_gap)
+    assert abs(res.value - exact) <= res.gap + 1e-6 * abs(exact)
+    assert res.lower <= exact + 1e-6 * abs(exact)
+
+
+def test_grouped_chain_from_mirror_descent_reaches_1e_6():
+    dom = GroupSimplex(GROUPS, 5)
+    exact = P.exact(dom, repr(GROUPS))
+    res = solve(P.oracle(),
+                Chain(MirrorDescent(groups=GROUPS), ActiveSet(groups=GROUPS), switch=1e-2),
+                stop=DualityGap(1e-6) | MaxOracleCalls(400))
+    assert res.converged and 0 <= res.rel_gap <= 1e-6, (res.reason, res.rel_gap)
+    assert abs(res.value - exact) <= res.gap + 1e-6 * abs(exact)
