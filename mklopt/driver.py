@@ -149,7 +149,8 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
                 except StopIteration:
                     verdict = Stop("callback", False)
                     break
-            verdict = rep.stop or stop(row)
+            # The user's criterion names the reason when both hold.
+            verdict = stop(row) or rep.stop
     except KeyboardInterrupt:
         verdict = Stop("interrupted", False)
         log.warning("run interrupted; returning the best point found so far")

@@ -40,28 +40,30 @@ def exact_optimum(K, y, C, domain):
     """``J* = max_{a in Q} 1'a - h(q(a)) / 2`` for the formulation of ``domain``."""
     import cvxpy as cp
 
+    # Solved in b = a / C (box [0, 1]): q(a) = C^2 q(b), so
+    # J* = C max_b 1'b - C h(q(b)) / 2, which keeps the conic data well scaled for any C.
     L = _factors(K)
     n = len(y)
     a = cp.Variable(n)
     v = cp.multiply(a, y)
-    cons = [a >= 0, a <= C, y @ a == 0]
+    cons = [a >= 0, a <= 1, y @ a == 0]
     if isinstance(domain, Simplex):
         t = cp.Variable()
         cons += [cp.sum_squares(Lk.T @ v) <= t for Lk in L]
-        obj = cp.sum(a) - t / 2
+        obj = cp.sum(a) - C * t / 2
     elif isinstance(domain, LpBall):
         u = cp.Variable(len(L))
         cons += [cp.sum_squares(Lk.T @ v) <= u[k] for k, Lk in enumerate(L)]
-        obj = cp.sum(a) - cp.norm(u, domain.p_star) / 2
+        obj = cp.sum(a) - C * cp.norm(u, domain.p_star) / 2
     elif isinstance(domain, GroupSimplex):
         r = cp.Variable(domain.n_groups)
         cons += [cp.norm(Lk.T @ v) <= r[domain.group_of[k]] for k, Lk in enumerate(L)]
-        obj = cp.sum(a) - cp.square(cp.sum(r)) / 2
+        obj = cp.sum(a) - C * cp.square(cp.sum(r)) / 2
     else:  # pragma: no cover
         raise TypeError(domain)
     prob = cp.Problem(cp.Maximize(obj), cons)
     prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-9, tol_gap_rel=1e-9, tol_feas=1e-9)
-    return float(prob.value)
+    return C * float(prob.value)
 
 
 def small_task_problem(task, n=40, seed=0):

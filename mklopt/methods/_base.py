@@ -102,12 +102,17 @@ class MethodBase:
     uses_cuts : bool
         Whether :meth:`start` with a handover reads its cuts (a chain
         collects them only for such methods).
+    needs_problem : bool
+        Whether the method reads the oracle's dual problem and kernels
+        (``oracle.problem``, ``oracle.bank``) besides its answers, as an
+        exact step does; such a method cannot run on a toy oracle.
     """
 
     name = "base"
     oracle_kind = "dual"
     query_is_array = True
     uses_cuts = False
+    needs_problem = False
 
     # ---- the protocol --------------------------------------------------------
     def start(self, oracle, handover=None):

@@ -1,7 +1,9 @@
 """The contract every registered outer method must meet (STYLE 2.8).
 
 Runs automatically over ``mklopt.methods.METHODS``: a new method is tested
-as soon as its import line is added.
+as soon as its import line is added, on a toy oracle (methods that read the
+oracle's dual problem need a real one) and on a small SVM with a known
+optimum, alone and chained with every other L1 method.
 """
 
 import functools
@@ -10,13 +12,19 @@ import numpy as np
 import pytest
 
 from mklopt import solve
-from mklopt.methods import METHODS
+from mklopt.domains import Simplex
+from mklopt.methods import METHODS, Chain
 from mklopt.stopping import DualityGap, MaxIter, MaxOracleCalls
 from tests._toy_oracles import SmoothQuadraticOracle
+from tests.methods import _svm_problems as P
 
-DUAL_METHODS = sorted(
+ALL_DUAL = sorted(
     {cls for cls in METHODS.values() if cls.oracle_kind == "dual"}, key=lambda c: c.__name__
 )
+# Methods that answer on any oracle (no dual problem read): the toy-oracle contract.
+DUAL_METHODS = [cls for cls in ALL_DUAL if not cls().needs_problem]
+# The L1 methods (their default formulation is the simplex), for chains.
+L1_NAMES = sorted(cls.name for cls in ALL_DUAL if cls is not Chain and cls.name != "lp")
 
 
 def make(cls):
@@ -159,3 +167,44 @@ def test_every_method_on_every_oracle_reaches_the_exact_optimum(task, name, make
     assert res.value >= exact - slack
     assert res.value - exact <= res.gap + slack
     assert oracle.n_calls == res.n_oracle_calls
+
+
+def check_run_on_svm(res, method, exact):
+    """The contract on the small SVM: feasible queries, monotone best, bounds around J*."""
+    dom = method.domain
+    for p in res.history:
+        assert dom.contains(p.weights, tol=1e-7), p.weights
+        assert p.gap >= 0
+        assert p.lower <= exact + P.slack(exact)
+    ups = np.array([p.upper for p in res.history])
+    assert np.all(np.diff(ups) <= 0)
+    assert len(res.history) == res.n_oracle_calls
+    assert res.lower <= exact + P.slack(exact) and res.value >= exact - P.slack(exact)
+    assert res.value - exact <= res.gap + P.slack(exact)
+
+
+@pytest.mark.parametrize("cls", ALL_DUAL, ids=lambda c: c.__name__)
+def test_contract_on_small_svm(cls):
+    method = cls()
+    res = solve(P.oracle(), method, stop=DualityGap(1e-4) | MaxOracleCalls(300))
+    exact = P.exact(method.domain, cls.name if cls.name != "lp" else "lp2.0")
+    check_run_on_svm(res, method, exact)
+
+
+@pytest.mark.parametrize("then", L1_NAMES)
+@pytest.mark.parametrize("first", L1_NAMES)
+def test_any_two_l1_methods_chain(first, then):
+    """Every ordered pair hands over: the best point survives, the bounds stay valid."""
+    chain = Chain(first, then, switch=1e-2)
+    res = solve(P.oracle(), chain, stop=DualityGap(1e-5) | MaxOracleCalls(250))
+    exact = P.exact(Simplex(5), "l1")
+    check_run_on_svm(res, chain, exact)
+    assert res.extra["stages"] == [type(METHODS[first]()).__name__, type(METHODS[then]()).__name__]
+    k = res.extra["switched_after"]
+    assert k is not None and 0 < k <= res.n_oracle_calls
+    # the hand-over keeps the best point and the lower bound: no row gets worse
+    lows = [p.lower for p in res.history]
+    assert all(b >= a for a, b in zip(lows, lows[1:]))
+    if then == "active_set":
+        # the exact step certifies the optimum far below the switch
+        assert res.converged and res.rel_gap <= 1e-5, (res.reason, res.rel_gap)
