@@ -14,7 +14,6 @@ import sys
 import time
 
 from ._csvio import CSVError, class_labels, read_csv
-from .datasets import _scaling
 
 __all__ = ["main"]
 
@@ -160,7 +159,6 @@ def _fit(args):
     import numpy as np
 
     from .estimators import MKLClassifier
-    from .kernels import grid
     from .persist import save_model
 
     X, y, features = _read_csv(args.data, args.label)
@@ -176,19 +174,13 @@ def _fit(args):
         raise UserError("--p is only used with --method lp")
     if args.method != "mirror" and args.groups is not None:
         raise UserError("--groups is only used with --method mirror")
-    standardize = None
-    if not args.no_standardize:
-        standardize = _scaling(X)
-        X = (X - standardize[0]) / standardize[1]
-    if args.kernels == "grid":
-        kernels = "grid"
-    else:
-        kernels = list(grid(X.shape[1], protocol="mkboost2013"))
+    kernels = "grid" if args.kernels == "grid" else "all_features"
     p = (2.0 if args.p is None else args.p) if args.method == "lp" else None
     clf = MKLClassifier(
         kernels=kernels,
         method=args.method,
         C=args.C,
+        standardize=not args.no_standardize,
         tol=args.tol,
         max_iter=args.max_iter,
         p=p,
@@ -206,9 +198,7 @@ def _fit(args):
     for w in caught:
         print(f"mklopt fit: warning: {w.message}", file=sys.stderr)
     try:
-        save_model(
-            clf, args.model, feature_names=features, label=args.label, standardize=standardize
-        )
+        save_model(clf, args.model, feature_names=features, label=args.label)
     except OSError as exc:
         raise UserError(f"cannot write the model to {args.model}: {exc.strerror or exc}") from None
     gaps = np.atleast_1d(clf.gap_)
@@ -320,13 +310,18 @@ def build_parser():
     )
     f.add_argument(
         "--kernels",
-        default="grid",
+        default="mkboost",
         choices=["grid", "mkboost"],
         help="'grid': the level paper's Gaussian and polynomial kernels on all "
         "features and on each single feature (13 (d + 1) kernels); 'mkboost': "
-        "the MKBoost paper's 17 kernels on all features (default: grid)",
+        "the MKBoost paper's 17 kernels on all features (default: mkboost, as MKLClassifier)",
     )
-    f.add_argument("--C", type=float, default=100.0, help="SVM trade-off C (default: 100)")
+    f.add_argument(
+        "--C",
+        type=float,
+        default=1.0,
+        help="SVM trade-off C on kernels of unit mean diagonal, as in SVC (default: 1)",
+    )
     f.add_argument(
         "--p", type=float, default=None, help="norm of Lp-MKL for --method lp, > 1 (default: 2)"
     )

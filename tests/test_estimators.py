@@ -200,7 +200,8 @@ def test_vote_ties_broken_by_decision_values():
 # the fitted model
 # ---------------------------------------------------------------------------
 def _reference_kernel(specs, weights, A, B, Xtrain):
-    """NumPy twin of the combined, trace-normalised kernel between A and B."""
+    """NumPy twin of the combined kernel between A and B, each base kernel with
+    a unit mean diagonal on Xtrain (the default normalize="diagonal")."""
 
     def base(spec, U, V):
         if spec.features is not None:
@@ -214,8 +215,8 @@ def _reference_kernel(specs, weights, A, B, Xtrain):
 
     out = np.zeros((A.shape[0], B.shape[0]))
     for spec, w in zip(specs, weights):
-        tr = np.trace(base(spec, Xtrain, Xtrain))
-        out += w * base(spec, A, B) / tr
+        mean_diag = np.trace(base(spec, Xtrain, Xtrain)) / Xtrain.shape[0]
+        out += w * base(spec, A, B) / mean_diag
     return out
 
 
@@ -411,8 +412,8 @@ def test_bad_data():
         ({"time_limit": 0}, ValueError, "time_limit"),
         ({"callback": 3}, TypeError, "callback"),
         ({"kernels": []}, ValueError, "kernels is an empty list"),
-        ({"kernels": "grids"}, ValueError, "kernels must be 'grid'"),
-        ({"kernels": rbf(1.0)}, TypeError, "kernels must be 'grid' or a list"),
+        ({"kernels": "grids"}, ValueError, "kernels must be 'all_features', 'grid'"),
+        ({"kernels": rbf(1.0)}, TypeError, "kernels must be 'all_features', 'grid' or a list"),
         ({"method": "newton"}, ValueError, "unknown method 'newton'"),
         ({"method": 3}, TypeError, "method must be"),
         ({"method": "level", "p": 2.0}, ValueError, "p=2.0 is only used by Lp-MKL"),

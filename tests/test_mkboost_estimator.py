@@ -66,7 +66,9 @@ def test_matches_the_driver_run_and_predicts_from_used_kernels_only(variant, son
     ybin = np.where(y_train == clf.classes_[1], 1.0, -1.0)
     bank = KernelBank.from_specs(X_train, specs, normalize=None)
     seed = int(np.random.default_rng(3).integers(2**63 - 1))
-    res = solve(WeakLearners(bank, ybin, C=50), Boosting(variant, n_rounds=10, random_state=seed))
+    res = solve(
+        WeakLearners(bank, ybin, C=clf.C), Boosting(variant, n_rounds=10, random_state=seed)
+    )
     np.testing.assert_allclose(res.extra["alphas"], ens.alphas)
     assert clf.score(X_test, y_test) > 0.65
 
@@ -133,7 +135,7 @@ def test_first_round_at_chance_gives_an_empty_ensemble_and_a_constant_model():
         (dict(random_state=-3), ValueError, "random_state"),
         (dict(random_state="x"), TypeError, "random_state"),
         (dict(kernels=[]), ValueError, "empty"),
-        (dict(kernels="level"), ValueError, "kernels must be 'grid'"),
+        (dict(kernels="level"), ValueError, "kernels must be 'all_features', 'grid'"),
         (dict(kernels=3), TypeError, "kernels must be"),
         (dict(normalize="max"), ValueError, "normalize"),
         (dict(tol=0), ValueError, "tol"),
