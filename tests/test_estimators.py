@@ -9,19 +9,17 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import mklopt
 from mklopt import MKLClassifier, datasets
 from mklopt.estimators import ConvergenceWarning
 from mklopt.kernels import linear, poly, rbf
-
-sklearn = pytest.importorskip("sklearn")
-from sklearn.base import clone  # noqa: E402
-from sklearn.model_selection import GridSearchCV  # noqa: E402
-from sklearn.pipeline import Pipeline  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
-from sklearn.svm import SVC  # noqa: E402
-from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 SMALL = [rbf(1.0), rbf(4.0), linear()]
 

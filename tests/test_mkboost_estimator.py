@@ -5,19 +5,17 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import mklopt
 from mklopt import MKBoostClassifier, datasets, solve
 from mklopt.kernels import KernelBank, grid, poly, rbf
 from mklopt.methods import Boosting
 from mklopt.oracles import WeakLearners
-
-sklearn = pytest.importorskip("sklearn")
-from sklearn.base import clone  # noqa: E402
-from sklearn.model_selection import GridSearchCV  # noqa: E402
-from sklearn.pipeline import make_pipeline  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
-from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 TINY = dict(kernels=[rbf(1.0), rbf(4.0), poly(1)], n_rounds=4, C=10.0, random_state=0)
 

@@ -7,13 +7,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from sklearn.svm import SVC
 
 import mklopt
 from mklopt import KernelBank
 from mklopt.kernels import rbf
 from mklopt.oracles import ConvergenceWarning, SVMDual
-
-SVC = pytest.importorskip("sklearn.svm").SVC
 
 
 def make_bank(K):
@@ -173,11 +172,19 @@ def test_warm_start_reaches_cold_objective(ionosphere):
     assert oracle.n_calls == 3
     check_answer(oracle, warm, K_all, y, w2)
     assert warm.value == pytest.approx(cold.value, rel=1e-4)
-    assert warm.n_solver_iter < cold.n_solver_iter
-    # Same point again: the warm start is already optimal.
+    # Same point again: the warm start is already optimal, and the repair of
+    # its class sums (off by rounding) moves only free variables, so SMO has
+    # at most a few steps to take whatever the BLAS kernel's rounding.
     again = oracle(w2, warm_start=warm.alpha)
-    assert again.n_solver_iter == 0
-    assert again.value == pytest.approx(warm.value, rel=1e-12)
+    assert again.n_solver_iter <= 3
+    assert again.value == pytest.approx(warm.value, rel=1e-9)
+    # A nearby point: the warm start saves most of the work (not a margin of
+    # a few iterations, which rounding can eat).
+    w3 = 0.98 * w2 + 0.02 * w1
+    warm3 = oracle(w3, warm_start=warm.alpha)
+    cold3 = oracle(w3)
+    assert warm3.value == pytest.approx(cold3.value, rel=1e-4)
+    assert warm3.n_solver_iter <= cold3.n_solver_iter / 2
     # The caller's array is never written.
     a = first.alpha.copy()
     oracle(w2, warm_start=a)
