@@ -5,8 +5,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 from sklearn.svm import SVC
 
 import mklopt
@@ -136,6 +137,46 @@ def test_matches_libsvm_on_random_banks(seed, n, m, C):
     assert lo <= ans.bias <= hi and lo - 1e-3 <= ref_bias <= hi + 1e-3
     if hi - lo < 1e-4:
         assert ans.bias == pytest.approx(ref_bias, abs=1e-3)
+
+
+@st.composite
+def edge_problems(draw):
+    """Drawn points, labels, C and weights that reach the edges of the SVM dual:
+    duplicate rows, a class of one point, a constant feature, C so small that
+    every alpha sits at C, and weights with exact zeros."""
+    n = draw(st.integers(4, 16))
+    coord = st.floats(-3.0, 3.0, allow_nan=False, allow_subnormal=False).map(lambda v: round(v, 3))
+    X = draw(hnp.arrays(np.float64, (n, 3), elements=coord))
+    n_dup = draw(st.integers(0, n // 2))
+    X = np.vstack([X, X[:n_dup]])  # duplicate rows
+    if draw(st.booleans()):
+        X[:, 1] = 0.7  # a constant feature
+    n = X.shape[0]
+    n_pos = draw(st.integers(1, n - 1))  # one point of a class is reachable
+    y = np.where(np.arange(n) < n_pos, 1.0, -1.0)
+    C = draw(st.floats(1e-3, 1e3).map(lambda v: float(np.float32(v))))
+    w = np.array(draw(st.lists(st.sampled_from([0.0, 0.25, 1.0, 3.0]), min_size=3, max_size=3)))
+    if not np.any(w > 0):
+        w[draw(st.integers(0, 2))] = 1.0
+    return X, y, C, w / w.sum()
+
+
+@settings(max_examples=60, deadline=None)
+@given(problem=edge_problems())
+def test_matches_libsvm_at_the_edges(problem):
+    X, y, C, w = problem
+    n = X.shape[0]
+    sq = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    # PD kernels (a ridge), so duplicate rows keep the optimum's value unique
+    K_all = np.stack([np.exp(-sq / 2.0), np.exp(-sq / 18.0), X @ X.T / 9.0]) + 0.05 * np.eye(n)
+    tol = 1e-7
+    oracle = SVMDual(make_bank(np.ascontiguousarray(K_all)), y, C=C, tol=tol)
+    ans = oracle(w)
+    check_answer(oracle, ans, K_all, y, w)
+    K = np.tensordot(w, K_all, axes=1)
+    ref_alpha, _ = libsvm(K, y, C, tol)
+    ref = objective(K, y, ref_alpha)
+    assert ans.value == pytest.approx(ref, rel=1e-6, abs=1e-9 * max(1.0, C * n))
 
 
 @pytest.mark.parametrize("C,tol", [(1.0, 1e-3), (100.0, 1e-3), (100.0, 1e-6)])
