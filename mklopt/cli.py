@@ -14,7 +14,6 @@ import sys
 import time
 
 from ._csvio import CSVError, class_labels, read_csv
-from .datasets import _scaling
 
 __all__ = ["main"]
 
@@ -277,7 +276,8 @@ def _fit_task(args):
     )
     if args.task == "regression":
         eps = 0.1 if args.epsilon is None else args.epsilon
-        est = MKLRegressor(C=args.C, epsilon=eps, **common)
+        C = {} if args.C is None else {"C": args.C}
+        est = MKLRegressor(epsilon=eps, **C, **common)
     else:
         est = MKLOneClass(nu=0.5 if args.nu is None else args.nu, **common)
     t0 = time.perf_counter()
@@ -319,7 +319,6 @@ def _fit(args):
     import numpy as np
 
     from .estimators import MKLClassifier
-    from .kernels import grid
     from .persist import save_model
 
     _task_options(args)
@@ -334,19 +333,17 @@ def _fit(args):
             f"{args.data}: the label column {args.label!r} has {n_classes} distinct values "
             f"for {X.shape[0]} rows; is it a class label?"
         )
-    standardize = None
-    if not args.no_standardize:
-        standardize = _scaling(X)
-        X = (X - standardize[0]) / standardize[1]
-    if args.kernels == "grid":
-        kernels = "grid"
-    else:
-        kernels = list(grid(X.shape[1], protocol="mkboost2013"))
+    if args.method != "lp" and args.p is not None:
+        raise UserError("--p is only used with --method lp")
+    if args.method != "mirror" and args.groups is not None:
+        raise UserError("--groups is only used with --method mirror")
+    kernels = "grid" if args.kernels == "grid" else "all_features"
     p = (2.0 if args.p is None else args.p) if args.method == "lp" else None
     clf = MKLClassifier(
         kernels=kernels,
         method=args.method,
-        C=args.C,
+        C=1.0 if args.C is None else args.C,
+        standardize=not args.no_standardize,
         tol=args.tol,
         max_iter=args.max_iter,
         p=p,
@@ -364,9 +361,7 @@ def _fit(args):
     for w in caught:
         print(f"mklopt fit: warning: {w.message}", file=sys.stderr)
     try:
-        save_model(
-            clf, args.model, feature_names=features, label=args.label, standardize=standardize
-        )
+        save_model(clf, args.model, feature_names=features, label=args.label)
     except OSError as exc:
         raise UserError(f"cannot write the model to {args.model}: {exc.strerror or exc}") from None
     gaps = np.atleast_1d(clf.gap_)
@@ -511,11 +506,18 @@ def build_parser():
     )
     f.add_argument(
         "--kernels",
-        default="grid",
+        default="mkboost",
         choices=["grid", "mkboost"],
         help="'grid': the level paper's Gaussian and polynomial kernels on all "
         "features and on each single feature (13 (d + 1) kernels); 'mkboost': "
-        "the MKBoost paper's 17 kernels on all features (default: grid)",
+        "the MKBoost paper's 17 kernels on all features (default: mkboost, as MKLClassifier)",
+    )
+    f.add_argument(
+        "--C",
+        type=float,
+        default=None,
+        help="SVM trade-off C (default: the estimator's: 1 for classification, on kernels of "
+        "unit mean diagonal as in SVC; 100 for regression, on unit-trace kernels)",
     )
     f.add_argument(
         "--task",
@@ -525,7 +527,6 @@ def build_parser():
         "column holds real targets) or one-class (MKLOneClass: features only, no "
         "label column) (default: classification)",
     )
-    f.add_argument("--C", type=float, default=100.0, help="SVM trade-off C (default: 100)")
     f.add_argument(
         "--epsilon", type=float, default=None,
         help="with --task regression: width of the insensitive tube, in units of the "

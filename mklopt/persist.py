@@ -93,6 +93,7 @@ _PARAMS = (
     "max_iter",
     "inner_tol",
     "normalize",
+    "standardize",
     "weight_threshold",
     "time_limit",
     "storage",
@@ -120,7 +121,15 @@ _ARRAYS = {
     "kernel_weight": ("f", 1),
     "kernel_scale": ("f", 1),
 }
-_OPTIONAL_ARRAYS = {"x_mean": ("f", 1), "x_scale": ("f", 1)}
+# x_mean/x_scale: a standardisation the caller applied before fit (given to
+# save_model); scaler_mean/scaler_scale: the classifier's own (its
+# scaler_mean_/scaler_scale_), absent in files written before it had one.
+_OPTIONAL_ARRAYS = {
+    "x_mean": ("f", 1),
+    "x_scale": ("f", 1),
+    "scaler_mean": ("f", 1),
+    "scaler_scale": ("f", 1),
+}
 # Feature maps (version 2), all present or all absent. Per selected kernel:
 # its map kind ("function" for plain kernel functions), the number of
 # columns of its stored matrix and where the matrix sits in map_data;
@@ -141,8 +150,8 @@ _MAP_KINDS = ("function", "exact", "nystroem", "fourier")
 # for regression). Files of these estimators are format version 2 at least.
 _TASK_ESTIMATORS = {"MKLRegressor": MKLRegressor, "MKLOneClass": MKLOneClass}
 _TASK_PARAMS = {
-    "MKLRegressor": tuple(p for p in _PARAMS if p != "C") + ("C", "epsilon", "standardize"),
-    "MKLOneClass": tuple(p for p in _PARAMS if p != "C") + ("nu", "standardize"),
+    "MKLRegressor": tuple(p for p in _PARAMS if p != "standardize") + ("epsilon", "standardize"),
+    "MKLOneClass": tuple(p for p in _PARAMS if p not in ("C", "standardize")) + ("nu", "standardize"),
 }
 
 
@@ -427,6 +436,10 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
             raise ValueError("standardize needs finite means and finite positive scales")
         arrays["x_mean"], arrays["x_scale"] = mean, scale
 
+    if getattr(clf, "scaler_mean_", None) is not None:
+        arrays["scaler_mean"] = np.asarray(clf.scaler_mean_, dtype=np.float64)
+        arrays["scaler_scale"] = np.asarray(clf.scaler_scale_, dtype=np.float64)
+
     params = clf.get_params(deep=False)
     saved = {}
     for name in _TASK_PARAMS[task] if task else _PARAMS:
@@ -612,7 +625,7 @@ def _check_params(path, params, estimator="MKLClassifier"):
         )
 
     ok = {
-        "kernels": lambda v: v in (None, "grid"),
+        "kernels": lambda v: v in (None, "grid", "all_features"),
         "method": lambda v: v is None or isinstance(v, str),
         "groups": lambda v: (
             v in (None, "features")
@@ -625,8 +638,8 @@ def _check_params(path, params, estimator="MKLClassifier"):
                 )
             )
         ),
-        "normalize": lambda v: v in (None, "trace"),
-        "standardize": lambda v: isinstance(v, bool),
+        "normalize": lambda v: v in (None, "trace", "diagonal"),
+        "standardize": lambda v: v in ("auto", True, False),
         # A name, or a feature map as JSON (checked when the classifier is built).
         "storage": lambda v: (isinstance(v, str) and v in STORAGES) or isinstance(v, dict),
     }
@@ -651,8 +664,11 @@ def _check_arrays(path, a, meta):
             )
         if arr.dtype.kind == "f" and key != "gap" and not np.all(np.isfinite(arr)):
             _fail(path, f"is corrupt (array {key!r} holds NaN or infinity)")
-    if ("x_mean" in a) != ("x_scale" in a):
-        _fail(path, "is corrupt (x_mean and x_scale go together)")
+    for mean, scale in (("x_mean", "x_scale"), ("scaler_mean", "scaler_scale")):
+        if (mean in a) != (scale in a):
+            _fail(path, f"is corrupt ({mean} and {scale} go together)")
+    if "scaler_scale" in a and not np.all(a["scaler_scale"] > 0):
+        _fail(path, "is corrupt (scaler_scale must be positive)")
 
     c = a["classes"].shape[0]
     n_sv, n_sel = a["sv_offsets"], a["kernel_offsets"]
@@ -668,6 +684,8 @@ def _check_arrays(path, a, meta):
         "kernel_offsets": (P + 1,),
         "x_mean": (d,),
         "x_scale": (d,),
+        "scaler_mean": (d,),
+        "scaler_scale": (d,),
     }
     for key, shape in shapes.items():
         if key in a and a[key].shape != shape:
@@ -772,7 +790,7 @@ def _functions(a, specs, sel, k0, k1, s0, s1, k):
 
 def _build(a, meta, specs):
     params = dict(meta["params"])
-    if params.get("kernels") != "grid":
+    if params.get("kernels") not in ("grid", "all_features"):
         params["kernels"] = list(specs)
     if params.get("method") is not None and params["method"] not in METHODS:
         params["method"] = None
@@ -780,7 +798,13 @@ def _build(a, meta, specs):
         params["groups"] = [list(g) for g in params["groups"]]
     if "storage" in params:
         params["storage"] = _storage_from_json(params["storage"])
-    clf = _TASK_ESTIMATORS.get(meta["estimator"], MKLClassifier)(**params)
+    if meta["estimator"] in _TASK_ESTIMATORS:
+        clf = _TASK_ESTIMATORS[meta["estimator"]](**params)
+    else:
+        # Files from before the estimator standardised say nothing about it:
+        # those models were trained on the features as given.
+        params.setdefault("standardize", "scaler_mean" in a)
+        clf = MKLClassifier(**params)
 
     P = meta["n_pairs"]
     sv_off, k_off = a["sv_offsets"], a["kernel_offsets"]
@@ -813,6 +837,11 @@ def _build(a, meta, specs):
     if meta["estimator"] in _TASK_ESTIMATORS:
         return _finish_task(clf, a, meta, specs, models, supports, coefs)
     clf.classes_ = a["classes"]
+    if "scaler_mean" in a:
+        clf.scaler_mean_ = np.ascontiguousarray(a["scaler_mean"])
+        clf.scaler_scale_ = np.ascontiguousarray(a["scaler_scale"])
+    else:
+        clf.scaler_mean_ = clf.scaler_scale_ = None
     clf.pairs_ = np.ascontiguousarray(a["pairs"])
     clf.models_ = models
     clf.kernel_specs_ = list(specs)

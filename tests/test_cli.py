@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 
+import mklopt
 from mklopt import datasets
 from mklopt.cli import main
 from mklopt.persist import load_model
@@ -57,6 +58,7 @@ def data(tmp_path_factory):
     return {
         "train": _write_csv(folder / "train.csv", X[tr], labels[tr], names, "diagnosis"),
         "test": _write_csv(folder / "test.csv", X[te], labels[te], names, "diagnosis"),
+        "X_train": X[tr],
         "X_test": X[te],
         "y_test": labels[te],
         "folder": folder,
@@ -157,11 +159,11 @@ def test_fit_predict_end_to_end(data, model, tmp_path, capsys):
     assert acc > 0.85
     assert f"accuracy on {data['test']}: {acc:.4f}" in err
 
-    # the reloaded model gives the same predictions as the CLI, on standardised inputs
+    # the reloaded model standardises by itself and gives the CLI's predictions
     clf, meta = load_model(model)
-    mean, scale = meta["standardize"]
-    X = (data["X_test"] - mean) / scale
-    np.testing.assert_array_equal(clf.predict(X), lines[1:])
+    assert meta["standardize"] is None and clf.get_params()["standardize"] is True
+    np.testing.assert_allclose(clf.scaler_mean_, data["X_train"].mean(axis=0), rtol=1e-12)
+    np.testing.assert_array_equal(clf.predict(data["X_test"]), lines[1:])
     assert meta["label"] == "diagnosis" and meta["feature_names"][0] == "feature_0"
     assert len(clf.kernel_specs_) == 17
 
@@ -199,6 +201,8 @@ def test_fit_multiclass_grid_and_methods(tmp_path, capsys):
         "mirror",
         "--groups",
         "features",
+        "--kernels",
+        "grid",
         "--max-iter",
         "30",
         "--model",
@@ -217,6 +221,7 @@ def test_fit_multiclass_grid_and_methods(tmp_path, capsys):
     assert code == 0, err
     clf, meta = load_model(model)
     assert clf.get_params()["p"] == 1.5 and meta["standardize"] is None
+    assert clf.scaler_mean_ is None and clf.get_params()["standardize"] is False
 
 
 def test_fit_errors(data, tmp_path, capsys):
@@ -345,7 +350,9 @@ def test_top_level_help_and_usage_errors(capsys):
 
 # ----------------------------------------------------------------- processes
 def test_python_dash_m_and_console_script(data, model, tmp_path):
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    # The script and the subprocess import the mklopt under test, not another install.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(mklopt.__file__)))
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": root}
     r = subprocess.run(
         [sys.executable, "-m", "mklopt", "--help"],
         capture_output=True,
@@ -380,8 +387,20 @@ def test_python_dash_m_and_console_script(data, model, tmp_path):
 def test_bench_mkboost_protocol(tmp_path, capsys):
     out = tmp_path / "boost"
     code, stdout, err = _run(
-        capsys, "bench", "--protocol", "mkboost2013", "--datasets", "wdbc", "--methods",
-        "level", "mkboost-s1", "--splits", "1", "--out", out, "--quiet",
+        capsys,
+        "bench",
+        "--protocol",
+        "mkboost2013",
+        "--datasets",
+        "wdbc",
+        "--methods",
+        "level",
+        "mkboost-s1",
+        "--splits",
+        "1",
+        "--out",
+        out,
+        "--quiet",
     )
     assert code == 0, err
     runs = json.loads((out / "runs.json").read_text())["runs"]

@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -17,6 +18,20 @@ EXPECTED = {
     "custom_method.py": "FrankWolfe",
     "groups.py": "group weights gamma",
     "mkboost_vs_mkl.py": "MKBoost-S2",
+}
+
+
+# Values the scripts print that can be checked: (regex with one number, bound).
+# quickstart: level on ionosphere reaches its 1e-2 gap and SVC-like accuracy;
+# custom_method: every method it compares stops on the duality gap below 1e-2.
+VALUES = {
+    "quickstart.py": [
+        (r"test accuracy (\d\.\d+)", lambda v: v >= 0.85),
+        (r"\(relative ([0-9.e+-]+)\), converged: True", lambda v: v <= 1e-2),
+    ],
+    "custom_method.py": [
+        (r"relative gap ([0-9.e+-]+), \d+ SVM calls, duality_gap", lambda v: v <= 1e-2)
+    ],
 }
 
 
@@ -39,4 +54,7 @@ def test_example_runs(script, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert EXPECTED[script.name] in proc.stdout
+    for pattern, ok in VALUES.get(script.name, []):
+        found = [float(v) for v in re.findall(pattern, proc.stdout)]
+        assert found and all(ok(v) for v in found), (pattern, proc.stdout[-2000:])
     assert "Traceback" not in proc.stderr

@@ -5,19 +5,17 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import mklopt
 from mklopt import MKBoostClassifier, datasets, solve
 from mklopt.kernels import KernelBank, grid, poly, rbf
 from mklopt.methods import Boosting
 from mklopt.oracles import WeakLearners
-
-sklearn = pytest.importorskip("sklearn")
-from sklearn.base import clone  # noqa: E402
-from sklearn.model_selection import GridSearchCV  # noqa: E402
-from sklearn.pipeline import make_pipeline  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
-from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 TINY = dict(kernels=[rbf(1.0), rbf(4.0), poly(1)], n_rounds=4, C=10.0, random_state=0)
 
@@ -66,7 +64,9 @@ def test_matches_the_driver_run_and_predicts_from_used_kernels_only(variant, son
     ybin = np.where(y_train == clf.classes_[1], 1.0, -1.0)
     bank = KernelBank.from_specs(X_train, specs, normalize=None)
     seed = int(np.random.default_rng(3).integers(2**63 - 1))
-    res = solve(WeakLearners(bank, ybin, C=50), Boosting(variant, n_rounds=10, random_state=seed))
+    res = solve(
+        WeakLearners(bank, ybin, C=clf.C), Boosting(variant, n_rounds=10, random_state=seed)
+    )
     np.testing.assert_allclose(res.extra["alphas"], ens.alphas)
     assert clf.score(X_test, y_test) > 0.65
 
@@ -133,7 +133,7 @@ def test_first_round_at_chance_gives_an_empty_ensemble_and_a_constant_model():
         (dict(random_state=-3), ValueError, "random_state"),
         (dict(random_state="x"), TypeError, "random_state"),
         (dict(kernels=[]), ValueError, "empty"),
-        (dict(kernels="level"), ValueError, "kernels must be 'grid'"),
+        (dict(kernels="level"), ValueError, "kernels must be 'all_features', 'grid'"),
         (dict(kernels=3), TypeError, "kernels must be"),
         (dict(normalize="max"), ValueError, "normalize"),
         (dict(tol=0), ValueError, "tol"),

@@ -270,3 +270,33 @@ def test_inconsistent_arrays(saved, edit, message):
     _write(saved, arrays)
     with pytest.raises(ModelFormatError, match=message):
         load_model(saved)
+
+
+def test_estimator_scaler_round_trip_and_older_files(sonar, tmp_path):
+    X_tr, X_te, y_tr, _ = sonar
+    # raw features on another scale: the default grid standardises them itself
+    raw_tr, raw_te = 100.0 * X_tr + 3.0, 100.0 * X_te + 3.0
+    clf = MKLClassifier(max_iter=50).fit(raw_tr[:, :8], y_tr)
+    np.testing.assert_allclose(clf.scaler_mean_, raw_tr[:, :8].mean(axis=0), rtol=1e-12)
+    path = tmp_path / "scaled.npz"
+    save_model(clf, path)
+    clf2, meta = load_model(path)
+    assert meta["standardize"] is None and clf2.get_params()["standardize"] == "auto"
+    np.testing.assert_array_equal(clf2.scaler_scale_, clf.scaler_scale_)
+    np.testing.assert_allclose(
+        clf2.decision_function(raw_te[:, :8]), clf.decision_function(raw_te[:, :8]), atol=1e-12
+    )
+    # a file written before the estimator had a scaler: no scaler arrays, no
+    # "standardize" parameter; it loads as a model of the features as given
+    a = _arrays(path)
+    meta_json = json.loads(str(a["metadata"]))
+    del meta_json["params"]["standardize"]
+    a["metadata"] = np.array(json.dumps(meta_json))
+    del a["scaler_mean"], a["scaler_scale"]
+    _write(tmp_path / "old.npz", a)
+    old, _ = load_model(tmp_path / "old.npz")
+    assert old.scaler_mean_ is None and old.get_params()["standardize"] is False
+    Z = (raw_te[:, :8] - clf.scaler_mean_) / clf.scaler_scale_
+    np.testing.assert_allclose(
+        old.decision_function(Z), clf.decision_function(raw_te[:, :8]), atol=1e-9
+    )

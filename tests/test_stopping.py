@@ -73,19 +73,19 @@ def test_composition_with_or_and_and_user_callables():
 
 
 @pytest.mark.parametrize(
-    "make, err",
+    "make, err, match",
     [
-        (lambda: DualityGap(0), ValueError),
-        (lambda: DualityGap(-1), ValueError),
-        (lambda: DualityGap(float("nan")), ValueError),
-        (lambda: DualityGap("0.1"), TypeError),
-        (lambda: DualityGap(0.1, relative="yes"), TypeError),
-        (lambda: MaxIter(0), ValueError),
-        (lambda: MaxIter(2.5), TypeError),
-        (lambda: TimeLimit(-1), ValueError),
-        (lambda: as_criterion(3), TypeError),
+        (lambda: DualityGap(0), ValueError, "tol must be > 0"),
+        (lambda: DualityGap(-1), ValueError, "tol must be > 0"),
+        (lambda: DualityGap(float("nan")), ValueError, "tol must be finite"),
+        (lambda: DualityGap("0.1"), TypeError, "tol must be a real number"),
+        (lambda: DualityGap(0.1, relative="yes"), TypeError, "relative must be a bool"),
+        (lambda: MaxIter(0), ValueError, "n must be >= 1"),
+        (lambda: MaxIter(2.5), TypeError, "n must be an integer"),
+        (lambda: TimeLimit(-1), ValueError, "seconds must be > 0"),
+        (lambda: as_criterion(3), TypeError, "stop must be a StopCriterion or a callable"),
     ],
 )
-def test_bad_parameters_are_named(make, err):
-    with pytest.raises(err):
+def test_bad_parameters_are_named(make, err, match):
+    with pytest.raises(err, match=match):
         make()

@@ -390,8 +390,8 @@ def _scaling(X_train):
 
     ``(X - mean) / scale`` standardises with them. This is the one place
     that computes the standardisation of mklopt: :func:`split`,
-    :func:`load_split` and ``mklopt fit`` (which saves the pair with the
-    model) all use it.
+    :func:`load_split` and the estimators' own scaler (``standardize``, also
+    what ``mklopt fit`` relies on) all use it.
     """
     mean = X_train.mean(axis=0)
     std = X_train.std(axis=0)

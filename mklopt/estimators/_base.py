@@ -39,13 +39,19 @@ from itertools import combinations
 
 import numpy as np
 
+from .. import kernels as _kernels
 from .._memory import check_max_memory
 from .._parallel import check_n_jobs, parallel_map
 from .._validation import check_int
+from ..datasets import _scaling
 from ..kernels.bank import _check_cache_size, check_storage
+
+#: The names an estimator's ``kernels`` parameter accepts besides a list of specs.
+KERNEL_GRIDS = ("all_features", "grid")
 
 __all__ = [
     "HAS_SKLEARN",
+    "KERNEL_GRIDS",
     "resolve_kernel_specs",
     "check_storage_params",
     "ClassifierBase",
@@ -417,6 +423,14 @@ def ovo_vote(decisions, pairs, n_classes):
     return votes + conf / (3.0 * (np.abs(conf) + 1.0))
 
 
+def _check_standardize(value, kernels):
+    if value == "auto":
+        return isinstance(kernels, str)
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise ValueError(f"standardize must be 'auto', True or False, got {value!r}")
+
+
 class ClassifierBase(*_BASES):
     """Base class of the mklopt classifiers: validation, labels and one-vs-one.
 
@@ -445,6 +459,11 @@ class ClassifierBase(*_BASES):
         ``weights_`` with one row per pair) from the list of models. The
         training rows of pair ``k`` are ``self._ovo_rows[k]`` (indices into
         the ``X`` given to ``fit``; deleted after ``_finish_fit``).
+
+    A subclass with ``standardize`` and ``kernels`` parameters has its
+    features standardised with the training mean and standard deviation
+    (``scaler_mean_``, ``scaler_scale_``; both None when not standardising)
+    before the hooks see them, at fit and at prediction time.
 
     Fitted attributes set here: ``classes_``, ``n_features_in_``,
     ``pairs_`` (ndarray of shape (n_pairs, 2): the class indices of each
@@ -512,6 +531,11 @@ class ClassifierBase(*_BASES):
                 f"y has only one class ({classes[0].tolist()!r}); {name} needs at least two "
                 "classes to train a classifier"
             )
+        if _check_standardize(getattr(self, "standardize", False), getattr(self, "kernels", None)):
+            mean, scale = _scaling(X)
+            X = (X - mean) / scale
+        else:
+            mean = scale = None
         try:
             check_n_jobs(getattr(self, "n_jobs", None))
             self._prepare_fit(X)
@@ -537,6 +561,7 @@ class ClassifierBase(*_BASES):
             )
             self.classes_ = classes
             self.n_features_in_ = X.shape[1]
+            self.scaler_mean_, self.scaler_scale_ = mean, scale
             self.pairs_ = pairs
             self.models_ = models
             # Training rows of each pair, for hooks that report indices into X.
@@ -550,7 +575,11 @@ class ClassifierBase(*_BASES):
 
     def _check_predict_input(self, X):
         check_is_fitted(self, "models_")
-        return check_X(X, type(self).__name__, n_features=self.n_features_in_)
+        X = check_X(X, type(self).__name__, n_features=self.n_features_in_)
+        mean = getattr(self, "scaler_mean_", None)
+        if mean is not None:
+            X = (X - mean) / self.scaler_scale_
+        return X
 
     def pairwise_decision_function(self, X):
         """Decision values of every one-vs-one problem.
@@ -642,8 +671,11 @@ def resolve_kernel_specs(kernels, n_features, protocol):
 
     Parameters
     ----------
-    kernels : "grid" or list of kernel specs
-        ``"grid"`` is :func:`mklopt.kernels.grid` under ``protocol``.
+    kernels : "grid", "all_features" or list of kernel specs
+        ``"grid"`` is :func:`mklopt.kernels.grid` under ``protocol``;
+        ``"all_features"`` is the grid of the MKBoost paper (``protocol=
+        "mkboost2013"``: 17 Gaussian and polynomial kernels, all on every
+        feature).
     n_features : int
         Number of features of the training data.
     protocol : {"level2008", "mkboost2013"}
@@ -654,18 +686,19 @@ def resolve_kernel_specs(kernels, n_features, protocol):
     ValueError, TypeError
         Naming ``kernels``.
     """
-    from .. import kernels as _kernels
-
     if isinstance(kernels, str):
-        if kernels != "grid":
+        if kernels not in KERNEL_GRIDS:
             raise ValueError(
-                f"kernels must be 'grid' or a list of kernel specs, got the string {kernels!r}"
+                "kernels must be 'all_features', 'grid' or a list of kernel specs, got the "
+                f"string {kernels!r}"
             )
+        if kernels == "all_features":
+            protocol = "mkboost2013"
         return list(_kernels.grid(n_features, protocol=protocol))
     if not isinstance(kernels, (list, tuple)):
         raise TypeError(
-            "kernels must be 'grid' or a list of kernel specs (e.g. [rbf(1.0), poly(2)]), "
-            f"got {type(kernels).__name__}"
+            "kernels must be 'all_features', 'grid' or a list of kernel specs "
+            f"(e.g. [rbf(1.0), poly(2)]), got {type(kernels).__name__}"
         )
     if len(kernels) == 0:
         raise ValueError("kernels is an empty list; give at least one kernel spec")

@@ -213,9 +213,10 @@ class KernelBank:
             :func:`~mklopt.kernels.random_fourier` also approximate Gaussian
             kernels (see :mod:`mklopt.kernels.feature_maps`). Prediction
             then uses the same approximate kernels.
-        normalize : {"trace", None}, default="trace"
-            ``"trace"`` scales each kernel to unit trace on ``X``; the same
-            constants are used for new points.
+        normalize : {"trace", "diagonal", None}, default="trace"
+            ``"trace"`` scales each kernel to unit trace on ``X``,
+            ``"diagonal"`` to a unit mean diagonal (trace ``n_samples``); the
+            same constants are used for new points.
         dtype : {np.float64, np.float32}, default=np.float64
             Storage type of a dense bank (the other storages hold float64).
             float32 halves memory and bandwidth; all arithmetic stays in
@@ -256,7 +257,7 @@ class KernelBank:
         n, d = X.shape
         specs = _check_specs(specs, d)
         storage = check_storage(storage)
-        check_choice(normalize, "normalize", ("trace", None))
+        check_choice(normalize, "normalize", ("trace", "diagonal", None))
         dt = _check_dtype(dtype)
         cache_size = _check_cache_size(cache_size)
         check_max_memory(max_memory)
@@ -314,10 +315,11 @@ class KernelBank:
             including a memory map (``np.load(path, mmap_mode="r")``), is used
             as it is, without a copy, whenever ``dtype`` does not ask for a
             conversion (do not modify it afterwards); anything else is copied.
-        normalize : {None, "trace"}, default=None
+        normalize : {None, "trace", "diagonal"}, default=None
             None keeps the matrices as given; ``"trace"`` scales each to unit
-            trace. For an array used without a copy the scales are applied
-            when the kernels are read, so a file on disk is never rewritten.
+            trace, ``"diagonal"`` to a unit mean diagonal. For an array used
+            without a copy the scales are applied when the kernels are read,
+            so a file on disk is never rewritten.
         check : bool, default=True
             Verify symmetry (``max|K - K'| <= 1e-8 max|K|``) and positive
             semi-definiteness (``lambda_min >= -1e-8 trace``, tested by a
@@ -349,7 +351,7 @@ class KernelBank:
         MemoryError
             If a needed copy would exceed the memory limit.
         """
-        check_choice(normalize, "normalize", ("trace", None))
+        check_choice(normalize, "normalize", ("trace", "diagonal", None))
         if not isinstance(check, (bool, np.bool_)):
             raise TypeError(f"check must be True or False, got {check!r}")
         cache_size = _check_cache_size(cache_size)
@@ -429,14 +431,14 @@ class KernelBank:
 
         scales = np.ones(m)
         factors = None
-        if normalize == "trace":
+        if normalize is not None:
             ar = np.arange(n1)
             for k in range(m):
                 tr = float(np.sum(arr[k][ar, ar], dtype=np.float64))
                 if tr < 0.0:
                     raise ValueError(f"K[{k}] has negative trace {tr:.3g}; it is not a kernel")
                 if tr > 0.0:
-                    scales[k] = tr
+                    scales[k] = tr / n1 if normalize == "diagonal" else tr
             if reuse:
                 factors = 1.0 / scales  # the user's array (or file) is never written
             else:

@@ -527,7 +527,7 @@ class FeatureMapFunctions:
             options = FeatureMap()
         if not isinstance(options, FeatureMap):
             raise TypeError(f"options must be a FeatureMap, got {type(options).__name__}")
-        check_choice(normalize, "normalize", ("trace", None))
+        check_choice(normalize, "normalize", ("trace", "diagonal", None))
         kinds, budget = _plan_kinds(specs, d, n, options)
         m = len(specs)
         _check_map_memory(n, m, kinds, budget, options, max_memory)
@@ -550,8 +550,10 @@ class FeatureMapFunctions:
         raw = cls(specs, np.ones(m), X, kinds, maps, landmarks)
         phi = raw._map_T(X, np.arange(m, dtype=np.int64))
         scales = np.ones(m)
-        if normalize == "trace":
+        if normalize is not None:
             tr = _segment_sums(phi, raw.offsets)
+            if normalize == "diagonal":
+                tr = tr / X.shape[0]
             scales = np.where(tr > 0.0, tr, 1.0)
             inv = np.repeat(1.0 / np.sqrt(scales), raw.ranks)
             phi *= inv[:, None]

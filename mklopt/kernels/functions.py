@@ -214,11 +214,14 @@ class KernelFunctions:
         X : array-like of shape (n_samples, n_features)
             Training points.
         specs : sequence of specs
-        normalize : {"trace", None}, default="trace"
+        normalize : {"trace", "diagonal", None}, default="trace"
             ``"trace"``: ``scales[k]`` is the trace of the raw kernel ``k``
             on ``X``, so every kernel has unit trace there (a raw kernel with
             zero trace, only possible for a linear kernel on an all-zero
-            feature, keeps scale 1). None: all scales are 1.
+            feature, keeps scale 1). ``"diagonal"``: ``scales[k]`` is the
+            trace divided by ``n_samples``, so every kernel has a unit mean
+            diagonal (Gaussian kernels are left as they are). None: all
+            scales are 1.
 
         Returns
         -------
@@ -226,11 +229,13 @@ class KernelFunctions:
         """
         X = check_matrix(X, "X")
         specs = _check_specs(specs, X.shape[1])
-        check_choice(normalize, "normalize", ("trace", None))
+        check_choice(normalize, "normalize", ("trace", "diagonal", None))
         scales = np.ones(len(specs))
-        if normalize == "trace":
+        if normalize is not None:
             plan = _Plan(specs, X.shape[1])
             _groups.raw_traces(X, *plan.arrays(), scales)
+            if normalize == "diagonal":
+                scales /= X.shape[0]
             scales[~(scales > 0.0)] = 1.0
         fn = cls(specs, scales, X)
         return fn

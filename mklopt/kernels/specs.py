@@ -111,9 +111,6 @@ class Linear:
         return "linear()" if self.features is None else f"linear(features={list(self.features)})"
 
 
-KernelSpec = RBF | Poly | Linear
-
-
 def rbf(sigma, features=None):
     """Gaussian (RBF) kernel spec.
 

@@ -46,6 +46,8 @@ def test_queries_feasible_bounds_bracket_optimum(seed, m, pieces):
 def test_exact_optimum_on_small_svm():
     exact = P.exact(Simplex(5), "l1")
     res = solve(P.oracle(), CuttingPlane(), stop=DualityGap(1e-6) | MaxIter(200))
+    # Converged, so the gap below is the tolerance actually reached.
+    assert res.converged, (res.reason, res.rel_gap)
     assert res.gap >= 0
     assert abs(res.value - exact) <= res.gap + P.slack(exact)
     assert res.lower <= exact + P.slack(exact)

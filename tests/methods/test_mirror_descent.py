@@ -44,8 +44,15 @@ def test_one_group_reaches_exact_lp_optimum_within_gap(seed):
     oracle = PiecewiseLinearOracle.random(n_kernels=6, n_pieces=9, seed=seed)
     exact, _ = oracle.exact_l1_optimum()
     res = solve(oracle, MirrorDescent(), stop=DualityGap(1e-3) | MaxIter(3000))
-    assert res.gap >= 0
-    assert -1e-9 <= res.value - exact <= res.gap + 1e-9
+    # On a piecewise-linear objective mirror descent's certificate does not
+    # close (each lower bound comes from one linearisation, and at a kink
+    # none is tight): these runs end at MaxIter with relative gaps 0.09-0.29.
+    # What must hold is that the lower bound is valid and the best value
+    # reaches the exact LP optimum (within 2.7e-4 relative after 3000 steps on
+    # all four seeds; stopping at 300 steps leaves 1e-3 on two and fails).
+    assert res.reason == "max_iter" and res.gap >= 0
+    assert res.value - res.gap <= exact + 1e-9
+    assert -1e-9 <= res.value - exact <= 5e-4 * abs(exact)
     np.testing.assert_allclose(res.extra["lam"], res.weights)
 
 
@@ -99,6 +106,8 @@ def test_exact_optimum_on_small_svm(groups):
     dom = Simplex(5) if groups is None else GroupSimplex(groups, 5)
     exact = P.exact(dom, repr(groups))
     res = solve(P.oracle(), MirrorDescent(groups=groups), stop=DualityGap(1e-3) | MaxIter(300))
+    # Converged, so the gap below is the tolerance actually reached.
+    assert res.converged, (res.reason, res.rel_gap)
     assert res.gap >= 0
     assert abs(res.value - exact) <= res.gap + P.slack(exact)
 

@@ -5,15 +5,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from sklearn.svm import SVC
 
 import mklopt
 from mklopt import KernelBank
 from mklopt.kernels import rbf
 from mklopt.oracles import ConvergenceWarning, SVMDual
-
-SVC = pytest.importorskip("sklearn.svm").SVC
 
 
 def make_bank(K):
@@ -139,6 +139,46 @@ def test_matches_libsvm_on_random_banks(seed, n, m, C):
         assert ans.bias == pytest.approx(ref_bias, abs=1e-3)
 
 
+@st.composite
+def edge_problems(draw):
+    """Drawn points, labels, C and weights that reach the edges of the SVM dual:
+    duplicate rows, a class of one point, a constant feature, C so small that
+    every alpha sits at C, and weights with exact zeros."""
+    n = draw(st.integers(4, 16))
+    coord = st.floats(-3.0, 3.0, allow_nan=False, allow_subnormal=False).map(lambda v: round(v, 3))
+    X = draw(hnp.arrays(np.float64, (n, 3), elements=coord))
+    n_dup = draw(st.integers(0, n // 2))
+    X = np.vstack([X, X[:n_dup]])  # duplicate rows
+    if draw(st.booleans()):
+        X[:, 1] = 0.7  # a constant feature
+    n = X.shape[0]
+    n_pos = draw(st.integers(1, n - 1))  # one point of a class is reachable
+    y = np.where(np.arange(n) < n_pos, 1.0, -1.0)
+    C = draw(st.floats(1e-3, 1e3).map(lambda v: float(np.float32(v))))
+    w = np.array(draw(st.lists(st.sampled_from([0.0, 0.25, 1.0, 3.0]), min_size=3, max_size=3)))
+    if not np.any(w > 0):
+        w[draw(st.integers(0, 2))] = 1.0
+    return X, y, C, w / w.sum()
+
+
+@settings(max_examples=60, deadline=None)
+@given(problem=edge_problems())
+def test_matches_libsvm_at_the_edges(problem):
+    X, y, C, w = problem
+    n = X.shape[0]
+    sq = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    # PD kernels (a ridge), so duplicate rows keep the optimum's value unique
+    K_all = np.stack([np.exp(-sq / 2.0), np.exp(-sq / 18.0), X @ X.T / 9.0]) + 0.05 * np.eye(n)
+    tol = 1e-7
+    oracle = SVMDual(make_bank(np.ascontiguousarray(K_all)), y, C=C, tol=tol)
+    ans = oracle(w)
+    check_answer(oracle, ans, K_all, y, w)
+    K = np.tensordot(w, K_all, axes=1)
+    ref_alpha, _ = libsvm(K, y, C, tol)
+    ref = objective(K, y, ref_alpha)
+    assert ans.value == pytest.approx(ref, rel=1e-6, abs=1e-9 * max(1.0, C * n))
+
+
 @pytest.mark.parametrize("C,tol", [(1.0, 1e-3), (100.0, 1e-3), (100.0, 1e-6)])
 def test_matches_libsvm_on_ionosphere(ionosphere, C, tol):
     K_all, y = ionosphere
@@ -173,11 +213,19 @@ def test_warm_start_reaches_cold_objective(ionosphere):
     assert oracle.n_calls == 3
     check_answer(oracle, warm, K_all, y, w2)
     assert warm.value == pytest.approx(cold.value, rel=1e-4)
-    assert warm.n_solver_iter < cold.n_solver_iter
-    # Same point again: the warm start is already optimal.
+    # Same point again: the warm start is already optimal, and the repair of
+    # its class sums (off by rounding) moves only free variables, so SMO has
+    # at most a few steps to take whatever the BLAS kernel's rounding.
     again = oracle(w2, warm_start=warm.alpha)
-    assert again.n_solver_iter == 0
-    assert again.value == pytest.approx(warm.value, rel=1e-12)
+    assert again.n_solver_iter <= 3
+    assert again.value == pytest.approx(warm.value, rel=1e-9)
+    # A nearby point: the warm start saves most of the work (not a margin of
+    # a few iterations, which rounding can eat).
+    w3 = 0.98 * w2 + 0.02 * w1
+    warm3 = oracle(w3, warm_start=warm.alpha)
+    cold3 = oracle(w3)
+    assert warm3.value == pytest.approx(cold3.value, rel=1e-4)
+    assert warm3.n_solver_iter <= cold3.n_solver_iter / 2
     # The caller's array is never written.
     a = first.alpha.copy()
     oracle(w2, warm_start=a)

@@ -31,4 +31,4 @@ def test_new_run_brackets_the_recorded_optimum(row, make):
     slack = 1e-5 * abs(rec_value)  # inner tolerance 1e-6: J is accurate to ~2e-6 relative
     assert lower <= rec_value + slack, "new lower bound above the recorded optimum"
     assert res.value >= rec_lower - slack, "new value below the recorded lower bound"
-    assert res.rel_gap <= 1e-2 or not res.converged
+    assert res.converged and res.rel_gap <= 1e-2, (res.reason, res.rel_gap)
