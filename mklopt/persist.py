@@ -151,7 +151,8 @@ _MAP_KINDS = ("function", "exact", "nystroem", "fourier")
 _TASK_ESTIMATORS = {"MKLRegressor": MKLRegressor, "MKLOneClass": MKLOneClass}
 _TASK_PARAMS = {
     "MKLRegressor": tuple(p for p in _PARAMS if p != "standardize") + ("epsilon", "standardize"),
-    "MKLOneClass": tuple(p for p in _PARAMS if p not in ("C", "standardize")) + ("nu", "standardize"),
+    "MKLOneClass": tuple(p for p in _PARAMS if p not in ("C", "standardize"))
+    + ("nu", "standardize"),
 }
 
 
