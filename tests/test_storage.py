@@ -165,6 +165,24 @@ def test_row_cached_smo_equals_the_whole_matrix_smo(cache_size, rng):
         assert stats.rows_cached > 0  # the warm start's rows were reused by SMO
 
 
+def test_on_the_fly_tables_are_reused_at_the_same_weights(rng):
+    """The row path reads many blocks at one weight vector: the merged tables are built once."""
+    X = rng.integers(0, 4, size=(80, 3)).astype(float)
+    specs = [rbf(1.0, [0]), rbf(2.0, [1]), poly(2, [2]), rbf(1.0)]
+    otf = KernelBank.from_specs(X, specs, storage="on_the_fly")
+    dense = KernelBank.from_specs(X, specs, storage="dense")
+    st_ = otf.storage
+    w = np.array([0.5, 1.0, 0.2, 0.3])
+    first = st_._active_tables(w)
+    assert first[0] is not None and st_._active_tables(w.copy())[1] is first[1]
+    w2 = w.copy()
+    w2[0] = 0.0
+    assert st_._active_tables(w2)[1] is not first[1]
+    for ww in (w, w2, w):
+        assert rel(otf.rows(ww, np.arange(0, 80, 7)), dense.combine(ww)[::7]) <= 1e-10
+        assert rel(otf.combine(ww), dense.combine(ww)) <= 1e-10
+
+
 def test_row_path_value_only_answers(rng):
     X, y, specs = pd_problem(rng, 200)
     bank = KernelBank.from_specs(X, specs, storage="on_the_fly", cache_size=0.1)

@@ -197,6 +197,7 @@ class OnTheFlyStorage:
         self._direct_idx = np.flatnonzero(self._direct)
         self._direct_groups = plan.groups_of(self._direct_idx)
         self._inv = 1.0 / functions.scales
+        self._tables_cache = None  # (w, codes, tables) of the last weights read
 
     def _find_tables(self):
         fn = self.fn
@@ -240,6 +241,10 @@ class OnTheFlyStorage:
         sum), so one lookup reads both. The table row of one point stays in
         L1 and the pass over the output reads half as many codes.
         """
+        # The row path asks once per block at the same weights: reuse.
+        hit = self._tables_cache
+        if hit is not None and np.array_equal(hit[0], w):
+            return hit[1], hit[2]
         parts = []
         for t in self._tables:
             wt = w[t.kernels]
@@ -256,6 +261,7 @@ class OnTheFlyStorage:
             else:
                 parts.append((codes, T))
         if not parts:
+            self._tables_cache = (np.array(w, copy=True), None, None)
             return None, None
         u = max(T.shape[0] for _, T in parts)
         Tw = np.zeros((len(parts), u, u))
@@ -263,6 +269,7 @@ class OnTheFlyStorage:
         for j, (c, T) in enumerate(parts):
             Tw[j, : T.shape[0], : T.shape[0]] = T
             codes[j] = c
+        self._tables_cache = (np.array(w, copy=True), codes, Tw)
         return codes, Tw
 
     def rows(self, w, idx, out):
