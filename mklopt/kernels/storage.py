@@ -135,6 +135,9 @@ _TABLE_MIN_SAMPLES = 64
 #: Table groups are merged while their product of distinct values stays this small
 #: (a merged table row, 2 KiB, stays in L1).
 _MERGE_VALUES = 256
+#: The coded-group arguments of ``combined_sym`` when no table group is in use.
+_NO_CODES = np.zeros((0, 1), dtype=np.int64)
+_NO_TABLES = np.zeros((0, 1, 1))
 
 
 class _Table:
@@ -286,10 +289,10 @@ class OnTheFlyStorage:
         fn = self.fn
         wk, groups = self._direct_weights(w)
         codes, Tw = self._active_tables(w)
-        # Upper triangles first, one mirror at the end.
-        _groups.combined_sym(fn.X, fn.XT, *fn.plan.arrays(), wk, groups, out, codes is None)
-        if codes is not None:
-            _groups.tables_sym(codes, Tw, out, True)
+        if codes is None:
+            codes, Tw = _NO_CODES, _NO_TABLES
+        # Direct and coded groups in one pass over the upper triangle, then one mirror.
+        _groups.combined_sym(fn.X, fn.XT, *fn.plan.arrays(), wk, groups, codes, Tw, out)
         return out
 
     def quad_forms(self, v, support, kernels=None):

@@ -25,6 +25,9 @@ from mklopt.kernels import linear, poly, rbf
 from mklopt.kernels.functions import _Plan
 from tests import _reference as ref
 
+#: ``combined_sym``'s coded-group arguments when there are none.
+_NONE = (np.zeros((0, 1), dtype=np.int64), np.zeros((0, 1, 1)))
+
 finite = st.floats(-3, 3, allow_nan=False, allow_infinity=False, width=64)
 
 
@@ -176,10 +179,12 @@ def test_fused_table_passes_match_reference(rng):
     idx = np.array([3, 3, 0, 10], dtype=np.int64)
     base = rng.normal(size=(4, n))
     assert_allclose(jg.tables_rows(codes, tables, idx, base.copy()), base + want[idx], rtol=1e-14)
-    sym = rng.normal(size=(n, n))
-    sym = sym + sym.T
-    got = jg.tables_sym(codes, tables, sym.copy())
-    assert_allclose(got, sym + want, rtol=1e-14, atol=1e-14)
+    # The symmetric pass, coded groups only (no direct group in use).
+    X = rng.normal(size=(n, 2))
+    plan = _Plan([rbf(1.0)], 2)
+    got = jg.combined_sym(X, np.ascontiguousarray(X.T), *plan.arrays(), np.zeros(1),
+                          np.zeros(0, dtype=np.int64), codes, tables, np.full((n, n), np.nan))
+    assert_allclose(got, want, rtol=1e-14, atol=1e-14)
     assert_array_equal(got, got.T)
 
 
@@ -191,19 +196,25 @@ def test_mirror_upper_matches_numpy(n, rng):
     assert_array_equal(got, want)
 
 
-def test_upper_only_passes_leave_the_lower_triangle(rng):
+def test_upper_only_pass_leaves_the_lower_triangle(rng):
     """``mirror=False`` writes the upper triangle only; one mirror at the end symmetrises."""
     n, u = 90, 5
     codes = rng.integers(0, u, size=(2, n)).astype(np.int64)
     tables = rng.normal(size=(2, u, u))
     tables = tables + np.transpose(tables, (0, 2, 1))
+    X = rng.normal(size=(n, 3))
+    specs = [rbf(0.7), poly(2, [0, 2])]
+    plan = _Plan(specs, 3)
+    wk = np.array([0.5, 2.0])
+    groups = plan.groups_of(np.arange(2))
     start = rng.normal(size=(n, n))
-    got = jg.tables_sym(codes, tables, start.copy(), False)
+    got = jg.combined_sym(X, np.ascontiguousarray(X.T), *plan.arrays(), wk, groups, codes,
+                          tables, start.copy(), False)
     il = np.tril_indices(n, -1)
     assert_array_equal(got[il], start[il])
-    want = np.triu(start) + sum(ref.table_rows(codes[g], tables[g], np.arange(n))
-                                for g in range(2))
-    assert_allclose(np.triu(got), np.triu(want), rtol=1e-14, atol=1e-14)
+    want = ref.combined(specs, X, X, wk, np.ones(2)) + sum(
+        ref.table_rows(codes[g], tables[g], np.arange(n)) for g in range(2))
+    assert_allclose(np.triu(got), np.triu(want), rtol=1e-12, atol=1e-12)
     full = jg.mirror_upper(got)
     assert_array_equal(full, full.T)
 
@@ -216,7 +227,7 @@ def test_combined_sym_matches_reference_and_is_symmetric(data, draw):
     plan = _Plan(specs, A.shape[1])
     wk = w / scales
     groups = plan.groups_of(np.flatnonzero(wk))
-    out = jg.combined_sym(A, np.ascontiguousarray(A.T), *plan.arrays(), wk, groups,
+    out = jg.combined_sym(A, np.ascontiguousarray(A.T), *plan.arrays(), wk, groups, *_NONE,
                           np.empty((len(A), len(A))))
     assert_array_equal(out, out.T)
     assert_allclose(out, ref.combined(specs, A, A, w, scales), rtol=1e-12, atol=1e-12)
@@ -245,7 +256,7 @@ def test_parallel_routines_give_the_same_answers_on_one_thread(rng):
         g = plan.groups_of(ks)
         return [
             jg.combined_cross(X, XT, *plan.arrays(), w / scales, g, np.empty((70, 70))),
-            jg.combined_sym(X, XT, *plan.arrays(), w / scales, g, np.empty((70, 70))),
+            jg.combined_sym(X, XT, *plan.arrays(), w / scales, g, *_NONE, np.empty((70, 70))),
             jg.kernel_sym(X, XT, *plan.arrays(), 1 / scales, _slots(m, ks), g,
                           np.empty((m, 70, 70))),
             jg.quad_forms_by_rows(XS, np.ascontiguousarray(XS.T), v[S], *plan.arrays(),
@@ -364,7 +375,7 @@ def test_py_func_paths_agree_on_tiny_inputs(rng):
 
 # ------------------------------------------------------------ STYLE 2.6 lint
 _JIT_DIR = pathlib.Path(__file__).resolve().parents[2] / "mklopt" / "_jit"
-_ALLOWED_OPTIONS = {"JIT", "JIT_PARALLEL"}
+_ALLOWED_OPTIONS = {"JIT", "JIT_PARALLEL", "JIT_CONTRACT"}
 _JIT_NAMES = {"njit", "jit", "generated_jit", "vectorize", "guvectorize", "stencil", "cfunc"}
 
 
@@ -399,7 +410,8 @@ def _jit_decorator_problems(path):
                 and dec.keywords[0].value.id in _ALLOWED_OPTIONS
             )
             if not ok:
-                problems.append(f"{where}: decorator must be exactly @njit(**JIT) or @njit(**JIT_PARALLEL)")
+                problems.append(f"{where}: decorator must be exactly @njit(**JIT), "
+                                "@njit(**JIT_PARALLEL) or @njit(**JIT_CONTRACT)")
     return problems
 
 
