@@ -25,7 +25,7 @@ __all__ = ["LevelBundle"]
 class _State:
     model: CutModel
     w: np.ndarray  # next query p_{i+1}
-    lam: float  # current lambda (raised once to lam_final)
+    lam: float  # current lambda (raised once to lam_final, if one is given)
     lower: float = -np.inf  # f_i, never decreases
     upper: float = np.inf  # fbar_i, never increases
     level: float = np.nan  # l_i
@@ -38,13 +38,15 @@ class LevelBundle(MethodBase):
 
     Parameters
     ----------
-    lam : float, default=0.9
+    lam : float, default=0.7
         The level weight ``lambda`` in (0, 1) of eq. 7.
-    lam_final : float, default=0.99
-        Value ``lambda`` is raised to, once, when ``Delta_i / |l_i| < switch``.
-        Must lie in ``[lam, 1)``.
+    lam_final : float or None, default=None
+        Value ``lambda`` is raised to, once, when ``Delta_i / |l_i| < switch``;
+        must lie in ``[lam, 1)``. None keeps ``lam`` throughout.
+        ``LevelBundle(lam=0.9, lam_final=0.99)`` is the schedule of the
+        paper's experiments.
     switch : float, default=0.01
-        Threshold of that ratio, > 0.
+        Threshold of that ratio, > 0 (used only with ``lam_final``).
 
     Notes
     -----
@@ -65,11 +67,16 @@ class LevelBundle(MethodBase):
       ``L_i = {p in P : f(p, alpha_j) <= l_i for all j}`` (eq. 8), a QP
       solved with ECOS in second-order cone form.
 
-    ``lambda`` starts at ``lam`` and is raised to ``lam_final`` when
-    ``Delta_i / |l_i| < switch`` (0.9 -> 0.99 below 0.01, as in the paper's
-    experiments: a larger ``lambda`` keeps the projection short near the
-    optimum). The raised value lives in the run's state; ``self.lam`` is
-    never changed. The reported bounds are ``(f_i, fbar_i)``; the reported
+    ``lambda`` is ``lam`` throughout, or starts at ``lam`` and is raised to
+    ``lam_final`` when ``Delta_i / |l_i| < switch`` (the paper's experiments
+    use 0.9 -> 0.99 below 0.01). The default, 0.7 held fixed, was chosen by
+    measurement (``benchmarks/README.md``, "Level's lambda"): on the six
+    bundled data sets under the paper's protocol (3 splits each) it needed
+    27-55 % fewer oracle calls than the paper's schedule to a relative gap
+    of 1e-2 and 2-6 times fewer to 1e-4, on every split, and about 30 % fewer
+    on letter at n = 2,000-4,000. A lower level moves each step further
+    towards the model's minimiser. The raised value lives in the run's
+    state; ``self.lam`` is never changed. The reported bounds are ``(f_i, fbar_i)``; the reported
     duality gap is that of the best point, from
     :class:`~mklopt.domains.Simplex`.
 
@@ -91,16 +98,19 @@ class LevelBundle(MethodBase):
 
     uses_cuts = True
 
-    def __init__(self, lam=0.9, lam_final=0.99, switch=0.01):
+    def __init__(self, lam=0.7, lam_final=None, switch=0.01):
         self.lam = lam
         self.lam_final = lam_final
         self.switch = switch
 
     def check_params(self, n_kernels=None):
         lam = check_real(self.lam, "lam", low=0.0, high=1.0, strict_low=True, strict_high=True)
-        lam_final = check_real(self.lam_final, "lam_final", high=1.0, strict_high=True)
-        if lam_final < lam:
-            raise ValueError(f"lam_final must be >= lam ({lam}), got {self.lam_final!r}")
+        if self.lam_final is not None:
+            lam_final = check_real(self.lam_final, "lam_final", high=1.0, strict_high=True)
+            if lam_final < lam:
+                raise ValueError(
+                    f"lam_final must be >= lam ({lam}) or None (keep lam), got {self.lam_final!r}"
+                )
         check_real(self.switch, "switch", low=0.0, strict_low=True)
 
     def _start(self, oracle):
@@ -134,7 +144,7 @@ class LevelBundle(MethodBase):
         s.upper = min(s.upper, value)
         gap = s.upper - s.lower
         s.level = s.lam * s.upper + (1.0 - s.lam) * s.lower
-        if not s.raised and gap < self.switch * abs(s.level):
+        if self.lam_final is not None and not s.raised and gap < self.switch * abs(s.level):
             s.lam, s.raised = float(self.lam_final), True
             s.level = s.lam * s.upper + (1.0 - s.lam) * s.lower
         s.w = s.model.project_level(p, s.level, w_hat)

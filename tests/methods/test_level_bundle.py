@@ -19,8 +19,6 @@ def test_registered():
 def test_reaches_exact_lp_optimum_within_gap(seed):
     oracle = PiecewiseLinearOracle.random(n_kernels=6, n_pieces=9, seed=seed)
     exact, _ = oracle.exact_l1_optimum()
-    # lambda = 0.99 after the switch: the upper bound then closes about 1%
-    # of the gap per step, so a moderate tolerance keeps this quick
     res = solve(oracle, LevelBundle(), stop=BoundGap(1e-3) | MaxIter(400))
     assert res.converged, res.reason
     assert res.lower - 1e-9 <= exact <= res.value + 1e-9
@@ -53,9 +51,13 @@ def test_lambda_schedule_lives_in_state():
     lower, upper = method.bounds()
     assert method.extra()["lam"] == 0.99  # raised once the gap became small
     # with switch tiny the raise never happens
-    method2 = LevelBundle(switch=1e-300)
+    method2 = LevelBundle(lam=0.9, lam_final=0.99, switch=1e-300)
     solve(oracle, method2, stop=MaxIter(5))
     assert method2.extra()["lam"] == 0.9
+    # the default holds lambda = 0.7 throughout, however small the gap gets
+    method3 = LevelBundle()
+    res = solve(oracle, method3, stop=BoundGap(1e-6) | MaxIter(300))
+    assert res.converged and method3.extra()["lam"] == 0.7
 
 
 def test_exact_optimum_on_small_svm():
@@ -84,6 +86,7 @@ def test_start_twice_same_run():
         (dict(lam="a"), TypeError),
         (dict(lam_final=1.0), ValueError),
         (dict(lam=0.95, lam_final=0.9), ValueError),
+        (dict(lam_final=0.5), ValueError),  # below the default lam = 0.7
         (dict(switch=0.0), ValueError),
     ],
 )
