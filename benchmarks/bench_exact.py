@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from mklopt import datasets, solve
-from mklopt._bench import _protocol_bank
+from mklopt._bench import protocol_bank
 from mklopt.methods import Chain, LevelBundle
 from mklopt.methods._restricted import kernel_factor
 from mklopt.oracles import SVMDual
@@ -90,7 +90,7 @@ def main(argv=None):
         X, y = datasets.load(name)
         X_tr, _, y_tr, _ = datasets.split(X, y, train_fraction=0.5, seed=args.seed)
         y_tr = y_tr.astype(np.float64)
-        bank = _protocol_bank(X_tr, args.C, "level2008")
+        bank = protocol_bank(X_tr, "level2008")
         run_chain(bank, y_tr, args.C, args.switch, args.lam)  # warm-up (numba, caches)
         chain = [run_chain(bank, y_tr, args.C, args.switch, args.lam) for _ in range(args.repeats)]
         res = chain[-1][0]

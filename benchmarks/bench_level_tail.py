@@ -12,7 +12,7 @@ import argparse
 import time
 
 from mklopt import datasets, solve
-from mklopt._bench import _protocol_bank
+from mklopt._bench import protocol_bank
 from mklopt.methods import LevelBundle
 from mklopt.oracles import SVMDual
 from mklopt.stopping import DualityGap, MaxOracleCalls, TimeLimit
@@ -30,7 +30,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     X, y = datasets.load(args.dataset)
     X_tr, _, y_tr, _ = datasets.split(X, y, train_fraction=0.5, seed=args.seed)
-    bank = _protocol_bank(X_tr, 100.0, "level2008")
+    bank = protocol_bank(X_tr, "level2008")
     print("| lambda | " + " | ".join(f"calls to {t:g}" for t in TARGETS) + " | seconds |")
     print("|---" * (len(TARGETS) + 2) + "|")
     for label, (lam, lam_final) in SCHEDULES.items():

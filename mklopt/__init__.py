@@ -7,10 +7,9 @@ certified by duality gaps.
 
 from . import datasets, domains, methods, stopping
 from ._types import Handover, MethodReport, OracleAnswer, OuterMethod, Progress, Result
+from ._version import __version__  # noqa: F401 (mklopt.__version__)
 from .driver import solve
 from .kernels import KernelBank
-
-__version__ = "0.1.0"
 
 __all__ = [
     "solve",

@@ -1,5 +1,10 @@
 """Benchmark runs under the papers' protocols (used by ``benchmarks/`` and the CLI).
 
+Every protocol's facts (default methods, C, tolerances) are in
+:data:`PROTOCOLS`; its kernel grid is :func:`mklopt.kernels.grid` of the same
+name. The methods are the presets of :mod:`mklopt.methods` (keys such as
+``"sd"`` or ``"lp4/3"``, with their table labels).
+
 Protocol "level2008" (Xu et al. 2008, section 4.1): a random half split,
 features standardised with the training mean and standard deviation,
 Gaussian widths 2^-3..2^6 and polynomial degrees 1..3 on all features and on
@@ -9,6 +14,7 @@ below 0.01 or after 500 iterations.
 
 from __future__ import annotations
 
+import csv
 import math
 import statistics
 import time
@@ -17,12 +23,19 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from . import datasets
+from ._optional import pyplot
 from .driver import solve
+from .estimators import MKBoostClassifier
+from .kernels import KernelBank, grid
+from .methods import PRESETS, get_preset
+from .oracles import SVMDual
 from .stopping import DualityGap, MaxIter, TimeLimit
 
 __all__ = [
+    "Protocol",
+    "PROTOCOLS",
     "MethodRun",
-    "make_method",
+    "protocol_bank",
     "run_split",
     "run_protocol_split",
     "run_split_task",
@@ -31,42 +44,67 @@ __all__ = [
     "time_saving",
     "write_csv",
     "draw_figures",
-    "METHOD_LABELS",
+    "label",
 ]
 
-#: Benchmark method keys and their table labels.
-METHOD_LABELS = {
-    "sd": "SD (SimpleMKL)",
-    "silp": "SILP",
-    "level": "Level",
-    "mirror": "MD",
-    "lp4/3": "Lp p=4/3",
-    "lp2": "Lp p=2",
-    "lp4": "Lp p=4",
-    "mkboost-d1": "MKBoost-D1",
-    "mkboost-d2": "MKBoost-D2",
-    "mkboost-s1": "MKBoost-S1",
-    "mkboost-s2": "MKBoost-S2",
+
+@dataclass(frozen=True)
+class Protocol:
+    """The settings of a benchmark protocol.
+
+    Attributes
+    ----------
+    methods : tuple of str
+        The preset keys it runs by default.
+    C : float or None
+        The SVM trade-off on unit-trace kernels (None: the scale cases' own,
+        ``C = n``).
+    help : str
+        One line for ``mklopt bench --help``.
+    tol : float
+        Relative duality gap that stops a run.
+    max_iter : int
+        Outer iterations that stop a run.
+    inner_tol : float
+        KKT tolerance of the SVM solver.
+    """
+
+    methods: tuple
+    C: float | None
+    help: str
+    tol: float = 1e-2
+    max_iter: int = 500
+    inner_tol: float = 1e-4
+
+
+#: The protocols, by name (the kernel grids are :func:`mklopt.kernels.grid`'s).
+PROTOCOLS = {
+    "level2008": Protocol(
+        methods=("sd", "silp", "level", "mirror", "lp4/3", "lp2", "lp4"),
+        C=100.0,
+        help="Xu et al. 2008: Gaussian widths 2^-3..2^6 and polynomial degrees 1..3 on all "
+        "features and on each single feature, unit trace, C = 100, relative gap 0.01",
+    ),
+    "mkboost2013": Protocol(
+        methods=("level", "mkboost-d1", "mkboost-d2", "mkboost-s1", "mkboost-s2"),
+        C=50.0,
+        help="Xia & Hoi 2013: 17 kernels (widths 2^-6..2^7, degrees 1..3) on all features, "
+        "C = 50, T = 100 rounds, sampling ratio 0.2, decay 2^-5",
+    ),
+    "scale": Protocol(
+        methods=(),
+        C=None,
+        max_iter=2000,
+        help="kernels that are never stored: letter (16,000 points, level grid) with Level and "
+        "Lp, scale curves n = 1k..16k, shuttle (50,000 points), sonar with 1e5 and 1e6 kernels; "
+        "each case in its own process, with peak memory (select with --cases)",
+    ),
 }
 
 
-def make_method(key):
-    """The outer method behind a benchmark key."""
-    from . import methods
-
-    if key == "sd":
-        return methods.Subgradient(direction="reduced")
-    if key == "silp":
-        return methods.CuttingPlane()
-    if key == "level":
-        return methods.LevelBundle()
-    if key == "mirror":
-        return methods.MirrorDescent()
-    if key.startswith("lp"):
-        num = key[2:]
-        p = {"4/3": 4.0 / 3.0}.get(num) or float(num)
-        return methods.AnalyticLp(p=p)
-    raise ValueError(f"unknown benchmark method {key!r}; choose from {', '.join(METHOD_LABELS)}")
+def label(key):
+    """How tables and figures name the method ``key`` (its preset's label)."""
+    return PRESETS[key].label if key in PRESETS else key
 
 
 @dataclass
@@ -93,9 +131,8 @@ class MethodRun:
         return asdict(self)
 
 
-def _protocol_bank(X_train, C, protocol):
-    from .kernels import KernelBank, grid
-
+def protocol_bank(X_train, protocol="level2008"):
+    """The unit-trace kernel bank of ``protocol``'s grid on the training features."""
     specs = grid(X_train.shape[1], protocol=protocol)
     return KernelBank.from_specs(X_train, specs, normalize="trace")
 
@@ -105,10 +142,10 @@ def run_split(
     split,
     method_keys,
     *,
-    C=100.0,
-    tol=1e-2,
-    max_iter=500,
-    inner_tol=1e-4,
+    C=None,
+    tol=None,
+    max_iter=None,
+    inner_tol=None,
     repeats=1,
     protocol="level2008",
     time_limit=None,
@@ -116,17 +153,23 @@ def run_split(
 ):
     """Run every method on one random half split of a bundled data set.
 
+    ``C``, ``tol``, ``max_iter`` and ``inner_tol`` default to the
+    protocol's (:data:`PROTOCOLS`).
+
     Returns
     -------
     runs : list of MethodRun
     histories : dict
         ``method -> Result.history`` of the last repeat when ``keep_history``.
     """
-    from .oracles import SVMDual
-
+    proto = PROTOCOLS[protocol]
+    C = proto.C if C is None else C
+    tol = proto.tol if tol is None else tol
+    max_iter = proto.max_iter if max_iter is None else max_iter
+    inner_tol = proto.inner_tol if inner_tol is None else inner_tol
     X, y = datasets.load(name)
     X_tr, X_te, y_tr, y_te = datasets.split(X, y, train_fraction=0.5, seed=split)
-    bank = _protocol_bank(X_tr, C, protocol)
+    bank = protocol_bank(X_tr, protocol)
     runs, histories = [], {}
     for key in method_keys:
         times, res = [], None
@@ -136,7 +179,7 @@ def run_split(
             if time_limit is not None:
                 stop = stop | TimeLimit(time_limit)
             t0 = time.perf_counter()
-            res = solve(oracle, make_method(key), stop=stop)
+            res = solve(oracle, get_preset(key).make(), stop=stop)
             times.append(time.perf_counter() - t0)
         w = res.weights
         sv = np.asarray(res.alpha > 0).nonzero()[0]
@@ -214,7 +257,7 @@ def markdown_table(rows, method_order):
     for r in sorted(rows, key=lambda r: (r["dataset"], order.get(r["method"], 99))):
         lines.append(
             f"| {r['dataset']} | {r['n_train']} | {r['n_kernels']} "
-            f"| {METHOD_LABELS.get(r['method'], r['method'])} "
+            f"| {label(r['method'])} "
             f"| {r['seconds']:.3f} ± {r['seconds_std']:.3f} "
             f"| {r['n_svm_calls']:.1f} ± {r['n_svm_calls_std']:.1f} "
             f"| {r['n_iter']:.1f} ± {r['n_iter_std']:.1f} "
@@ -229,14 +272,15 @@ def run_protocol_split(name, split, method_keys, *, protocol="level2008", C=None
                        keep_history=False, **kw):
     """Run methods on one split under ``protocol`` ("level2008" or "mkboost2013").
 
-    MKL methods go through :func:`run_split`; the MKBoost variants (keys
+    MKL methods go through :func:`run_split`; the boosting presets (keys
     ``mkboost-d1`` ... ``mkboost-s2``) are fitted with
     :class:`mklopt.MKBoostClassifier` on the same split and kernels.
     """
     if C is None:
-        C = 100.0 if protocol == "level2008" else 50.0
-    mkl = [k for k in method_keys if not k.startswith("mkboost-")]
-    boost = [k for k in method_keys if k.startswith("mkboost-")]
+        C = PROTOCOLS[protocol].C
+    boosting = {k for k in method_keys if get_preset(k).cls.oracle_kind == "weak_learners"}
+    mkl = [k for k in method_keys if k not in boosting]
+    boost = [k for k in method_keys if k in boosting]
     runs, hist = [], {}
     if mkl:
         runs, hist = run_split(name, split, mkl, C=C, repeats=repeats, protocol=protocol,
@@ -257,18 +301,15 @@ def run_split_task(name, split, method_keys, protocol, C, repeats, keep_history)
 
 
 def _run_boost(name, split, keys, *, C, repeats, protocol):
-    from .estimators import MKBoostClassifier
-    from .kernels import grid
-
     X, y = datasets.load(name)
     X_tr, X_te, y_tr, y_te = datasets.split(X, y, train_fraction=0.5, seed=split)
     specs = grid(X_tr.shape[1], protocol=protocol)
     out = []
     for key in keys:
-        variant = key.split("-", 1)[1].upper()
+        params = dict(get_preset(key).params)  # the variant
         times = []
         for _ in range(repeats):
-            clf = MKBoostClassifier(kernels=list(specs), variant=variant, C=C, random_state=split)
+            clf = MKBoostClassifier(kernels=list(specs), C=C, random_state=split, **params)
             t0 = time.perf_counter()
             clf.fit(X_tr, y_tr)
             times.append(time.perf_counter() - t0)
@@ -290,8 +331,6 @@ def _run_boost(name, split, keys, *, C, repeats, protocol):
 
 def write_csv(path, rows):
     """Write summary rows (dicts with the same keys) as CSV."""
-    import csv
-
     if not rows:
         return
     with open(path, "w", newline="") as fh:
@@ -307,12 +346,8 @@ def draw_figures(histories, out_dir, method_order, n_weights=5):
     for every method, and the evolution of the ``n_weights`` largest kernel
     weights per method. Returns the written paths (none without matplotlib).
     """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return []
     paths = []
     for ds, hist in histories.items():
@@ -324,10 +359,10 @@ def draw_figures(histories, out_dir, method_order, n_weights=5):
             h = hist[k]
             t = [p.elapsed for p in h]
             (line,) = ax.plot(t, [math.log10(max(p.upper, 1e-300)) for p in h],
-                              label=f"{METHOD_LABELS.get(k, k)} upper")
+                              label=f"{label(k)} upper")
             lows = [max(p.lower, p.upper - p.gap) if p.gap == p.gap else p.lower for p in h]
             ax.plot(t, [math.log10(v) if v > 0 else math.nan for v in lows], ls="--",
-                    color=line.get_color(), label=f"{METHOD_LABELS.get(k, k)} lower")
+                    color=line.get_color(), label=f"{label(k)} lower")
         ax.set_xscale("log")  # the fast methods finish in a fraction of the slow ones' time
         ax.set_xlabel("time (s, log scale)")
         ax.set_ylabel("log10 of the MKL objective")
@@ -345,7 +380,7 @@ def draw_figures(histories, out_dir, method_order, n_weights=5):
             top = np.argsort(W[-1])[::-1][:n_weights]
             for j in top:
                 ax.plot(np.arange(1, len(W) + 1), W[:, j], label=f"kernel {j}")
-            ax.set_title(METHOD_LABELS.get(k, k), fontsize=9)
+            ax.set_title(label(k), fontsize=9)
             ax.set_xlabel("oracle call")
             ax.set_ylim(bottom=0)
         axes[0][0].set_ylabel("kernel weight")

@@ -9,10 +9,11 @@ serial loop on the same inputs, and the results come back in the serial
 order, so the answers do not depend on ``n_jobs`` or the backend.
 
 joblib is not a dependency of the core (it comes with scikit-learn and
-with Dask's joblib support): it is imported only here, and only needed when
-``n_jobs`` asks for more than one job. With ``n_jobs=None`` it is used when
-installed, so that a ``parallel_backend`` context applies (``None`` then
-means the context's choice, 1 outside any context).
+with Dask's joblib support): it is imported (through :mod:`mklopt._optional`)
+only here, and only needed when ``n_jobs`` asks for more than one job. With
+``n_jobs=None`` it is used when installed, so that a ``parallel_backend``
+context applies (``None`` then means the context's choice, 1 outside any
+context).
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from __future__ import annotations
 import numbers
 import os
 from contextlib import contextmanager
+
+import numba
+
+from ._optional import optional
 
 __all__ = ["check_n_jobs", "parallel_map"]
 
@@ -50,15 +55,14 @@ def check_n_jobs(n_jobs, name="n_jobs"):
 
 def _joblib(n_jobs, name):
     """joblib, or None when it is missing and not needed; an ImportError when needed."""
-    try:
-        import joblib
-    except ImportError:
+    joblib = optional("joblib")
+    if joblib is None:
         if n_jobs in (None, 1):
             return None
         raise ImportError(
             f"{name}={n_jobs} runs fits in parallel through joblib, which is not installed; "
             f"{_JOBLIB_HINT}, or leave {name}=None"
-        ) from None
+        )
     return joblib
 
 
@@ -75,15 +79,13 @@ def _worker_threads(parent_pid):
     if os.getpid() == parent_pid:
         yield
         return
-    import numba
-
     threads = None
-    try:
-        from distributed import get_worker
-
-        threads = int(get_worker().state.nthreads)
-    except (ImportError, ValueError, AttributeError):
-        pass
+    distributed = optional("distributed")
+    if distributed is not None:
+        try:
+            threads = int(distributed.get_worker().state.nthreads)
+        except (ValueError, AttributeError):  # not on a Dask worker
+            pass
     if threads is None:
         yield
         return

@@ -12,8 +12,20 @@ import json
 import os
 import sys
 import time
+import warnings
 
+import numpy as np
+
+from . import _bench as B
+from . import _bench_scale, datasets
+from ._bench import PROTOCOLS
 from ._csvio import CSVError, class_labels, read_csv
+from ._optional import optional
+from ._parallel import check_n_jobs, parallel_map
+from .estimators import MKLClassifier, MKLOneClass, MKLRegressor
+from .kernels import grid
+from .methods import PRESETS, method_names
+from .persist import ModelFormatError, load_model, save_model
 
 __all__ = ["main"]
 
@@ -23,38 +35,10 @@ class UserError(Exception):
 
 
 # ----------------------------------------------------------------------------
-# bench
+# bench (the protocols are mklopt._bench.PROTOCOLS)
 # ----------------------------------------------------------------------------
-PROTOCOLS = {
-    "level2008": dict(
-        methods=["sd", "silp", "level", "mirror", "lp4/3", "lp2", "lp4"],
-        C=100.0,
-        help="Xu et al. 2008: Gaussian widths 2^-3..2^6 and polynomial degrees 1..3 on all "
-        "features and on each single feature, unit trace, C = 100, relative gap 0.01",
-    ),
-    "mkboost2013": dict(
-        methods=["level", "mkboost-d1", "mkboost-d2", "mkboost-s1", "mkboost-s2"],
-        C=50.0,
-        help="Xia & Hoi 2013: 17 kernels (widths 2^-6..2^7, degrees 1..3) on all features, "
-        "C = 50, T = 100 rounds, sampling ratio 0.2, decay 2^-5",
-    ),
-    "scale": dict(
-        methods=[],
-        C=None,
-        help="kernels that are never stored: letter (16,000 points, level grid) with Level and "
-        "Lp, scale curves n = 1k..16k, shuttle (50,000 points), sonar with 1e5 and 1e6 kernels; "
-        "each case in its own process, with peak memory (select with --cases)",
-    ),
-}
-
-
 def _bench(args):
-    from . import _bench as B
-    from . import datasets
-
     if args.protocol == "scale":
-        from . import _bench_scale
-
         bad = _bench_scale.unknown_cases(args.cases or [])
         if bad:
             raise UserError(f"unknown case(s) {', '.join(bad)}; choose from "
@@ -74,19 +58,18 @@ def _bench(args):
             what = f"{datasets.info(n).task} data set" if bundled else "unknown data set"
             raise UserError(f"{what} {n!r}; the bench runs the binary sets: {', '.join(binary)}")
     proto = PROTOCOLS[args.protocol]
-    methods = args.methods or proto["methods"]
-    known = set(B.METHOD_LABELS) | set(proto["methods"])
-    bad = [m for m in methods if m not in known]
+    methods = args.methods or list(proto.methods)
+    bad = [m for m in methods if m not in PRESETS]
     if bad:
         raise UserError(
-            f"unknown method(s) {', '.join(bad)}; choose from {', '.join(sorted(known))}"
+            f"unknown method(s) {', '.join(bad)}; choose from {', '.join(sorted(PRESETS))}"
         )
     if args.splits < 1:
         raise UserError("--splits must be at least 1")
 
     jobs = [(name, s) for name in names for s in range(args.splits)]
     tasks = [
-        (name, args.seed + s, methods, args.protocol, proto["C"], args.repeats, s == 0)
+        (name, args.seed + s, methods, args.protocol, proto.C, args.repeats, s == 0)
         for name, s in jobs
     ]
     t_start = time.perf_counter()
@@ -120,7 +103,7 @@ def _bench(args):
             savings.append({"method": a, "against": b, "per_dataset": ts, "average": avg})
             cells = ", ".join(f"{k} {v:.1f}" for k, v in ts.items())
             print(
-                f"time saved by {B.METHOD_LABELS[a]} over {B.METHOD_LABELS[b]} (%): {cells}; "
+                f"time saved by {B.label(a)} over {B.label(b)} (%): {cells}; "
                 f"average {avg:.1f}"
             )
 
@@ -161,8 +144,6 @@ def _bench_progress(split_runs, task, done, total, t_start):
 
 def _bench_parallel(B, tasks, args):
     """Run the bench's splits with ``--n-jobs`` jobs, or on the Dask scheduler ``--scheduler``."""
-    from ._parallel import check_n_jobs, parallel_map
-
     try:
         n_jobs = check_n_jobs(args.n_jobs, "--n-jobs")
     except (TypeError, ValueError) as exc:
@@ -170,16 +151,14 @@ def _bench_parallel(B, tasks, args):
     try:
         if args.scheduler is None:
             return parallel_map(B.run_split_task, tasks, n_jobs, name="--n-jobs")
-        try:
-            import joblib
-            from distributed import Client
-        except ImportError:
+        joblib, distributed = optional("joblib"), optional("distributed")
+        if joblib is None or distributed is None:
             raise UserError(
                 '--scheduler needs dask.distributed and joblib; install them with pip install '
                 '"mklopt[dask]"'
-            ) from None
+            )
         try:
-            client = Client(args.scheduler, timeout=10)
+            client = distributed.Client(args.scheduler, timeout=10)
         except (OSError, ValueError) as exc:
             raise UserError(
                 f"cannot connect to the Dask scheduler {args.scheduler}: {exc}"
@@ -215,8 +194,6 @@ def _read_csv(path, label=None, need_label=True, features=None):
 
 def _targets(labels, path, label):
     """The label column as real, finite regression targets."""
-    import numpy as np
-
     try:
         t = np.asarray(labels, dtype=np.float64)
     except ValueError:
@@ -242,14 +219,6 @@ def _task_options(args):
 
 def _fit_task(args):
     """``fit --task regression|one-class``: the estimators standardise inside."""
-    import warnings
-
-    import numpy as np
-
-    from .estimators import MKLOneClass, MKLRegressor
-    from .kernels import grid
-    from .persist import save_model
-
     if args.task == "regression":
         X, labels, features = _read_csv_raw(args.data, args.label, need_label=True)
         y = _targets(labels, args.data, args.label)
@@ -314,13 +283,6 @@ def _read_csv_raw(path, label, need_label):
 
 
 def _fit(args):
-    import warnings
-
-    import numpy as np
-
-    from .estimators import MKLClassifier
-    from .persist import save_model
-
     _task_options(args)
     if args.task != "classification":
         return _fit_task(args)
@@ -377,10 +339,6 @@ def _fit(args):
 
 
 def _predict(args):
-    import numpy as np
-
-    from .persist import ModelFormatError, load_model
-
     try:
         clf, meta = load_model(args.model)
     except ModelFormatError as exc:
@@ -455,7 +413,7 @@ def build_parser():
         "--protocol",
         choices=sorted(PROTOCOLS),
         default="level2008",
-        help="; ".join(f"{k}: {v['help']}" for k, v in PROTOCOLS.items()),
+        help="; ".join(f"{k}: {v.help}" for k, v in PROTOCOLS.items()),
     )
     b.add_argument("--splits", type=int, default=3, help="random half splits (default: 3)")
     b.add_argument("--seed", type=int, default=0, help="seed of the first split (default: 0)")
@@ -501,8 +459,8 @@ def build_parser():
     f.add_argument(
         "--method",
         default="level",
-        choices=["level", "cutting_plane", "silp", "subgradient", "simplemkl", "mirror", "lp"],
-        help="outer method (default: level)",
+        choices=sorted(method_names(oracle_kind="dual")),
+        help="outer method, any registered one that solves SVM duals (default: level)",
     )
     f.add_argument(
         "--kernels",

@@ -14,9 +14,16 @@ function; its minimum over the simplex is an LP (``exact_l1_optimum``).
 import numpy as np
 from scipy.optimize import linprog
 
+from ._optional import require
 from ._types import OracleAnswer
+from .domains import GroupSimplex, LpBall, Simplex
 
 __all__ = ["PiecewiseLinearOracle", "SmoothQuadraticOracle"]
+
+
+def _cvxpy():
+    """cvxpy, for the exact optima of the smooth oracle (a test extra)."""
+    return require("cvxpy", "the exact optimum of SmoothQuadraticOracle")
 
 
 class PiecewiseLinearOracle:
@@ -122,8 +129,7 @@ class SmoothQuadraticOracle:
         )
 
     def exact_l1_optimum(self):
-        import cvxpy as cp
-
+        cp = _cvxpy()
         a = cp.Variable(self.n_samples)
         t = cp.Variable()
         cons = [cp.quad_form(a, cp.psd_wrap(Mk)) <= t for Mk in self.M]
@@ -133,10 +139,7 @@ class SmoothQuadraticOracle:
 
     def exact_optimum(self, domain):
         """``J* = max_a s'a - h(q(a)) / 2`` for the formulation of ``domain`` (cvxpy, Clarabel)."""
-        import cvxpy as cp
-
-        from mklopt.domains import GroupSimplex, LpBall, Simplex
-
+        cp = _cvxpy()
         L = [np.linalg.cholesky(Mk) for Mk in self.M]
         a = cp.Variable(self.n_samples)
         if isinstance(domain, Simplex):

@@ -1,5 +1,6 @@
 """The ``mklopt`` command line end to end: bench, fit, predict and their errors."""
 
+import argparse
 import csv
 import gzip
 import json
@@ -14,7 +15,9 @@ import pytest
 
 import mklopt
 from mklopt import datasets
-from mklopt.cli import main
+from mklopt._bench import PROTOCOLS
+from mklopt.cli import build_parser, main
+from mklopt.methods import PRESETS, method_names
 from mklopt.persist import load_model
 
 
@@ -483,3 +486,26 @@ def test_task_errors_name_the_option(tmp_path, capsys):
         assert code == 2
         line = _one_error_line(err, "fit")
         assert re.search(message, line), line
+
+
+# ------------------------------------------------------------- one registry
+def _subcommand_option(command, dest):
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return next(a for a in sub.choices[command]._actions if a.dest == dest)
+
+
+def test_fit_method_choices_are_the_registry_names():
+    choices = _subcommand_option("fit", "method").choices
+    assert sorted(choices) == sorted(method_names(oracle_kind="dual"))
+    assert {"level", "silp", "simplemkl", "mirror", "lp"} <= set(choices)
+    assert "mkboost" not in choices  # not a dual method: MKLClassifier cannot run it
+
+
+def test_bench_protocols_and_methods_come_from_the_registry(tmp_path, capsys):
+    assert _subcommand_option("bench", "protocol").choices == sorted(PROTOCOLS)
+    for proto in PROTOCOLS.values():
+        assert set(proto.methods) <= set(PRESETS)
+    code, _, err = _run(capsys, "bench", "--methods", "lp3", "--out", tmp_path)
+    line = _one_error_line(err, "bench")
+    assert code == 2 and f"choose from {', '.join(sorted(PRESETS))}" in line

@@ -58,6 +58,8 @@ import numba
 import numpy as np
 
 from .._memory import fits
+from .._optional import require
+from .._version import __version__
 
 __all__ = [
     "ShardedStorage",
@@ -72,9 +74,6 @@ __all__ = [
 #: evaluation (on-the-fly storage): an exponential or a power per entry
 #: against a subtract-multiply-add per feature.
 KERNEL_COST = 4.0
-
-_DASK_HINT = 'install it with pip install "mklopt[dask]"'
-
 
 class ShardLostError(RuntimeError):
     """A worker holding a kernel shard was lost and the shard could not be rebuilt."""
@@ -114,15 +113,8 @@ class Traffic:
 
 
 def _distributed():
-    """The ``distributed`` module, or an ImportError that says how to get it."""
-    # Imported here only: Dask is an optional dependency of mklopt.
-    try:
-        import distributed
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            f"a client was given but dask.distributed is not installed; {_DASK_HINT}"
-        ) from exc
-    return distributed
+    """The ``distributed`` module (Dask is an optional dependency of mklopt)."""
+    return require("distributed", "a kernel bank sharded over a Dask client")
 
 
 def check_client(client, name="client"):
@@ -285,13 +277,11 @@ class _Shard:
         numba.set_num_threads(self._threads)
 
     def info(self):
-        import mklopt
-
         return {
             "storage": self.st.name,
             "nbytes": int(self.st.nbytes),
             "scales": self.scales,
-            "version": mklopt.__version__,
+            "version": __version__,
         }
 
     def diag(self, w):
@@ -461,12 +451,10 @@ class ShardedStorage:
         """Wait for shard ``s``'s actor and check what it built."""
         actor = fut.result()
         info = actor.info().result()
-        import mklopt
-
-        if info["version"] != mklopt.__version__:
+        if info["version"] != __version__:
             raise RuntimeError(
                 f"worker {self._workers[s]} runs mklopt {info['version']} but this client "
-                f"runs {mklopt.__version__}; install the same version on every worker"
+                f"runs {__version__}; install the same version on every worker"
             )
         want = self.functions.scales[self._parts[s]]
         if not np.allclose(info["scales"], want, rtol=1e-12, atol=0.0):

@@ -39,9 +39,23 @@ import numpy as np
 from .._types import MethodReport
 from ..stopping import Stop
 
-__all__ = ["MethodBase", "register", "METHODS", "get_method"]
+__all__ = [
+    "MethodBase",
+    "register",
+    "METHODS",
+    "get_method",
+    "method_names",
+    "Preset",
+    "PRESETS",
+    "add_preset",
+    "get_preset",
+]
 
+#: Registered outer methods: name -> class (canonical names and aliases).
 METHODS: dict[str, type] = {}
+#: Named configurations of registered methods (the benchmarks' keys such as
+#: ``"sd"`` or ``"lp4/3"``): key -> :class:`Preset`.
+PRESETS: dict[str, Preset] = {}
 
 
 def register(*names):
@@ -65,6 +79,69 @@ def get_method(name):
     except KeyError:
         known = ", ".join(sorted(METHODS))
         raise ValueError(f"unknown method {name!r}; known methods: {known}") from None
+
+
+def method_names(oracle_kind=None):
+    """Every registered name (aliases included), in the order of registration.
+
+    Parameters
+    ----------
+    oracle_kind : {"dual", "weak_learners"}, optional
+        Only the methods that talk to this kind of oracle (see
+        :attr:`MethodBase.oracle_kind`); ``"dual"`` gives the names an
+        estimator such as :class:`~mklopt.MKLClassifier` accepts.
+    """
+    return [n for n, cls in METHODS.items()
+            if oracle_kind is None or getattr(cls, "oracle_kind", "dual") == oracle_kind]
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A registered method with fixed hyper-parameters and a label for tables.
+
+    Attributes
+    ----------
+    key : str
+        The preset's name (``"sd"``, ``"lp4/3"``, ...).
+    method : str
+        The registry name of its method.
+    label : str
+        How tables and figures name it (``"SD (SimpleMKL)"``).
+    params : tuple of (str, object)
+        The keyword arguments of the method's constructor.
+    """
+
+    key: str
+    method: str
+    label: str
+    params: tuple = ()
+
+    @property
+    def cls(self):
+        """The method class."""
+        return get_method(self.method)
+
+    def make(self):
+        """A fresh method instance with the preset's parameters."""
+        return self.cls(**dict(self.params))
+
+
+def add_preset(key, method, label, **params):
+    """Register the preset ``key``: method ``method`` with ``params``, shown as ``label``."""
+    if key in PRESETS:
+        raise ValueError(f"preset {key!r} is already registered")
+    get_method(method)  # the method must be registered first
+    PRESETS[key] = preset = Preset(key, method, label, tuple(params.items()))
+    return preset
+
+
+def get_preset(key):
+    """The :class:`Preset` registered under ``key``."""
+    try:
+        return PRESETS[key]
+    except KeyError:
+        known = ", ".join(PRESETS)
+        raise ValueError(f"unknown method {key!r}; choose from {known}") from None
 
 
 @dataclass

@@ -1,0 +1,27 @@
+"""Optional dependencies: a missing one is skipped or named with how to install it."""
+
+import sys
+
+import pytest
+
+from mklopt import _bench
+from mklopt._optional import optional, pyplot, require
+from mklopt.testing import SmoothQuadraticOracle
+
+
+def test_a_missing_module_is_none_or_an_error_that_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cvxpy", None)  # as on a machine without cvxpy
+    assert optional("cvxpy") is None
+    with pytest.raises(ImportError, match=r'^the exact optimum of SmoothQuadraticOracle needs '
+                       r'cvxpy, which is not installed; pip install "mklopt\[test\]"$'):
+        SmoothQuadraticOracle.random(3).exact_l1_optimum()
+    with pytest.raises(ImportError, match=r"^X needs somepackage, .* pip install somepackage$"):
+        require("somepackage.sub", "X")
+
+
+def test_figures_are_skipped_without_matplotlib(monkeypatch, tmp_path):
+    assert pyplot() is not None  # installed with the test extra
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert pyplot() is None
+    assert _bench.draw_figures({"sonar": {"level": []}}, str(tmp_path), ["level"]) == []
+    assert list(tmp_path.iterdir()) == []
