@@ -80,7 +80,8 @@ class _TaskMKL(BaseEstimator):
         deadline = None
         if self.time_limit is not None:
             limit = check_real(self.time_limit, "time_limit", low=0.0, strict_low=True)
-            deadline = time.perf_counter() + limit
+            # Wall-clock time, the clock MKLClassifier._stop reads.
+            deadline = time.time() + limit
         check_storage_params(self.storage, self.cache_size, self.max_memory)
         if self.callback is not None and not callable(self.callback):
             raise TypeError("callback must be callable, taking one mklopt.Progress row")
