@@ -319,7 +319,9 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
         The file is written to a temporary name first and then renamed, so an
         interrupted save never leaves a half-written model behind.
     feature_names : sequence of str, optional
-        One name per feature, stored in the metadata.
+        One name per feature, stored in the metadata. Default: the
+        estimator's ``feature_names_in_`` when it was fitted on a table with
+        string column names (a pandas DataFrame).
     label : str, optional
         Name of the label column, stored in the metadata.
     standardize : tuple of two array-likes of shape (n_features,), optional
@@ -361,6 +363,9 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
     d = int(clf.n_features_in_)
     specs = list(clf.kernel_specs_)
     m = len(specs)
+    fitted_names = getattr(clf, "feature_names_in_", None)
+    if feature_names is None and fitted_names is not None:
+        feature_names = fitted_names
     if feature_names is not None:
         feature_names = [str(f) for f in feature_names]
         if len(feature_names) != d:
@@ -465,6 +470,10 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
         "kernel_specs": [_spec_to_json(s) for s in specs],
         "params": saved,
         "feature_names": feature_names,
+        # Present only for a model fitted on a table: load_model restores
+        # feature_names_in_, so prediction checks the columns again.
+        **({"feature_names_in": [str(f) for f in fitted_names]} if fitted_names is not None
+           else {}),
         "label": label,
     }
     if task:
@@ -610,6 +619,13 @@ def _read_meta(path, arrays):
         or not all(isinstance(s, str) for s in names)
     ):
         _fail(path, "is corrupt (feature_names must be one string per feature)")
+    fitted_names = meta.get("feature_names_in")
+    if fitted_names is not None and (
+        not isinstance(fitted_names, list)
+        or len(fitted_names) != meta["n_features"]
+        or not all(isinstance(s, str) for s in fitted_names)
+    ):
+        _fail(path, "is corrupt (feature_names_in must be one string per feature)")
     if meta.get("label") is not None and not isinstance(meta["label"], str):
         _fail(path, "is corrupt (label must be a string)")
     return meta
@@ -836,6 +852,8 @@ def _build(a, meta, specs):
         coefs.append(coef)
 
     clf.n_features_in_ = meta["n_features"]
+    if meta.get("feature_names_in") is not None:
+        clf.feature_names_in_ = np.asarray(meta["feature_names_in"], dtype=object)
     clf.models_ = models
     clf.kernel_specs_ = list(specs)
     clf.n_kernels_ = len(specs)
@@ -886,8 +904,10 @@ def load_model(path):
         The metadata: ``format``, ``format_version``, ``mklopt_version``,
         ``estimator``, ``n_features``, ``n_kernels``, ``n_pairs``,
         ``kernel_specs`` (JSON form), ``params``, ``feature_names`` (or
-        None), ``label`` (or None) and ``standardize``: ``(mean, scale)``
-        arrays given to :func:`save_model`, or None.
+        None), ``label`` (or None), ``standardize``: ``(mean, scale)``
+        arrays given to :func:`save_model`, or None, and, for a model
+        fitted on a table with string column names, ``feature_names_in``
+        (restored as the estimator's ``feature_names_in_``).
 
     Raises
     ------

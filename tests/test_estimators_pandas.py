@@ -139,6 +139,30 @@ def test_tables_are_duck_typed():
         est.predict(_Table(X, ["p", "q", "r", "t"]))
 
 
+@pytest.mark.parametrize("cls", [MKLClassifier, MKLRegressor])
+def test_saved_models_keep_the_column_names(tmp_path, cls):
+    from mklopt.persist import load_model, save_model
+
+    est = cls(kernels=KERNELS, method="subgradient", max_iter=30)
+    X, y = _data(est)
+    names = ["p", "q", "r", "s"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ConvergenceWarning of the short run
+        est.fit(_Table(X, names), y)
+    save_model(est, tmp_path / "m.npz")
+    loaded, meta = load_model(tmp_path / "m.npz")
+    assert loaded.feature_names_in_.tolist() == names and meta["feature_names"] == names
+    np.testing.assert_array_equal(_scores(loaded, _Table(X, names)),
+                                  _scores(est, _Table(X, names)))
+    with pytest.raises(ValueError, match="unseen at fit time"):
+        loaded.predict(_Table(X, ["p", "q", "r", "t"]))
+    # A model fitted on an array has no names to restore.
+    est.fit(X, y)
+    save_model(est, tmp_path / "plain.npz", feature_names=names)
+    plain, meta = load_model(tmp_path / "plain.npz")
+    assert not hasattr(plain, "feature_names_in_") and meta["feature_names"] == names
+
+
 def test_package_does_not_import_pandas():
     import subprocess
     import sys
