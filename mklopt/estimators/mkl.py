@@ -246,7 +246,7 @@ class MKLClassifier(ClassifierBase):
         Class labels; with two classes ``classes_[1]`` is the positive one.
     n_features_in_ : int
         Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of str objects, shape (n_features_in_,)
+    feature_names_in_ : ndarray of str objects, shape (n_features,)
         Column names of ``X`` in ``fit``, set only when ``X`` is a table
         (a pandas DataFrame) whose column names are all strings; prediction
         then checks that its input has the same names in the same order.
