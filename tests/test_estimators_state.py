@@ -96,3 +96,34 @@ def test_fitted_and_loaded_attributes_have_the_same_shape(tmp_path, n_classes):
     for s_fit, s_load in zip(pair_values(clf, "support_"), pair_values(loaded, "support_")):
         np.testing.assert_array_equal(s_fit, s_load)
     np.testing.assert_array_equal(loaded.decision_function(X), clf.decision_function(X))
+
+
+def test_task_estimators_without_sklearn():
+    # The stand-in bases of _sklearn: parameters, R^2 score, fit_predict.
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import sys
+        sys.modules["sklearn"] = None
+        import numpy as np
+        from mklopt import MKLOneClass, MKLRegressor
+        from mklopt.estimators import _sklearn
+        from mklopt.kernels import rbf
+        assert not _sklearn.HAS_SKLEARN
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(60, 2))
+        y = X[:, 0] - X[:, 1]
+        reg = MKLRegressor(kernels=[rbf(1.0), rbf(4.0)], C=10.0)
+        assert reg.get_params()["C"] == 10.0 and "C=10.0" in repr(reg)
+        r2 = reg.fit(X, y).score(X, y)
+        resid = y - reg.predict(X)
+        assert abs(r2 - (1 - resid @ resid / np.sum((y - y.mean()) ** 2))) < 1e-12
+        assert 0.5 < r2 <= 1.0, r2
+        labels = MKLOneClass(kernels=[rbf(1.0)], nu=0.2).fit_predict(X)
+        assert set(labels.tolist()) <= {-1, 1} and 0.05 < np.mean(labels == -1) < 0.4
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
