@@ -67,9 +67,9 @@ def check_choice(value, name, choices):
     return value
 
 
-def _as_float_array(x, name, dtype=np.float64):
+def _as_float_array(x, name, dtype=np.float64, copy=False):
     try:
-        a = np.asarray(x, dtype=dtype)
+        a = np.array(x, dtype=dtype) if copy else np.asarray(x, dtype=dtype)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be an array of real numbers: {exc}") from None
     return a
@@ -94,9 +94,13 @@ def check_matrix(X, name="X", *, min_rows=1, dtype=np.float64):
     return np.ascontiguousarray(a)
 
 
-def check_vector(x, name, *, size=None, dtype=np.float64):
-    """Return a C-contiguous finite 1-D float array (of length ``size`` if given)."""
-    a = _as_float_array(x, name, dtype)
+def check_vector(x, name, *, size=None, dtype=np.float64, copy=False):
+    """Return a C-contiguous finite 1-D float array (of length ``size`` if given).
+
+    With ``copy=True`` the result is always a new array (one copy, made while
+    converting), never the caller's.
+    """
+    a = _as_float_array(x, name, dtype, copy)
     if a.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
     if size is not None and a.shape[0] != size:
@@ -131,9 +135,13 @@ def check_labels(y, n_samples=None, name="y"):
     return np.ascontiguousarray(a)
 
 
-def check_weights(w, n_kernels, name="w"):
-    """Kernel weights: finite, non-negative, not all zero, length ``n_kernels``."""
-    a = check_vector(w, name, size=n_kernels)
+def check_weights(w, n_kernels, name="w", *, copy=False):
+    """Kernel weights: finite, non-negative, not all zero, length ``n_kernels``.
+
+    Returns a C-contiguous float64 array; with ``copy=True`` always a new one
+    (see :func:`check_vector`).
+    """
+    a = check_vector(w, name, size=n_kernels, copy=copy)
     if np.any(a < 0):
         raise ValueError(f"{name} must be non-negative; got min {a.min():.3g}")
     if not np.any(a > 0):

@@ -54,6 +54,7 @@ import numpy as np
 
 from . import __version__
 from .estimators import MKBoostClassifier, MKLClassifier, MKLOneClass, MKLRegressor
+from .estimators._ovo import pair_values, set_pair_attributes
 from .estimators.mkl import _BinaryMKL
 from .kernels import (
     RBF,
@@ -318,7 +319,9 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
         The file is written to a temporary name first and then renamed, so an
         interrupted save never leaves a half-written model behind.
     feature_names : sequence of str, optional
-        One name per feature, stored in the metadata.
+        One name per feature, stored in the metadata. Default: the
+        estimator's ``feature_names_in_`` when it was fitted on a table with
+        string column names (a pandas DataFrame).
     label : str, optional
         Name of the label column, stored in the metadata.
     standardize : tuple of two array-likes of shape (n_features,), optional
@@ -360,6 +363,9 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
     d = int(clf.n_features_in_)
     specs = list(clf.kernel_specs_)
     m = len(specs)
+    fitted_names = getattr(clf, "feature_names_in_", None)
+    if feature_names is None and fitted_names is not None:
+        feature_names = fitted_names
     if feature_names is not None:
         feature_names = [str(f) for f in feature_names]
         if len(feature_names) != d:
@@ -370,7 +376,7 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
     sv_X, sv_index, sv_pair, coef, sv_off = [], [], [], [], [0]
     k_idx, k_w, k_scale, k_off = [], [], [], [0]
     m_kind, m_cols, m_data, m_off, lm_X, lm_off = [], [], [], [0], [], [0]
-    supports = clf.support_ if len(clf.models_) > 1 else [clf.support_]
+    supports = pair_values(clf, "support_")
     spec_index = {s: k for k, s in enumerate(specs)}
     for model, support in zip(clf.models_, supports, strict=True):
         pred = model.predictor
@@ -401,12 +407,12 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
         "pairs": np.asarray([[0, 1]] if task else clf.pairs_, dtype=np.int64).reshape(
             n_pairs, 2
         ),
-        "weights": np.asarray(clf.weights_, dtype=np.float64).reshape(n_pairs, m),
+        "weights": np.asarray(pair_values(clf, "weights_"), dtype=np.float64).reshape(n_pairs, m),
         "intercept": np.array([mdl.bias for mdl in clf.models_], dtype=np.float64),
-        "n_iter": np.atleast_1d(np.asarray(clf.n_iter_, dtype=np.int64)),
-        "n_oracle_calls": np.atleast_1d(np.asarray(clf.n_oracle_calls_, dtype=np.int64)),
-        "gap": np.atleast_1d(np.asarray(clf.gap_, dtype=np.float64)),
-        "converged": np.atleast_1d(np.asarray(clf.converged_, dtype=bool)),
+        "n_iter": np.asarray(pair_values(clf, "n_iter_"), dtype=np.int64),
+        "n_oracle_calls": np.asarray(pair_values(clf, "n_oracle_calls_"), dtype=np.int64),
+        "gap": np.asarray(pair_values(clf, "gap_"), dtype=np.float64),
+        "converged": np.asarray(pair_values(clf, "converged_"), dtype=bool),
         "sv_offsets": np.asarray(sv_off, dtype=np.int64),
         "sv_X": (np.concatenate(sv_X, axis=0) if sv_X else np.empty((0, d))).astype(np.float64),
         "sv_index": np.concatenate(sv_index).astype(np.int64),
@@ -464,6 +470,10 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
         "kernel_specs": [_spec_to_json(s) for s in specs],
         "params": saved,
         "feature_names": feature_names,
+        # Present only for a model fitted on a table: load_model restores
+        # feature_names_in_, so prediction checks the columns again.
+        **({"feature_names_in": [str(f) for f in fitted_names]} if fitted_names is not None
+           else {}),
         "label": label,
     }
     if task:
@@ -609,6 +619,13 @@ def _read_meta(path, arrays):
         or not all(isinstance(s, str) for s in names)
     ):
         _fail(path, "is corrupt (feature_names must be one string per feature)")
+    fitted_names = meta.get("feature_names_in")
+    if fitted_names is not None and (
+        not isinstance(fitted_names, list)
+        or len(fitted_names) != meta["n_features"]
+        or not all(isinstance(s, str) for s in fitted_names)
+    ):
+        _fail(path, "is corrupt (feature_names_in must be one string per feature)")
     if meta.get("label") is not None and not isinstance(meta["label"], str):
         _fail(path, "is corrupt (label must be a string)")
     return meta
@@ -835,8 +852,30 @@ def _build(a, meta, specs):
         coefs.append(coef)
 
     clf.n_features_in_ = meta["n_features"]
+    if meta.get("feature_names_in") is not None:
+        clf.feature_names_in_ = np.asarray(meta["feature_names_in"], dtype=object)
+    clf.models_ = models
+    clf.kernel_specs_ = list(specs)
+    clf.n_kernels_ = len(specs)
+    clf.intercept_ = np.ascontiguousarray(a["intercept"])
+    set_pair_attributes(
+        clf,
+        weights_=np.ascontiguousarray(a["weights"]),
+        support_=supports,
+        dual_coef_=coefs,
+        n_iter_=a["n_iter"],
+        n_oracle_calls_=a["n_oracle_calls"],
+        gap_=a["gap"],
+        converged_=a["converged"],
+    )
     if meta["estimator"] in _TASK_ESTIMATORS:
-        return _finish_task(clf, a, meta, specs, models, supports, coefs)
+        fitted = meta["_fitted"]
+        clf.x_mean_, clf.x_scale_ = fitted["x_mean"], fitted["x_scale"]
+        if isinstance(clf, MKLRegressor):
+            clf.y_mean_, clf.y_scale_ = fitted["y_mean"], fitted["y_scale"]
+        else:
+            clf.offset_ = -float(clf.intercept_[0])
+        return clf
     clf.classes_ = a["classes"]
     if "scaler_mean" in a:
         clf.scaler_mean_ = np.ascontiguousarray(a["scaler_mean"])
@@ -844,38 +883,6 @@ def _build(a, meta, specs):
     else:
         clf.scaler_mean_ = clf.scaler_scale_ = None
     clf.pairs_ = np.ascontiguousarray(a["pairs"])
-    clf.models_ = models
-    clf.kernel_specs_ = list(specs)
-    clf.n_kernels_ = len(specs)
-    clf.intercept_ = np.ascontiguousarray(a["intercept"])
-    if P == 1:
-        clf.weights_ = np.ascontiguousarray(a["weights"][0])
-        clf.support_, clf.dual_coef_ = supports[0], coefs[0]
-        clf.n_iter_, clf.n_oracle_calls_ = int(a["n_iter"][0]), int(a["n_oracle_calls"][0])
-        clf.gap_, clf.converged_ = float(a["gap"][0]), bool(a["converged"][0])
-    else:
-        clf.weights_ = np.ascontiguousarray(a["weights"])
-        clf.support_, clf.dual_coef_ = supports, coefs
-        clf.n_iter_, clf.n_oracle_calls_ = a["n_iter"], a["n_oracle_calls"]
-        clf.gap_, clf.converged_ = a["gap"], a["converged"]
-    return clf
-
-
-def _finish_task(clf, a, meta, specs, models, supports, coefs):
-    fitted = meta["_fitted"]
-    clf.models_ = models
-    clf.kernel_specs_ = list(specs)
-    clf.n_kernels_ = len(specs)
-    clf.intercept_ = np.ascontiguousarray(a["intercept"])
-    clf.weights_ = np.ascontiguousarray(a["weights"][0])
-    clf.support_, clf.dual_coef_ = supports[0], coefs[0]
-    clf.n_iter_, clf.n_oracle_calls_ = int(a["n_iter"][0]), int(a["n_oracle_calls"][0])
-    clf.gap_, clf.converged_ = float(a["gap"][0]), bool(a["converged"][0])
-    clf.x_mean_, clf.x_scale_ = fitted["x_mean"], fitted["x_scale"]
-    if isinstance(clf, MKLRegressor):
-        clf.y_mean_, clf.y_scale_ = fitted["y_mean"], fitted["y_scale"]
-    else:
-        clf.offset_ = -float(clf.intercept_[0])
     return clf
 
 
@@ -897,8 +904,10 @@ def load_model(path):
         The metadata: ``format``, ``format_version``, ``mklopt_version``,
         ``estimator``, ``n_features``, ``n_kernels``, ``n_pairs``,
         ``kernel_specs`` (JSON form), ``params``, ``feature_names`` (or
-        None), ``label`` (or None) and ``standardize``: ``(mean, scale)``
-        arrays given to :func:`save_model`, or None.
+        None), ``label`` (or None), ``standardize``: ``(mean, scale)``
+        arrays given to :func:`save_model`, or None, and, for a model
+        fitted on a table with string column names, ``feature_names_in``
+        (restored as the estimator's ``feature_names_in_``).
 
     Raises
     ------

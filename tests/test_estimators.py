@@ -83,8 +83,8 @@ def test_works_without_sklearn():
         import numpy as np
         import mklopt
         from mklopt.kernels import rbf, linear
-        from mklopt.estimators import _base
-        assert not _base.HAS_SKLEARN
+        from mklopt.estimators import _sklearn
+        assert not _sklearn.HAS_SKLEARN
         clf = mklopt.MKLClassifier(kernels=[rbf(1.0), linear()], method="subgradient", C=2.0)
         assert repr(clf).startswith("MKLClassifier(")
         assert "C=2.0" in repr(clf) and "tol" not in repr(clf)
@@ -99,7 +99,7 @@ def test_works_without_sklearn():
             raise AssertionError("set_params accepted a bad name")
         try:
             clf.predict(np.zeros((2, 2)))
-        except _base.NotFittedError:
+        except _sklearn.NotFittedError:
             pass
         else:
             raise AssertionError("predict before fit")
@@ -182,7 +182,7 @@ def test_multiclass_one_vs_one():
 
 
 def test_vote_ties_broken_by_decision_values():
-    from mklopt.estimators._base import ovo_vote
+    from mklopt.estimators._ovo import ovo_vote
 
     # three-way tie: each class wins once; class 2 has the largest margins
     pairs = np.array([[0, 1], [0, 2], [1, 2]])

@@ -167,7 +167,7 @@ def test_binary_problems_and_clones_keep_n_jobs(data):
 
 def test_time_limit_holds_for_pairs_in_other_processes(data):
     X, y = data
-    from mklopt.estimators._base import ConvergenceWarning
+    from mklopt.estimators._sklearn import ConvergenceWarning
 
     with pytest.warns(ConvergenceWarning, match="time_limit"):
         clf = mkl(n_jobs=2, time_limit=1e-6, tol=1e-12).fit(X, y)

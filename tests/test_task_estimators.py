@@ -196,3 +196,15 @@ def test_methods_through_the_estimators(kw):
         kw = dict(kw, groups=[[0, 1], [2]])
     oc = MKLOneClass(kernels=specs[:2] + specs[3:4], nu=0.2, **kw).fit(Xtr)
     assert oc.converged_ and 0.1 <= np.mean(oc.predict(Xtr) == -1) <= 0.3
+
+
+@pytest.mark.parametrize("cls", [MKLRegressor, MKLOneClass])
+def test_a_generous_time_limit_does_not_stop_the_run(cls):
+    # time_limit is a wall-clock budget: ten minutes must leave a small fit
+    # untouched (the deadline was once taken on another clock and ran out at once).
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    kw = {"nu": 0.3} if cls is MKLOneClass else {}
+    limited = cls(kernels=[rbf(1.0), rbf(4.0)], time_limit=600.0, **kw).fit(X, X[:, 0])
+    assert limited.result_.reason != "time_limit"
+    assert limited.converged_

@@ -1,10 +1,14 @@
 """scikit-learn-style estimators (scikit-learn itself is optional).
 
-Importing this subpackage imports scikit-learn when it is installed (see
-:mod:`mklopt.estimators._base`); ``import mklopt`` alone does not.
+Importing this subpackage imports scikit-learn when it is installed (only
+:mod:`mklopt.estimators._sklearn` does, in one guarded place); ``import
+mklopt`` alone does not. The modules have one job each: ``_sklearn`` the
+optional scikit-learn bases, ``_checks`` the checks of ``X`` and ``y``,
+``_params`` the shared hyper-parameters, ``_ovo`` the one-vs-one scheme of
+the classifiers, then one module per estimator family.
 """
 
-from ._base import ConvergenceWarning
+from ._sklearn import ConvergenceWarning
 from .mkboost import MKBoostClassifier
 from .mkl import MKLClassifier
 from .mkl_tasks import MKLOneClass, MKLRegressor

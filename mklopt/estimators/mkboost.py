@@ -8,15 +8,26 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_choice, check_real
-from ._base import (
-    ClassifierBase,
-    ConvergenceWarning,
-    _as_seed,
-    check_storage_params,
-    resolve_kernel_specs,
-)
+from ..driver import solve
+from ..kernels import KernelBank
+from ..methods import Boosting
+from ..oracles import WeakLearners
+from ..stopping import MaxIter
+from ._ovo import ClassifierBase, set_pair_attributes
+from ._params import check_seed, check_storage_params, resolve_kernel_specs
+from ._sklearn import ConvergenceWarning
 
 __all__ = ["MKBoostClassifier"]
+
+
+@dataclass
+class _BoostPlan:
+    """Validated parameters of one ``fit`` (lives only as long as the fit)."""
+
+    C: float
+    tol: float
+    specs: list
+    seeds: np.random.Generator
 
 
 @dataclass
@@ -124,6 +135,10 @@ class MKBoostClassifier(ClassifierBase):
         Class labels; with two classes ``classes_[1]`` is the positive one.
     n_features_in_ : int
         Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of str objects, shape (n_features,)
+        Column names of ``X`` in ``fit``, set only when ``X`` is a table
+        (a pandas DataFrame) whose column names are all strings; prediction
+        then checks that its input has the same names in the same order.
     kernel_specs_ : list
         The base kernels used.
     n_kernels_ : int
@@ -225,8 +240,6 @@ class MKBoostClassifier(ClassifierBase):
         return resolve_kernel_specs(self.kernels, n_features, protocol="mkboost2013")
 
     def _method(self, seed):
-        from ..methods import Boosting
-
         return Boosting(
             variant=self.variant,
             n_rounds=self.n_rounds,
@@ -236,38 +249,33 @@ class MKBoostClassifier(ClassifierBase):
         )
 
     def _prepare_fit(self, X):
-        self._C = check_real(self.C, "C", low=0.0, strict_low=True)
-        self._tol = check_real(self.tol, "tol", low=0.0, strict_low=True)
+        C = check_real(self.C, "C", low=0.0, strict_low=True)
+        tol = check_real(self.tol, "tol", low=0.0, strict_low=True)
         check_choice(self.normalize, "normalize", (None, "diagonal", "trace"))
-        _as_seed(self.random_state)
+        check_seed(self.random_state)
         self._method(None).check_params()
         check_storage_params(self.storage, self.cache_size, self.max_memory)
-        self._specs = self._resolve_specs(X.shape[1])
+        specs = self._resolve_specs(X.shape[1])
         # One stream of seeds, one per binary problem in turn: the same
         # random_state gives the same model, pairs get different draws.
-        self._seeds = np.random.default_rng(self.random_state)
+        return _BoostPlan(C, tol, specs, np.random.default_rng(self.random_state))
 
-    def _pair_extras(self, n_pairs):
+    def _pair_extras(self, plan, n_pairs):
         # Every pair's seed is drawn here, in pair order, so that pairs
         # fitted in parallel get the seeds of the serial loop.
-        return [(int(self._seeds.integers(2**63 - 1)),) for _ in range(n_pairs)]
+        return [(int(plan.seeds.integers(2**63 - 1)),) for _ in range(n_pairs)]
 
     # ---- one binary problem ------------------------------------------------
-    def _fit_binary(self, X, y, seed):
-        from ..driver import solve
-        from ..kernels import KernelBank
-        from ..oracles import WeakLearners
-        from ..stopping import MaxIter
-
+    def _fit_binary(self, plan, X, y, seed):
         bank = KernelBank.from_specs(
             X,
-            self._specs,
+            plan.specs,
             storage=self.storage,
             normalize=self.normalize,
             cache_size=self.cache_size,
             max_memory=self.max_memory,
         )
-        oracle = WeakLearners(bank, y, C=self._C, tol=self._tol)
+        oracle = WeakLearners(bank, y, C=plan.C, tol=plan.tol)
         # The method stops itself after n_rounds; MaxIter only guards the loop.
         result = solve(oracle, self._method(seed), stop=MaxIter(int(self.n_rounds) + 1))
         ens = result.extra["ensemble"]
@@ -286,28 +294,21 @@ class MKBoostClassifier(ClassifierBase):
     def _decision_binary(self, model, X):
         return _decision(model, X)
 
-    def _finish_fit(self, models):
-        self.kernel_specs_ = list(self._specs)
-        self.n_kernels_ = len(self._specs)
+    def _finish_fit(self, plan, models, rows):
+        self.kernel_specs_ = list(plan.specs)
+        self.n_kernels_ = len(plan.specs)
         results = [mdl.result for mdl in models]
         ensembles = [mdl.ensemble for mdl in models]
-        weights = np.vstack([np.asarray(r.weights, dtype=np.float64) for r in results])
-        n_iter = np.array([len(e) for e in ensembles], dtype=np.int64)
-        n_fits = np.array([r.extra["n_fits"] for r in results], dtype=np.int64)
-        reasons = [r.reason for r in results]
-        if len(models) == 1:
-            self.weights_ = weights[0]
-            self.ensemble_ = ensembles[0]
-            self.n_iter_, self.n_fits_ = int(n_iter[0]), int(n_fits[0])
-            self.stop_reason_ = reasons[0]
-            self.history_, self.result_ = results[0].history, results[0]
-        else:
-            self.weights_ = weights
-            self.ensemble_ = ensembles
-            self.n_iter_, self.n_fits_ = n_iter, n_fits
-            self.stop_reason_ = reasons
-            self.history_ = [r.history for r in results]
-            self.result_ = results
+        set_pair_attributes(
+            self,
+            weights_=np.vstack([np.asarray(r.weights, dtype=np.float64) for r in results]),
+            ensemble_=ensembles,
+            n_iter_=np.array([len(e) for e in ensembles], dtype=np.int64),
+            n_fits_=np.array([r.extra["n_fits"] for r in results], dtype=np.int64),
+            stop_reason_=[r.reason for r in results],
+            history_=[r.history for r in results],
+            result_=results,
+        )
         empty = [
             f"{self.classes_[i]!r} vs {self.classes_[j]!r}"
             for (i, j), e in zip(self.pairs_, ensembles, strict=True)

@@ -7,17 +7,19 @@ import inspect
 import time
 import warnings
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from .._validation import check_int, check_real
-from ..kernels import KernelExpansion
-from ._base import (
-    ClassifierBase,
-    ConvergenceWarning,
-    check_storage_params,
-    resolve_kernel_specs,
-)
+from ..driver import solve
+from ..kernels import KernelBank, KernelExpansion
+from ..methods import Chain, LevelBundle, get_method
+from ..oracles import SVMDual
+from ..stopping import DualityGap, MaxIter, TimeLimit
+from ._ovo import ClassifierBase, set_pair_attributes
+from ._params import check_storage_params, resolve_kernel_specs
+from ._sklearn import ConvergenceWarning
 
 __all__ = ["MKLClassifier"]
 
@@ -65,6 +67,30 @@ class _BinaryMKL:
     dual_coef: np.ndarray
     bias: float
     result: object
+
+
+def _run_attributes(models, rows=None):
+    """Fitted attributes of MKL runs, one entry per pair (for :func:`set_pair_attributes`).
+
+    ``rows[k]`` maps pair ``k``'s sample indices to the training ``X``
+    (default: the identity, one problem on all of ``X``).
+    """
+    results = [mdl.result for mdl in models]
+    if rows is None:
+        supports = [mdl.support for mdl in models]
+    else:
+        supports = [r[mdl.support] for r, mdl in zip(rows, models, strict=True)]
+    return {
+        "weights_": np.vstack([mdl.weights for mdl in models]),
+        "support_": supports,
+        "dual_coef_": [mdl.dual_coef for mdl in models],
+        "n_iter_": np.array([r.n_iter for r in results], dtype=np.int64),
+        "n_oracle_calls_": np.array([r.n_oracle_calls for r in results], dtype=np.int64),
+        "gap_": np.array([r.rel_gap for r in results], dtype=np.float64),
+        "converged_": np.array([r.converged for r in results], dtype=bool),
+        "history_": [r.history for r in results],
+        "result_": results,
+    }
 
 
 def _check_oracle_kind(cls, label):
@@ -220,6 +246,10 @@ class MKLClassifier(ClassifierBase):
         Class labels; with two classes ``classes_[1]`` is the positive one.
     n_features_in_ : int
         Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of str objects, shape (n_features,)
+        Column names of ``X`` in ``fit``, set only when ``X`` is a table
+        (a pandas DataFrame) whose column names are all strings; prediction
+        then checks that its input has the same names in the same order.
     scaler_mean_, scaler_scale_ : ndarray of shape (n_features,) or None
         The standardisation applied to the features (None without one).
     kernel_specs_ : list
@@ -368,8 +398,6 @@ class MKLClassifier(ClassifierBase):
 
     def _method_factory(self, specs):
         """Validate method/p/groups; return a function making a fresh method."""
-        from ..methods import get_method
-
         m = self.method
         if isinstance(m, str):
             try:
@@ -450,10 +478,6 @@ class MKLClassifier(ClassifierBase):
         new_method = self._method_factory(specs)
         if self.method == "level" and tol < _CHAIN_BELOW:
             # A tight tol: Level finds the active kernels, the exact step certifies.
-            from functools import partial
-
-            from ..methods import Chain, LevelBundle
-
             # lambda = 0.7 throughout reaches the switch in fewer calls than the
             # paper's 0.9 -> 0.99 on every set measured (benchmarks/README.md).
             first = LevelBundle(lam=_CHAIN_LAM, lam_final=_CHAIN_LAM)
@@ -461,23 +485,16 @@ class MKLClassifier(ClassifierBase):
 
             if self.inner_tol is None:
                 inner_tol = _INNER_TOL_MAX
-        self._fit_state = _Plan(C, tol, max_iter, inner_tol, threshold, deadline, specs, new_method)
+        return _Plan(C, tol, max_iter, inner_tol, threshold, deadline, specs, new_method)
 
     # ---- one binary problem ------------------------------------------------
     def _stop(self, plan):
-        from ..stopping import DualityGap, MaxIter, TimeLimit
-
         stop = DualityGap(plan.tol) | MaxIter(plan.max_iter)
         if plan.deadline is not None:
             stop = stop | TimeLimit(max(plan.deadline - time.time(), 1e-9))
         return stop
 
-    def _fit_binary(self, X, y):
-        from ..driver import solve
-        from ..kernels import KernelBank
-        from ..oracles import SVMDual
-
-        plan = self._fit_state
+    def _fit_binary(self, plan, X, y):
         bank = KernelBank.from_specs(
             X,
             plan.specs,
@@ -507,33 +524,13 @@ class MKLClassifier(ClassifierBase):
     def _decision_binary(self, model, X):
         return model.predictor(X)
 
-    def _finish_fit(self, models):
-        plan = self._fit_state
-        y_rows = self._ovo_rows
+    def _finish_fit(self, plan, models, rows):
         self.kernel_specs_ = list(plan.specs)
         self.n_kernels_ = len(plan.specs)
         results = [mdl.result for mdl in models]
-        supports = [rows[mdl.support] for rows, mdl in zip(y_rows, models)]
-        coefs = [mdl.dual_coef for mdl in models]
         self.intercept_ = np.array([mdl.bias for mdl in models])
-        weights = np.vstack([mdl.weights for mdl in models])
-        n_iter = np.array([r.n_iter for r in results], dtype=np.int64)
-        calls = np.array([r.n_oracle_calls for r in results], dtype=np.int64)
-        gaps = np.array([r.rel_gap for r in results], dtype=np.float64)
+        set_pair_attributes(self, **_run_attributes(models, rows))
         conv = np.array([r.converged for r in results], dtype=bool)
-        if len(models) == 1:
-            self.weights_ = weights[0]
-            self.support_, self.dual_coef_ = supports[0], coefs[0]
-            self.n_iter_, self.n_oracle_calls_ = int(n_iter[0]), int(calls[0])
-            self.gap_, self.converged_ = float(gaps[0]), bool(conv[0])
-            self.history_, self.result_ = results[0].history, results[0]
-        else:
-            self.weights_ = weights
-            self.support_, self.dual_coef_ = supports, coefs
-            self.n_iter_, self.n_oracle_calls_ = n_iter, calls
-            self.gap_, self.converged_ = gaps, conv
-            self.history_ = [r.history for r in results]
-            self.result_ = results
         if not conv.all():
             bad = [
                 f"{self.classes_[i]!r} vs {self.classes_[j]!r}: {r.reason}, "

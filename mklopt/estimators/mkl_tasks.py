@@ -17,17 +17,14 @@ import warnings
 import numpy as np
 
 from .._validation import check_int, check_real
-from ..kernels import KernelExpansion
-from ._base import (
-    HAS_SKLEARN,
-    ConvergenceWarning,
-    DataConversionWarning,
-    ParamsMixin,
-    check_is_fitted,
-    check_storage_params,
-    check_X,
-    resolve_kernel_specs,
-)
+from ..driver import solve
+from ..kernels import KernelBank, KernelExpansion, rbf
+from ..oracles import OneClassDual, SVRDual
+from ..oracles.one_class import _check_nu
+from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
+from ._ovo import set_pair_attributes
+from ._params import check_storage_params, resolve_kernel_specs
+from ._sklearn import BaseEstimator, ConvergenceWarning, OutlierMixin, RegressorMixin
 from .mkl import (
     _INNER_TOL_MAX,
     _INNER_TOL_MIN,
@@ -35,6 +32,7 @@ from .mkl import (
     MKLClassifier,
     _BinaryMKL,
     _Plan,
+    _run_attributes,
 )
 
 __all__ = ["MKLRegressor", "MKLOneClass"]
@@ -44,54 +42,6 @@ __all__ = ["MKLRegressor", "MKLOneClass"]
 # gamma="scale" (gamma = 1 / (2 sigma^2) = 1 / (2 n_features)).
 _ONE_CLASS_WIDTHS = (0.125, 0.25, 0.5, 1.0)
 
-if HAS_SKLEARN:
-    from sklearn.base import BaseEstimator as _Base
-    from sklearn.base import OutlierMixin as _OutlierMixin
-    from sklearn.base import RegressorMixin as _RegressorMixin
-else:  # pragma: no cover - exercised without scikit-learn only
-    _Base = ParamsMixin
-
-    class _RegressorMixin:
-        _estimator_type = "regressor"
-
-        def score(self, X, y, sample_weight=None):
-            """Coefficient of determination R^2 of ``predict(X)``."""
-            y = np.asarray(y, dtype=np.float64).ravel()
-            sw = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, float)
-            r = y - self.predict(X)
-            mean = np.sum(sw * y) / np.sum(sw)
-            return float(1.0 - np.sum(sw * r**2) / np.sum(sw * (y - mean) ** 2))
-
-    class _OutlierMixin:
-        _estimator_type = "outlier_detector"
-
-        def fit_predict(self, X, y=None):
-            """``fit(X).predict(X)``."""
-            return self.fit(X).predict(X)
-
-
-def _check_targets(y, n, name):
-    if y is None:
-        raise ValueError(f"{name} requires y to be passed, but the target y is None")
-    a = np.asarray(y)
-    if a.ndim == 2 and a.shape[1] == 1:
-        warnings.warn(
-            "A column-vector y was passed when a 1d array was expected; it is ravelled",
-            DataConversionWarning,
-            stacklevel=3,
-        )
-        a = a.ravel()
-    if a.ndim != 1:
-        raise ValueError(f"y must be 1-D (one target per sample), got shape {a.shape}")
-    if a.shape[0] != n:
-        raise ValueError(f"y has {a.shape[0]} targets but X has {n} samples")
-    if a.dtype.kind not in "biuf":
-        raise ValueError(f"Unknown label type: dtype {a.dtype}; y must hold real targets")
-    a = a.astype(np.float64)
-    if not np.all(np.isfinite(a)):
-        raise ValueError("y contains NaN or infinity; the targets must be finite")
-    return a
-
 
 def _standardiser(X):
     mean = X.mean(axis=0)
@@ -100,7 +50,7 @@ def _standardiser(X):
     return mean, scale
 
 
-class _TaskMKL(_Base):
+class _TaskMKL(BaseEstimator):
     """One MKL problem on one oracle: parameters, fit loop, prediction."""
 
     _oracle_name = ""
@@ -130,7 +80,8 @@ class _TaskMKL(_Base):
         deadline = None
         if self.time_limit is not None:
             limit = check_real(self.time_limit, "time_limit", low=0.0, strict_low=True)
-            deadline = time.perf_counter() + limit
+            # Wall-clock time, the clock MKLClassifier._stop reads.
+            deadline = time.time() + limit
         check_storage_params(self.storage, self.cache_size, self.max_memory)
         if self.callback is not None and not callable(self.callback):
             raise TypeError("callback must be callable, taking one mklopt.Progress row")
@@ -142,9 +93,6 @@ class _TaskMKL(_Base):
         return _Plan(None, tol, max_iter, inner_tol, threshold, deadline, specs, new_method)
 
     def _fit_oracle(self, X, make_oracle, plan):
-        from ..driver import solve
-        from ..kernels import KernelBank
-
         if self.standardize:
             self.x_mean_, self.x_scale_ = _standardiser(X)
             X = (X - self.x_mean_) / self.x_scale_
@@ -172,16 +120,8 @@ class _TaskMKL(_Base):
         self.n_features_in_ = X.shape[1]
         self.kernel_specs_ = list(plan.specs)
         self.n_kernels_ = len(plan.specs)
-        self.weights_ = w
-        self.support_ = support
-        self.dual_coef_ = coef_all[support]
         self.intercept_ = np.array([bias])
-        self.n_iter_ = int(result.n_iter)
-        self.n_oracle_calls_ = int(result.n_oracle_calls)
-        self.gap_ = float(result.rel_gap)
-        self.converged_ = bool(result.converged)
-        self.history_ = result.history
-        self.result_ = result
+        set_pair_attributes(self, **_run_attributes([model]))
         if not result.converged:
             warnings.warn(
                 f"{type(self).__name__} did not reach the relative gap tol={plan.tol:g} "
@@ -196,6 +136,7 @@ class _TaskMKL(_Base):
 
     def _raw_decision(self, X):
         check_is_fitted(self, "models_")
+        check_feature_names(self, X, reset=False)
         X = check_X(X, type(self).__name__, n_features=self.n_features_in_)
         if getattr(self, "x_mean_", None) is not None:
             X = (X - self.x_mean_) / self.x_scale_
@@ -231,6 +172,10 @@ _COMMON_DOC = """
 _COMMON_ATTRS = """
     n_features_in_ : int
         Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of str objects, shape (n_features,)
+        Column names of ``X`` in ``fit``, set only when ``X`` is a table
+        (a pandas DataFrame) whose column names are all strings; prediction
+        then checks that its input has the same names in the same order.
     kernel_specs_ : list
         The base kernels used; ``n_kernels_`` their number.
     weights_ : ndarray of shape (n_kernels,)
@@ -245,7 +190,7 @@ _COMMON_ATTRS = """
         The run record, as for :class:`~mklopt.MKLClassifier`."""
 
 
-class MKLRegressor(_RegressorMixin, _TaskMKL):
+class MKLRegressor(RegressorMixin, _TaskMKL):
     __doc__ = f"""Multiple kernel learning epsilon-support vector regression.
 
     Learns kernel weights ``w`` together with an epsilon-SVR on
@@ -351,11 +296,10 @@ class MKLRegressor(_RegressorMixin, _TaskMKL):
         -------
         self
         """
-        from ..oracles import SVRDual
-
         name = type(self).__name__
+        check_feature_names(self, X, reset=True)
         X = check_X(X, name)
-        t = _check_targets(y, X.shape[0], name)
+        t = check_targets(y, X.shape[0], name)
         C = check_real(self.C, "C", low=0.0, strict_low=True)
         eps = check_real(self.epsilon, "epsilon", low=0.0)
         plan = self._check_common(X)
@@ -374,7 +318,7 @@ class MKLRegressor(_RegressorMixin, _TaskMKL):
         return self._raw_decision(X) * self.y_scale_ + self.y_mean_
 
 
-class MKLOneClass(_OutlierMixin, _TaskMKL):
+class MKLOneClass(OutlierMixin, _TaskMKL):
     __doc__ = f"""Multiple kernel learning nu-one-class SVM (novelty detection).
 
     Learns kernel weights ``w`` together with a one-class SVM on
@@ -470,8 +414,6 @@ class MKLOneClass(_OutlierMixin, _TaskMKL):
         self.callback = callback
 
     def _grid(self, n_features):
-        from ..kernels import rbf
-
         root = float(np.sqrt(n_features))
         return [rbf(s * root) for s in _ONE_CLASS_WIDTHS]
 
@@ -489,9 +431,7 @@ class MKLOneClass(_OutlierMixin, _TaskMKL):
         -------
         self
         """
-        from ..oracles import OneClassDual
-        from ..oracles.one_class import _check_nu
-
+        check_feature_names(self, X, reset=True)
         X = check_X(X, type(self).__name__)
         nu = _check_nu(self.nu)
         plan = self._check_common(X)

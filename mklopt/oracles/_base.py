@@ -12,6 +12,12 @@ DualSolver`, the offset, ``q`` through the bank's storage, value-only
 answers); a concrete oracle only builds its problem and maps between its
 own dual variables and the problem's (epsilon-SVR keeps ``beta = a - a*``
 outside and ``(a, a*)`` inside).
+
+*Checked once.* A call checks ``w`` (and a warm start) once, at its start,
+making the one copy the answer keeps; the solver then reads the kernels
+through the bank's storage, whose verbs trust their arguments (see
+:mod:`mklopt.kernels.storage`), never through the bank's public verbs,
+which would check ``w`` again.
 """
 
 from __future__ import annotations
@@ -125,10 +131,8 @@ class DualOracle:
 
     def _from_warm(self, warm_start):
         """The problem's variables from a warm start given as :meth:`_to_alpha` returns it."""
-        a = np.array(
-            check_vector(warm_start, "warm_start", size=self.problem.n_variables),
-            dtype=np.float64,
-        )
+        # Our own copy (the solver overwrites it), made while checking.
+        a = check_vector(warm_start, "warm_start", size=self.problem.n_variables, copy=True)
         return repair_feasible(a, self.problem)
 
     def _to_alpha(self, a):
@@ -160,7 +164,11 @@ class DualOracle:
         -------
         OracleAnswer
         """
-        w = np.array(check_weights(w, self.n_kernels, name="w"), dtype=np.float64)
+        # The edge of the per-call path: w is checked here, once, and copied
+        # once (the answer owns it). From here on it travels the trusted
+        # path, the bank's storage verbs through the solver, which check
+        # nothing (the bank's public verbs would check w again).
+        w = check_weights(w, self.n_kernels, name="w", copy=True)
         ks = None
         if kernels is not None:
             ks = _kernel_subset(kernels, self.n_kernels)

@@ -1,0 +1,325 @@
+"""One-vs-one classification: the fit loop over pairs of classes and the vote.
+
+:class:`ClassifierBase` validates ``X`` and ``y``, maps any two labels to
+-1/+1, and for more than two classes trains one binary problem per pair of
+classes and predicts by majority vote, breaking ties with the summed
+decision values, as the MKL papers do. A concrete classifier implements a
+few hooks (see :class:`ClassifierBase`). :func:`set_pair_attributes` gives
+the fitted attributes their "one pair or many" form.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+
+from .._parallel import check_n_jobs, parallel_map
+from ..datasets import _scaling
+from ._checks import check_feature_names, check_is_fitted, check_X, check_X_y
+from ._params import check_standardize
+from ._sklearn import BaseEstimator, ClassifierMixin, ClassifierScoreMixin
+
+__all__ = ["ClassifierBase", "ovo_vote", "set_pair_attributes", "pair_values"]
+
+
+def ovo_vote(decisions, pairs, n_classes):
+    """Combine pairwise decision values into per-class scores.
+
+    Parameters
+    ----------
+    decisions : ndarray of shape (n_samples, n_pairs)
+        Decision value of each binary problem; positive favours the second
+        class of the pair.
+    pairs : ndarray of shape (n_pairs, 2)
+        Class indices ``(i, j)``, ``i < j``, of each binary problem.
+    n_classes : int
+        Number of classes.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes)
+        Number of votes of each class plus a tie-break term in
+        ``(-1/3, 1/3)`` that grows with the summed decision values in favour
+        of the class. The term is too small to overturn a vote, so the
+        ``argmax`` is the majority vote with ties broken by confidence.
+    """
+    n = decisions.shape[0]
+    votes = np.zeros((n, n_classes))
+    conf = np.zeros((n, n_classes))
+    for k, (i, j) in enumerate(pairs):
+        d = decisions[:, k]
+        pos = d > 0
+        votes[:, j] += pos
+        votes[:, i] += ~pos
+        conf[:, j] += d
+        conf[:, i] -= d
+    return votes + conf / (3.0 * (np.abs(conf) + 1.0))
+
+
+def _one(value):
+    """The single pair's entry, as a Python scalar when it is a NumPy one."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def set_pair_attributes(estimator, **per_pair):
+    """Set fitted attributes given one value per one-vs-one pair.
+
+    With one pair (two classes, or a regressor or one-class model) each
+    attribute is that pair's value itself, a NumPy scalar becoming the
+    Python ``int``/``float``/``bool``; with several pairs it is the whole
+    array or list, one entry per pair. This is the form of ``weights_``,
+    ``n_iter_``, ``gap_``, ``result_`` and the like in every estimator and
+    in models loaded from files.
+
+    Parameters
+    ----------
+    estimator : object
+        Receives the attributes.
+    **per_pair : ndarray or list, each of length n_pairs
+        Attribute name mapped to its values, in pair order (an ndarray of
+        shape (n_pairs, m) gives rows of shape (m,)).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> class Fitted: pass
+    >>> one, many = Fitted(), Fitted()
+    >>> set_pair_attributes(one, n_iter_=np.array([7]), weights_=np.ones((1, 3)))
+    >>> one.n_iter_, one.weights_.shape
+    (7, (3,))
+    >>> set_pair_attributes(many, n_iter_=np.array([7, 9]))
+    >>> many.n_iter_.tolist()
+    [7, 9]
+    """
+    for name, values in per_pair.items():
+        if len(values) == 0:
+            raise ValueError(f"{name} has no value: a fitted model has at least one pair")
+        setattr(estimator, name, _one(values[0]) if len(values) == 1 else values)
+
+
+
+def pair_values(estimator, name):
+    """The inverse of :func:`set_pair_attributes`: attribute ``name`` as a list, one per pair.
+
+    The number of pairs is ``len(estimator.models_)``.
+    """
+    value = getattr(estimator, name)
+    return [value] if len(estimator.models_) == 1 else list(value)
+
+class ClassifierBase(ClassifierMixin, BaseEstimator):
+    """Base class of the mklopt classifiers: validation, labels and one-vs-one.
+
+    Subclasses implement
+
+    ``_prepare_fit(self, X) -> plan``
+        Optional. Validate the hyper-parameters and build whatever every
+        binary problem shares (for example the kernel specs), returned as
+        one object, the *plan* of this fit, which the other hooks receive.
+        Called once per ``fit``, after ``X`` and ``y`` are validated and
+        before any binary problem is solved, so that bad parameters fail
+        fast. The plan lives only as long as ``fit``: nothing of it is kept
+        on the estimator unless ``_finish_fit`` stores it.
+    ``_pair_extras(self, plan, n_pairs) -> list of tuples``
+        Optional. Per-pair extra arguments of ``_fit_binary`` drawn before
+        any pair is fitted (for example seeds from one random stream).
+    ``_fit_binary(self, plan, X, y, *extra) -> model``
+        Train one binary problem; ``y`` is a float64 array of -1/+1 with both
+        signs present, ``extra`` what ``_pair_extras`` gave for the pair.
+        Return any object. It must not change ``self``: with ``n_jobs`` the
+        pairs run in other processes or on a Dask cluster, on copies.
+    ``_decision_binary(self, model, X) -> ndarray of shape (n_samples,)``
+        Decision values of a model returned by ``_fit_binary``; positive
+        means the +1 class.
+    ``_finish_fit(self, plan, models, rows)``
+        Optional. Set the estimator-specific fitted attributes (for example
+        ``weights_`` with one row per pair, see :func:`set_pair_attributes`)
+        from the list of models; ``rows[k]`` are the training rows of pair
+        ``k`` (indices into the ``X`` given to ``fit``).
+
+    A subclass with ``standardize`` and ``kernels`` parameters has its
+    features standardised with the training mean and standard deviation
+    (``scaler_mean_``, ``scaler_scale_``; both None when not standardising)
+    before the hooks see them, at fit and at prediction time.
+
+    Fitted attributes set here: ``classes_``, ``n_features_in_``,
+    ``feature_names_in_`` (only when ``X`` is a table with string column
+    names, such as a pandas DataFrame), ``pairs_`` (ndarray of shape
+    (n_pairs, 2): the class indices of each binary problem; the second class
+    of a pair is its +1 class) and ``models_`` (one binary model per pair).
+    With two classes there is one pair, ``(0, 1)``, and ``classes_[1]`` is
+    the +1 class, as in scikit-learn.
+    """
+
+    # ---- hooks -----------------------------------------------------------
+    def _prepare_fit(self, X):
+        """Validate parameters and build the plan of this fit (default: None)."""
+
+    def _fit_binary(self, plan, X, y):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _decision_binary(self, model, X):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _pair_extras(self, plan, n_pairs):
+        """Extra arguments of ``_fit_binary`` for each pair (default: none).
+
+        Drawn in the calling process, in pair order, before any pair is
+        fitted, so that pairs fitted in parallel get what the serial loop
+        would give them (e.g. seeds from one random stream).
+        """
+        return [()] * n_pairs
+
+    def _finish_fit(self, plan, models, rows):
+        """Set estimator-specific fitted attributes (default: nothing)."""
+
+    # ---- scikit-learn contract ---------------------------------------------
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, "models_")
+
+    def fit(self, X, y):
+        """Fit one binary model per pair of classes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training samples (finite reals); a pandas DataFrame's string
+            column names are kept as ``feature_names_in_``.
+        y : array-like of shape (n_samples,)
+            Labels: any two or more distinct values (numbers or strings).
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            On NaN/inf, wrong shapes, fewer than two classes, continuous
+            targets or invalid parameters.
+        TypeError
+            On sparse or non-numeric ``X`` and parameters of the wrong type.
+        """
+        name = type(self).__name__
+        check_feature_names(self, X, reset=True)
+        X, y = check_X_y(X, y, name)
+        classes, y_idx = np.unique(y, return_inverse=True)
+        y_idx = y_idx.ravel()
+        if classes.shape[0] < 2:
+            raise ValueError(
+                f"y has only one class ({classes[0].tolist()!r}); {name} needs at least two "
+                "classes to train a classifier"
+            )
+        if check_standardize(getattr(self, "standardize", False), getattr(self, "kernels", None)):
+            mean, scale = _scaling(X)
+            X = (X - mean) / scale
+        else:
+            mean = scale = None
+        n_jobs = getattr(self, "n_jobs", None)
+        check_n_jobs(n_jobs)
+        plan = self._prepare_fit(X)
+        pairs = np.array(list(combinations(range(classes.shape[0]), 2)), dtype=np.int64)
+        extras = self._pair_extras(plan, len(pairs))
+        if classes.shape[0] == 2:
+            all_rows = [np.arange(X.shape[0])]
+        else:
+            all_rows = [np.flatnonzero((y_idx == i) | (y_idx == j)) for i, j in pairs]
+
+        def tasks():
+            # Lazily: a serial fit holds one pair's copy of X at a time.
+            for (_, j), rows, extra in zip(pairs, all_rows, extras):
+                y_pm1 = np.where(y_idx[rows] == j, 1.0, -1.0)
+                yield (plan, np.ascontiguousarray(X[rows]), y_pm1, *extra)
+
+        # The pairs are independent: with n_jobs (or a joblib backend such
+        # as Dask) they run as parallel tasks, with the same results.
+        models = parallel_map(self._fit_binary, tasks(), n_jobs, n_tasks=len(pairs))
+        self.classes_ = classes
+        self.n_features_in_ = X.shape[1]
+        self.scaler_mean_, self.scaler_scale_ = mean, scale
+        self.pairs_ = pairs
+        self.models_ = models
+        self._finish_fit(plan, models, all_rows)
+        return self
+
+    def _check_predict_input(self, X):
+        check_is_fitted(self, "models_")
+        check_feature_names(self, X, reset=False)
+        X = check_X(X, type(self).__name__, n_features=self.n_features_in_)
+        mean = getattr(self, "scaler_mean_", None)
+        if mean is not None:
+            X = (X - mean) / self.scaler_scale_
+        return X
+
+    def pairwise_decision_function(self, X):
+        """Decision values of every one-vs-one problem.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_pairs)
+            Column ``k`` is the decision value of the problem
+            ``pairs_[k] = (i, j)``: positive favours ``classes_[j]``.
+        """
+        X = self._check_predict_input(X)
+        out = np.empty((X.shape[0], len(self.models_)))
+        for k, model in enumerate(self.models_):
+            out[:, k] = self._decision_binary(model, X)
+        return out
+
+    def decision_function(self, X):
+        """Confidence scores.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            Two classes: the decision value, positive for ``classes_[1]``.
+            More classes: one-vs-one votes per class plus a tie-break term in
+            ``(-1/3, 1/3)`` (see :func:`ovo_vote`); ``argmax`` is the
+            prediction.
+        """
+        d = self.pairwise_decision_function(X)
+        if self.classes_.shape[0] == 2:
+            return d[:, 0]
+        return ovo_vote(d, self.pairs_, self.classes_.shape[0])
+
+    def predict(self, X):
+        """Predict class labels.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels taken from ``classes_`` (majority vote over the pairs when
+            there are more than two classes).
+        """
+        d = self.decision_function(X)
+        if d.ndim == 1:
+            return self.classes_[(d > 0).astype(np.int64)]
+        return self.classes_[np.argmax(d, axis=1)]
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy of ``predict(X)`` against ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        float
+        """
+        return ClassifierScoreMixin.score(self, X, y, sample_weight=sample_weight)
