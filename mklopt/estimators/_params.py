@@ -14,6 +14,7 @@ from .. import kernels as _kernels
 from .._memory import check_max_memory
 from .._validation import check_int
 from ..kernels.bank import _check_cache_size, check_storage
+from ..kernels.sharded import check_client
 
 __all__ = [
     "KERNEL_GRIDS",
@@ -92,3 +93,21 @@ def check_standardize(value, kernels):
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     raise ValueError(f"standardize must be 'auto', True or False, got {value!r}")
+
+
+def check_estimator_client(client, n_jobs):
+    """Check an estimator's ``client`` against its ``n_jobs``; None passes.
+
+    A client shards each binary problem's kernels (or sends the weak SVMs of
+    a boosting round) over the cluster, one problem at a time; ``n_jobs``
+    runs whole problems in parallel instead. The two do not combine.
+    """
+    if client is None:
+        return
+    check_client(client, "client")
+    if n_jobs not in (None, 1):
+        raise ValueError(
+            f"client and n_jobs={n_jobs!r} cannot be combined: client spreads the work of "
+            "each problem over the cluster, n_jobs runs several problems at once. Pass one of "
+            "them (for pairs as Dask tasks, use n_jobs inside joblib.parallel_backend('dask'))"
+        )

@@ -23,6 +23,7 @@ mklopt`` alone never imports scikit-learn.
 
 from __future__ import annotations
 
+import copy
 import inspect
 
 import numpy as np
@@ -36,6 +37,7 @@ __all__ = [
     "RegressorMixin",
     "OutlierMixin",
     "ParamsMixin",
+    "SharedClientMixin",
     "ClassifierScoreMixin",
     "RegressorScoreMixin",
     "OutlierFitPredictMixin",
@@ -146,6 +148,31 @@ class ParamsMixin:
         self.__dict__.update(state)
 
 
+class SharedClientMixin:
+    """Clones share the ``client`` parameter instead of copying it.
+
+    ``sklearn.base.clone`` deep-copies every parameter that is not an
+    estimator, and a live ``distributed.Client`` (a connection, with its
+    event loop) cannot be copied. An estimator with a ``client`` parameter
+    lists this mixin first: its clones get copies of every other parameter
+    and the same client, so ``clone``, ``GridSearchCV`` and
+    ``cross_val_score`` work with it.
+    """
+
+    def __sklearn_clone__(self):
+        params = self.get_params(deep=False)
+        for name, value in params.items():
+            if name != "client":
+                params[name] = _clone_param(value)
+        return type(self)(**params)
+
+
+def _clone_param(value):
+    if HAS_SKLEARN:
+        return _sk_clone(value, safe=False)
+    return copy.deepcopy(value)
+
+
 class ClassifierScoreMixin:
     """Accuracy ``score`` of classifiers, without scikit-learn."""
 
@@ -217,6 +244,7 @@ class _MklDataConversionWarning(UserWarning):
 # --------------------------------------------------------------------------
 try:
     from sklearn.base import BaseEstimator, ClassifierMixin, OutlierMixin, RegressorMixin
+    from sklearn.base import clone as _sk_clone
     from sklearn.exceptions import ConvergenceWarning, DataConversionWarning, NotFittedError
 except ImportError:  # scikit-learn is optional
     HAS_SKLEARN = False

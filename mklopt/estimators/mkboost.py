@@ -14,8 +14,8 @@ from ..methods import Boosting
 from ..oracles import WeakLearners
 from ..stopping import MaxIter
 from ._ovo import ClassifierBase, set_pair_attributes
-from ._params import check_seed, check_storage_params, resolve_kernel_specs
-from ._sklearn import ConvergenceWarning
+from ._params import check_estimator_client, check_seed, check_storage_params, resolve_kernel_specs
+from ._sklearn import ConvergenceWarning, SharedClientMixin
 
 __all__ = ["MKBoostClassifier"]
 
@@ -53,7 +53,7 @@ def _decision(model, X):
     return ens.decision(values)
 
 
-class MKBoostClassifier(ClassifierBase):
+class MKBoostClassifier(SharedClientMixin, ClassifierBase):
     """Multiple kernel boosting classifier (MKBoost-D1, -D2, -S1, -S2).
 
     AdaBoost over single-kernel SVMs: every round draws a sample of the
@@ -128,6 +128,12 @@ class MKBoostClassifier(ClassifierBase):
         differently on another number of threads (the workers use one).
         In other processes, warnings raised while solving a pair are not
         shown.
+    client : distributed.Client, optional
+        A running Dask client (``pip install "mklopt[dask]"``): the weak
+        SVMs of every boosting round are sent to its workers as tasks, one
+        per chunk of kernels (:class:`mklopt.oracles.WeakLearners`). The
+        model is the same as without a client. Cannot be combined with
+        ``n_jobs``. Clones (``sklearn.base.clone``) share the client.
 
     Attributes
     ----------
@@ -219,6 +225,7 @@ class MKBoostClassifier(ClassifierBase):
         cache_size=None,
         max_memory=None,
         n_jobs=None,
+        client=None,
     ):
         self.kernels = kernels
         self.variant = variant
@@ -234,6 +241,7 @@ class MKBoostClassifier(ClassifierBase):
         self.cache_size = cache_size
         self.max_memory = max_memory
         self.n_jobs = n_jobs
+        self.client = client
 
     # ---- parameter validation ----------------------------------------------
     def _resolve_specs(self, n_features):
@@ -255,6 +263,7 @@ class MKBoostClassifier(ClassifierBase):
         check_seed(self.random_state)
         self._method(None).check_params()
         check_storage_params(self.storage, self.cache_size, self.max_memory)
+        check_estimator_client(self.client, self.n_jobs)
         specs = self._resolve_specs(X.shape[1])
         # One stream of seeds, one per binary problem in turn: the same
         # random_state gives the same model, pairs get different draws.
@@ -275,7 +284,7 @@ class MKBoostClassifier(ClassifierBase):
             cache_size=self.cache_size,
             max_memory=self.max_memory,
         )
-        oracle = WeakLearners(bank, y, C=plan.C, tol=plan.tol)
+        oracle = WeakLearners(bank, y, C=plan.C, tol=plan.tol, client=self.client)
         # The method stops itself after n_rounds; MaxIter only guards the loop.
         result = solve(oracle, self._method(seed), stop=MaxIter(int(self.n_rounds) + 1))
         ens = result.extra["ensemble"]

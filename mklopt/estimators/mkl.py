@@ -18,8 +18,8 @@ from ..methods import Chain, LevelBundle, get_method
 from ..oracles import SVMDual
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._ovo import ClassifierBase, set_pair_attributes
-from ._params import check_storage_params, resolve_kernel_specs
-from ._sklearn import ConvergenceWarning
+from ._params import check_estimator_client, check_storage_params, resolve_kernel_specs
+from ._sklearn import ConvergenceWarning, SharedClientMixin
 
 __all__ = ["MKLClassifier"]
 
@@ -35,7 +35,6 @@ _INNER_TOL_MIN = 1e-8
 # inner tolerance), so it starts at _INNER_TOL_MAX.
 _CHAIN_BELOW = 1e-4
 _CHAIN_SWITCH = 1e-3
-_CHAIN_LAM = 0.7
 
 
 @dataclass
@@ -124,7 +123,7 @@ def _init_params(cls):
         return set()
 
 
-class MKLClassifier(ClassifierBase):
+class MKLClassifier(SharedClientMixin, ClassifierBase):
     """Multiple kernel learning SVM classifier.
 
     Learns a combination ``K = sum_k w_k K_k`` of base kernels together with
@@ -172,7 +171,7 @@ class MKLClassifier(ClassifierBase):
     tol : float, default=1e-2
         Relative duality gap at which a run counts as converged. With
         ``method="level"`` and ``tol < 1e-4`` the run is
-        ``Chain(LevelBundle(lam=0.7, lam_final=0.7), "active_set", switch=1e-3)``:
+        ``Chain(LevelBundle(), "active_set", switch=1e-3)``:
         the level method finds
         the active kernels, then the exact active-set step
         (:class:`mklopt.methods.ActiveSet`) certifies ``tol`` with one oracle
@@ -239,6 +238,14 @@ class MKLClassifier(ClassifierBase):
         differently on another number of threads (the workers use one).
         In other processes a ``callback`` runs there, and warnings raised
         while solving a pair are not shown.
+    client : distributed.Client, optional
+        A running Dask client (``pip install "mklopt[dask]"``). Each binary
+        problem's kernels are then sharded over its workers
+        (``KernelBank.from_specs(..., client=client)``, see
+        :doc:`/distributed`) and the workers' memory is freed when the
+        problem is solved; the fitted model needs no cluster to predict.
+        The answers equal the single-process ones. Cannot be combined with
+        ``n_jobs``. Clones (``sklearn.base.clone``) share the client.
 
     Attributes
     ----------
@@ -353,6 +360,7 @@ class MKLClassifier(ClassifierBase):
         max_memory=None,
         callback=None,
         n_jobs=None,
+        client=None,
     ):
         self.kernels = kernels
         self.method = method
@@ -371,6 +379,7 @@ class MKLClassifier(ClassifierBase):
         self.max_memory = max_memory
         self.callback = callback
         self.n_jobs = n_jobs
+        self.client = client
 
     # ---- parameter validation ----------------------------------------------
     def _resolve_specs(self, n_features):
@@ -472,16 +481,15 @@ class MKLClassifier(ClassifierBase):
             # run on other machines, whose monotonic clocks differ.
             deadline = time.time() + limit
         check_storage_params(self.storage, self.cache_size, self.max_memory)
+        check_estimator_client(self.client, self.n_jobs)
         if self.callback is not None and not callable(self.callback):
             raise TypeError("callback must be callable, taking one mklopt.Progress row")
         specs = self._resolve_specs(X.shape[1])
         new_method = self._method_factory(specs)
         if self.method == "level" and tol < _CHAIN_BELOW:
             # A tight tol: Level finds the active kernels, the exact step certifies.
-            # lambda = 0.7 throughout reaches the switch in fewer calls than the
-            # paper's 0.9 -> 0.99 on every set measured (benchmarks/README.md).
-            first = LevelBundle(lam=_CHAIN_LAM, lam_final=_CHAIN_LAM)
-            new_method = partial(Chain, first, "active_set", switch=max(_CHAIN_SWITCH, tol))
+            new_method = partial(Chain, LevelBundle(), "active_set",
+                                 switch=max(_CHAIN_SWITCH, tol))
 
             if self.inner_tol is None:
                 inner_tol = _INNER_TOL_MAX
@@ -502,9 +510,15 @@ class MKLClassifier(ClassifierBase):
             normalize=self.normalize,
             cache_size=self.cache_size,
             max_memory=self.max_memory,
+            client=self.client,
         )
-        oracle = SVMDual(bank, y, C=plan.C, tol=plan.inner_tol)
-        result = solve(oracle, plan.new_method(), stop=self._stop(plan), callback=self.callback)
+        try:
+            oracle = SVMDual(bank, y, C=plan.C, tol=plan.inner_tol)
+            result = solve(oracle, plan.new_method(), stop=self._stop(plan),
+                           callback=self.callback)
+        finally:
+            if self.client is not None:
+                bank.storage.close()  # the model keeps only the kernel functions
         w = np.asarray(result.weights, dtype=np.float64)
         alpha = np.asarray(result.alpha, dtype=np.float64)
         support = np.flatnonzero(alpha > 0.0).astype(np.int64)

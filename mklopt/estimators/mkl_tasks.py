@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from .._validation import check_int, check_real
+from ..datasets import _scaling
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion, rbf
 from ..oracles import OneClassDual, SVRDual
@@ -41,13 +42,6 @@ __all__ = ["MKLRegressor", "MKLOneClass"]
 # widths sigma = s * sqrt(n_features); s = 1 is about scikit-learn's
 # gamma="scale" (gamma = 1 / (2 sigma^2) = 1 / (2 n_features)).
 _ONE_CLASS_WIDTHS = (0.125, 0.25, 0.5, 1.0)
-
-
-def _standardiser(X):
-    mean = X.mean(axis=0)
-    scale = X.std(axis=0)
-    scale = np.where(scale > 1e-12 * np.maximum(1.0, np.abs(mean)), scale, 1.0)
-    return mean, scale
 
 
 class _TaskMKL(BaseEstimator):
@@ -94,7 +88,7 @@ class _TaskMKL(BaseEstimator):
 
     def _fit_oracle(self, X, make_oracle, plan):
         if self.standardize:
-            self.x_mean_, self.x_scale_ = _standardiser(X)
+            self.x_mean_, self.x_scale_ = _scaling(X)
             X = (X - self.x_mean_) / self.x_scale_
         else:
             self.x_mean_ = self.x_scale_ = None
