@@ -72,8 +72,8 @@ class LevelBundle(MethodBase):
     use 0.9 -> 0.99 below 0.01). The default, 0.7 held fixed, was chosen by
     measurement (``benchmarks/README.md``, "Level's lambda"): on the six
     bundled data sets under the paper's protocol (3 splits each) it needed
-    27-55 % fewer oracle calls than the paper's schedule to a relative gap
-    of 1e-2 and 2-6 times fewer to 1e-4, on every split, and about 30 % fewer
+    26-54 % fewer oracle calls than the paper's schedule to a relative gap
+    of 1e-2 and 1.2-6.7 times fewer to 1e-4, on every split, and about 30 % fewer
     on letter at n = 2,000-4,000. A lower level moves each step further
     towards the model's minimiser. The raised value lives in the run's
     state; ``self.lam`` is never changed. The reported bounds are ``(f_i, fbar_i)``; the reported

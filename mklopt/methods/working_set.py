@@ -38,8 +38,14 @@ import numpy as np
 from .._validation import check_int, check_real
 from ..domains import Simplex
 from ._base import MethodBase, get_method, register
+from .level_bundle import LevelBundle
 
 __all__ = ["KernelWorkingSet"]
+
+
+def _PAPER_LEVEL():
+    """Level with the schedule of Xu et al.'s experiments (lambda 0.9 -> 0.99)."""
+    return LevelBundle(lam=0.9, lam_final=0.99)
 
 
 class _SubsetOracle:
@@ -79,7 +85,9 @@ class KernelWorkingSet(MethodBase):
     method : str or method instance, default="level"
         The inner L1-MKL method (``"level"``, ``"silp"``, ``"simplemkl"``,
         ``"mirror"`` without groups, or an instance; it is restarted on each
-        new working set and never modified).
+        new working set and never modified). ``"level"`` here means
+        ``LevelBundle(lam=0.9, lam_final=0.99)``, the paper's schedule, which
+        needs fewer pricings inside a working set than ``LevelBundle()``.
     size : int, default=128
         Kernels added to the working set at the first pricing, and at most
         this many more at each later one. Banks with at most ``2 * size``
@@ -129,7 +137,11 @@ class KernelWorkingSet(MethodBase):
     def _new_inner(self):
         m = self.method
         if isinstance(m, str):
-            inner = get_method(m)()
+            # Named Level runs with the paper's lambda schedule here: inside a
+            # working set the default lambda = 0.7 closes the inner gap so fast
+            # that the shrink rule prices again after a call or two (sonar, 3,000
+            # kernels, gap 1e-2: 13 pricings against 4, 6.8 s against 4.2 s).
+            inner = _PAPER_LEVEL() if get_method(m) is LevelBundle else get_method(m)()
         elif isinstance(m, MethodBase) or all(hasattr(m, a) for a in ("start", "ask", "tell")):
             inner = type(m)(**m.get_params()) if hasattr(m, "get_params") else m
         else:
