@@ -1,12 +1,12 @@
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from mklopt import solve
 from mklopt.domains import Simplex
 from mklopt.methods import LevelBundle, get_method
 from mklopt.stopping import BoundGap, DualityGap, MaxIter
+from tests._strategies import piecewise_linear_oracles
 from tests._toy_oracles import PiecewiseLinearOracle
 from tests.methods import _svm_problems as P
 
@@ -28,9 +28,9 @@ def test_reaches_exact_lp_optimum_within_gap(seed):
 
 
 @settings(max_examples=25)
-@given(st.integers(0, 10**6), st.integers(2, 8), st.integers(2, 10))
-def test_bounds_monotone_and_bracket_the_optimum(seed, m, pieces):
-    oracle = PiecewiseLinearOracle.random(n_kernels=m, n_pieces=pieces, seed=seed)
+@given(piecewise_linear_oracles())
+def test_bounds_monotone_and_bracket_the_optimum(oracle):
+    m = oracle.n_kernels
     exact, _ = oracle.exact_l1_optimum()
     method = LevelBundle()
     res = solve(oracle, method, stop=BoundGap(1e-9) | MaxIter(40))
