@@ -52,7 +52,7 @@ def main():
     bank = mklopt.KernelBank.from_specs(X_tr, specs)
     oracle = SVMDual(bank, y_tr, C=10.0, tol=1e-4)
     res = mklopt.solve(
-        oracle, MirrorDescent(groups=groups), stop=DualityGap(2e-2) | MaxIter(100) | TimeLimit(15)
+        oracle, MirrorDescent(groups=groups), stop=DualityGap(2e-2) | MaxIter(100) | TimeLimit(120)
     )
     gamma = res.extra["gamma"]
     print(

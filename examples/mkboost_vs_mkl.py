@@ -18,6 +18,7 @@ import numpy as np
 from mklopt import MKBoostClassifier, MKLClassifier, datasets
 from mklopt.estimators import ConvergenceWarning
 from mklopt.kernels import grid
+from mklopt.oracles import ConvergenceWarning as OracleConvergenceWarning
 
 
 def main(name="breast"):
@@ -42,7 +43,10 @@ def main(name="breast"):
         with warnings.catch_warnings():
             # Weak SVMs on raw (untrace-normalised) kernels, as in the paper, may
             # stop on their iteration budget; boosting uses them as they are.
+            # (the weak learners warn with the oracles' class; the estimators with
+            # scikit-learn's when it is installed)
             warnings.simplefilter("ignore", ConvergenceWarning)
+            warnings.simplefilter("ignore", OracleConvergenceWarning)
             clf.fit(X_tr, y_tr)
         seconds = time.perf_counter() - t0
         w = np.asarray(clf.weights_, dtype=float)

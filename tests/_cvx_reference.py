@@ -12,11 +12,18 @@ from mklopt.datasets import load
 from mklopt.domains import GroupSimplex, LpBall, Simplex
 
 
-def small_problem(name="sonar", n=60, seed=0):
-    """``(K, y)``: 5 unit-trace kernels (3 RBF, linear, quadratic) on ``n`` points."""
+def small_problem(name="sonar", n=60, seed=0, rows=None):
+    """``(K, y)``: 5 unit-trace kernels (3 RBF, linear, quadratic) on ``n`` points.
+
+    The points are ``n`` distinct rows drawn with ``seed``, or the given
+    ``rows`` (which may repeat a row).
+    """
     X, y = load(name)
-    rng = np.random.default_rng(seed)
-    idx = rng.choice(len(y), size=n, replace=False)
+    if rows is None:
+        rng = np.random.default_rng(seed)
+        idx = rng.choice(len(y), size=n, replace=False)
+    else:
+        idx = np.asarray(rows)
     X, y = X[idx], y[idx].astype(float)
     X = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
     d2 = np.sum((X[:, None, :] - X[None, :, :]) ** 2, axis=-1)

@@ -19,11 +19,16 @@ def project_simplex(x, radius=1.0):
 
 
 def entropic_step(lam, g, step, offsets):
-    """Block-wise multiplicative-weights update lam * exp(-step g), normalised."""
+    """Block-wise multiplicative-weights update lam * exp(-step g), normalised.
+
+    Entries with ``lam = 0`` stay zero (their exponential is never formed, so
+    it cannot overflow to ``0 * inf``).
+    """
     out = np.zeros_like(lam)
     for a, b in zip(offsets[:-1], offsets[1:]):
-        blk = lam[a:b] * np.exp(-step * (g[a:b] - g[a:b][lam[a:b] > 0].min()))
-        out[a:b] = blk / blk.sum()
+        pos = np.flatnonzero(lam[a:b] > 0) + a
+        blk = lam[pos] * np.exp(-step * (g[pos] - g[pos].min()))
+        out[pos] = blk / blk.sum()
     return out
 
 

@@ -23,7 +23,14 @@ EXPECTED = {
 
 # Values the scripts print that can be checked: (regex with one number, bound).
 # quickstart: level on ionosphere reaches its 1e-2 gap and SVC-like accuracy;
-# custom_method: every method it compares stops on the duality gap below 1e-2.
+# custom_method: every method it compares stops on the duality gap below 1e-2;
+# custom_stopping: SimpleMKL on breast stops on its 1e-3 duality gap;
+# groups: the estimator reaches its 5e-2 gap with SVC-like accuracy (a linear
+# SVM scores about 0.96 on breast), mirror descent by hand its 2e-2 gap, and
+# the group weights gamma are a point of the simplex;
+# mkboost_vs_mkl: every model classifies breast at SVC-like accuracy and the
+# level method certifies its default 1e-2 gap.
+NUMBER = r"([0-9.]+(?:e[+-]?\d+)?)"
 VALUES = {
     "quickstart.py": [
         (r"test accuracy (\d\.\d+)", lambda v: v >= 0.85),
@@ -32,7 +39,36 @@ VALUES = {
     "custom_method.py": [
         (r"relative gap ([0-9.e+-]+), \d+ SVM calls, duality_gap", lambda v: v <= 1e-2)
     ],
+    "custom_stopping.py": [
+        (r"stopped by 'duality_gap' \(converged: True\) after \d+ SVM calls; relative gap "
+         + NUMBER, lambda v: 0 <= v <= 1e-3),
+    ],
+    "groups.py": [
+        (r"groups='features'\): \d+ kernels in \d+ groups, \d+ SVM calls, relative gap "
+         + NUMBER, lambda v: 0 <= v <= 5e-2),
+        (r"test accuracy (\d\.\d+)", lambda v: v >= 0.93),
+        (r"stopped by 'duality_gap' after \d+ SVM calls, relative gap " + NUMBER,
+         lambda v: 0 <= v <= 2e-2),
+        (r"\n    (\d\.\d+)  ", lambda v: 0 < v < 1),
+    ],
+    "mkboost_vs_mkl.py": [
+        (r"\n(?:L1-MKL \(level\)|MKBoost-[DS][12]) +\d+\.\d+ +(\d\.\d+)  ", lambda v: v >= 0.93),
+        (r"certified: relative duality gap " + NUMBER + r" after", lambda v: 0 <= v <= 1e-2),
+    ],
 }
+# How many values each pattern must find (one unless said here).
+COUNTS = {
+    ("groups.py", 3): 6,  # the six largest group weights
+    ("mkboost_vs_mkl.py", 0): 5,  # L1-MKL and four MKBoost variants
+}
+
+
+def check_monotone_gaps(script, stdout):
+    """custom_stopping prints the best relative gap every few calls: it never grows."""
+    if script != "custom_stopping.py":
+        return
+    gaps = [float(v) for v in re.findall(r"^call .* relative gap " + NUMBER + "$", stdout, re.M)]
+    assert len(gaps) >= 2 and all(b <= a for a, b in zip(gaps, gaps[1:])), gaps
 
 
 def test_every_example_is_listed():
@@ -43,7 +79,9 @@ def test_every_example_is_listed():
 def test_example_runs(script, tmp_path):
     # Run from an empty directory so that an example cannot depend on (or
     # write into) the source tree.
-    env = {**os.environ, "MPLBACKEND": "Agg"}
+    # The package under test is this source tree, not whatever is installed.
+    path = os.pathsep.join(filter(None, [str(EXAMPLES.parent), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": path}
     proc = subprocess.run(
         [sys.executable, str(script)],
         cwd=tmp_path,
@@ -54,7 +92,10 @@ def test_example_runs(script, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert EXPECTED[script.name] in proc.stdout
-    for pattern, ok in VALUES.get(script.name, []):
+    for i, (pattern, ok) in enumerate(VALUES.get(script.name, [])):
         found = [float(v) for v in re.findall(pattern, proc.stdout)]
-        assert found and all(ok(v) for v in found), (pattern, proc.stdout[-2000:])
+        assert len(found) >= COUNTS.get((script.name, i), 1), (pattern, proc.stdout[-2000:])
+        assert all(ok(v) for v in found), (pattern, found, proc.stdout[-2000:])
+    check_monotone_gaps(script.name, proc.stdout)
     assert "Traceback" not in proc.stderr
+    assert "Warning" not in proc.stderr, proc.stderr[-3000:]

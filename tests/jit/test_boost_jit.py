@@ -7,17 +7,24 @@ from hypothesis import strategies as st
 
 from mklopt._jit.boost import weak_svm_round
 from tests import _reference as ref
+from tests._strategies import labels, log_uniform, points
 
 
 def make_round(seed, n=30, s=12, r=3):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 2))
     y = np.where(X[:, 0] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
-    d = ((X[:, None] - X[None]) ** 2).sum(-1)
-    K = np.stack([np.exp(-d / (2 * w**2)) for w in (0.5, 1.0, 2.0, 4.0)[:r]])
     sample = rng.choice(n, size=s, replace=True)
     if np.unique(y[sample]).size < 2:
         sample[:2] = [np.flatnonzero(y > 0)[0], np.flatnonzero(y < 0)[0]]
+    return round_of(X, y, sample, r)
+
+
+def round_of(X, y, sample, r=3):
+    """The arrays of one boosting round: r RBF kernels on X, a sample with copies."""
+    sample = np.asarray(sample)
+    d = ((X[:, None] - X[None]) ** 2).sum(-1)
+    K = np.stack([np.exp(-d / (2 * w**2)) for w in (0.5, 1.0, 2.0, 4.0)[:r]])
     uniq = np.unique(sample)
     B = np.ascontiguousarray(K[:, uniq, :])
     return B, uniq.astype(np.int64), sample.astype(np.int64), y[sample], y[uniq]
@@ -32,10 +39,23 @@ def run(B, uniq, sample, yu, C, tol=1e-10, max_iter=100_000, fn=weak_svm_round):
     return coef, bias, dec, n_iter, viol
 
 
+@st.composite
+def rounds(draw, n=30):
+    """Drawn points and labels, and a sample of 4 to 20 rows with copies; both
+    classes are in the sample, possibly one point (or copies of one) of a class."""
+    X = draw(points(n, 2))
+    y = draw(labels(n))
+    pos, neg = np.flatnonzero(y > 0), np.flatnonzero(y < 0)
+    first = [draw(st.sampled_from(pos.tolist())), draw(st.sampled_from(neg.tolist()))]
+    rest = draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=18))
+    return round_of(X, y, first + rest)
+
+
 @settings(max_examples=25)
-@given(seed=st.integers(0, 10_000), s=st.integers(4, 20), C=st.sampled_from([0.5, 5.0, 50.0]))
-def test_round_matches_the_numpy_twin(seed, s, C):
-    B, uniq, sample, ys, yu = make_round(seed, s=s)
+@given(problem=rounds(), C=log_uniform(0.05, 50.0))
+def test_round_matches_the_numpy_twin(problem, C):
+    B, uniq, sample, ys, yu = problem
+    s = sample.size
     coef, bias, dec, n_iter, viol = run(B, uniq, sample, yu, C)
     # the twin solves the sample with its copies: merging them is the same SVM
     c_ref, b_ref, d_ref = ref.weak_svm_round(B, uniq, sample, ys, C)

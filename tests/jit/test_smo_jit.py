@@ -29,6 +29,7 @@ from mklopt._jit.smo import (
     smo_solve,
     smo_violation,
 )
+from tests._strategies import log_uniform, points, reals
 
 
 # ------------------------------------------------------------------ problems
@@ -273,14 +274,22 @@ def test_classification_matches_libsvm(data, C):
     assert -smo_rho(P["signs"], P["upper"], a, g) == pytest.approx(ref_b, abs=1e-3)
 
 
+@st.composite
+def regression_points(draw, min_n=4, max_n=30):
+    """Points (duplicates and a constant feature reachable) and drawn targets:
+    a duplicated point may carry a different target, and targets may tie."""
+    X = draw(points(draw(st.integers(min_n, max_n)), 2))
+    t = draw(arrays(np.float64, X.shape[0], elements=reals(-2.0, 2.0).map(lambda v: round(v, 2))))
+    return X, t
+
+
 @settings(max_examples=30)
-@given(n=st.integers(4, 30), seed=st.integers(0, 2**31 - 1), C=st.floats(0.1, 10.0),
-       eps=st.floats(0.0, 0.5))
-def test_svr_matches_libsvm(n, seed, C, eps):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 2))
-    t = np.sin(X[:, 0]) + 0.1 * rng.normal(size=n)
-    K = rbf(X, 0.5) + 0.1 * np.eye(n)
+@given(data=regression_points(), C=log_uniform(0.1, 10.0),
+       eps=st.one_of(st.just(0.0), st.floats(0.0, 0.5)))
+def test_svr_matches_libsvm(data, C, eps):
+    X, t = data
+    n = t.size
+    K = rbf(X, 0.5) + 0.1 * np.eye(n)  # strictly PD: beta is unique
     P = svr(t, C, eps)
     tol = 1e-7
     a, g, _ = solve(K, P, tol=tol)
@@ -298,10 +307,9 @@ def test_svr_matches_libsvm(n, seed, C, eps):
 @settings(max_examples=30)
 # nu = 1 (every variable at its bound) makes libsvm's offset NaN; it is the
 # uniform point, checked on its own below.
-@given(n=st.integers(5, 40), seed=st.integers(0, 2**31 - 1), nu=st.floats(0.05, 0.95))
-def test_one_class_matches_libsvm(n, seed, nu):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 2))
+@given(X=st.integers(5, 40).flatmap(lambda n: points(n, 2)), nu=st.floats(0.05, 0.95))
+def test_one_class_matches_libsvm(X, nu):
+    n = X.shape[0]
     K = rbf(X, 0.5) + 0.1 * np.eye(n)
     P, a0 = one_class(n, nu)
     tol = 1e-7

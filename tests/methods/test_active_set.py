@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from mklopt import Handover, solve
 from mklopt.domains import GroupSimplex, Simplex
@@ -12,6 +13,7 @@ from mklopt.methods._restricted import kernel_factor
 from mklopt.oracles import SVMDual
 from mklopt.stopping import DualityGap, MaxIter, MaxOracleCalls
 from tests._cvx_reference import exact_optimum, small_problem
+from tests._strategies import log_uniform, reals
 from tests._toy_oracles import SmoothQuadraticOracle
 from tests.methods import _svm_problems as P
 
@@ -36,17 +38,23 @@ def test_alone_reaches_the_cvxpy_optimum_at_1e_6(groups):
     assert dom.contains(res.weights, tol=1e-9)
 
 
+SIZES = {"sonar": 208, "ionosphere": 351, "pima": 768}
+
+
+@st.composite
+def subsets(draw):
+    """Rows of a bundled data set, drawn (so repeated rows are reachable)."""
+    name = draw(st.sampled_from(sorted(SIZES)))
+    rows = draw(st.lists(st.integers(0, SIZES[name] - 1), min_size=16, max_size=40))
+    return name, rows
+
+
 @settings(max_examples=6)
-@given(
-    seed=st.integers(0, 10**6),
-    n=st.integers(16, 40),
-    C=st.floats(0.05, 100.0),
-    name=st.sampled_from(["sonar", "ionosphere", "pima"]),
-)
-def test_exact_on_random_small_problems(seed, n, C, name):
-    K, y = small_problem(name, n=n, seed=seed)
-    if len(np.unique(y)) < 2:
-        return
+@given(subsets(), log_uniform(0.05, 100.0))
+def test_exact_on_random_small_problems(subset, C):
+    name, rows = subset
+    K, y = small_problem(name, rows=rows)
+    assume(len(np.unique(y)) == 2)
     exact = exact_optimum(K, y, C, Simplex(K.shape[0]))
     res = solve(SVMDual(K, y, C=C, tol=1e-3), ActiveSet(), stop=DualityGap(1e-7) | MaxIter(30))
     assert res.converged, res.reason
@@ -109,11 +117,22 @@ def test_certificate_call_is_warm_started_from_the_restricted_solution():
     assert cert.n_solver_iter < cold.n_solver_iter
 
 
+@st.composite
+def factors(draw):
+    """``B`` of shape (n, r): zero columns, repeated rows and a zero matrix reachable."""
+    n, r = draw(st.integers(1, 12)), draw(st.integers(1, 6))
+    B = draw(arrays(np.float64, (n, r), elements=st.one_of(st.just(0.0), reals(-2.0, 2.0))))
+    n_dup = draw(st.integers(0, n // 2))
+    if n_dup:
+        B[n - n_dup:] = B[:n_dup]
+    return B
+
+
 @settings(max_examples=25)
-@given(st.integers(1, 12), st.integers(1, 6), st.floats(1e-3, 1e3))
-def test_kernel_factor_reproduces_psd_blocks(n, r, scale):
-    rng = np.random.default_rng(n * 100 + r)
-    B = rng.normal(size=(n, r)) * scale
+@given(factors(), log_uniform(1e-3, 1e3))
+def test_kernel_factor_reproduces_psd_blocks(B, scale):
+    n = B.shape[0]
+    B = B * scale
     K = B @ B.T
     F = kernel_factor(K)
     np.testing.assert_allclose(F @ F.T, K, atol=1e-9 * max(1.0, np.abs(K).max()))

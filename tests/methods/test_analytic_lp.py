@@ -7,6 +7,7 @@ from mklopt import solve
 from mklopt.domains import LpBall
 from mklopt.methods import AnalyticLp, get_method
 from mklopt.stopping import DualityGap, MaxIter
+from tests._strategies import smooth_quadratic_oracles
 from tests._toy_oracles import SmoothQuadraticOracle
 from tests.methods import _svm_problems as P
 
@@ -28,9 +29,9 @@ def test_reaches_exact_optimum_within_gap(p, seed):
 
 
 @settings(max_examples=25)
-@given(st.integers(0, 10**6), st.integers(1, 8), st.floats(1.05, 6.0))
-def test_weights_on_the_unit_sphere_and_gaps_nonnegative(seed, m, p):
-    oracle = SmoothQuadraticOracle.random(m, 4, seed=seed)
+@given(smooth_quadratic_oracles(min_m=1, max_m=8), st.floats(1.05, 6.0))
+def test_weights_on_the_unit_sphere_and_gaps_nonnegative(oracle, p):
+    m = oracle.n_kernels
     res = solve(oracle, AnalyticLp(p), stop=MaxIter(20))
     dom = LpBall(m, p)
     for row in res.history:

@@ -14,6 +14,7 @@ import mklopt
 from mklopt import KernelBank
 from mklopt.kernels import rbf
 from mklopt.oracles import ConvergenceWarning, SVMDual
+from tests._strategies import labels, log_uniform, points, simplex_points
 
 
 def make_bank(K):
@@ -109,21 +110,23 @@ def check_answer(oracle, ans, K_all, y, w):
 
 
 # ---------------------------------------------------------------- agreement
-@given(
-    seed=st.integers(0, 2**31 - 1),
-    n=st.integers(5, 25),
-    m=st.integers(2, 4),
-    C=st.sampled_from([0.1, 1.0, 10.0]),
-)
-def test_matches_libsvm_on_random_banks(seed, n, m, C):
-    rng = np.random.default_rng(seed)
-    K_all, y = random_bank(rng, m, n)
-    K_all = K_all + 0.05 * np.eye(n)  # strictly PD: alpha unique
-    w = rng.dirichlet(np.ones(m))
-    w[rng.integers(m)] = 0.0  # a zero weight is skipped by combine
-    if not np.any(w > 0):
-        w[0] = 1.0
-    w /= w.sum()  # keeps the ridge, hence the conditioning, at >= 0.05
+@st.composite
+def random_banks(draw):
+    """m PSD kernels (RBF widths and a linear kernel) on drawn points, drawn
+    labels and weights with exact zeros."""
+    n, m = draw(st.integers(5, 25)), draw(st.integers(2, 4))
+    X = draw(points(n, 3))
+    sq = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    Ks = [np.exp(-sq / (2.0 * s**2)) for s in np.geomspace(0.5, 4.0, m - 1)]
+    Ks.append(X @ X.T / 3)
+    return np.ascontiguousarray(np.stack(Ks)), draw(labels(n)), draw(simplex_points(m))
+
+
+@given(problem=random_banks(), C=log_uniform(1e-2, 1e2))
+def test_matches_libsvm_on_random_banks(problem, C):
+    K_all, y, w = problem
+    n = y.size
+    K_all = K_all + 0.05 * np.eye(n)  # strictly PD (w sums to 1): alpha unique
     tol = 1e-7
     oracle = SVMDual(make_bank(K_all), y, C=C, tol=tol)
     ans = oracle(w)

@@ -4,12 +4,21 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from mklopt import solve
 from mklopt.methods import Subgradient
 from mklopt.oracles import SVMDual
 from mklopt.stopping import DualityGap, MaxIter
+from tests._strategies import labels, log_uniform, points, simplex_points
 from tests._toy_oracles import SmoothQuadraticOracle
+
+
+def bank_of(X, widths):
+    """Unit-trace RBF kernels of the given widths on the points ``X``."""
+    d2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    K = [np.exp(-d2 / (2.0 * s**2)) for s in widths]
+    return np.array([Kk / np.trace(Kk) for Kk in K])
 
 
 def random_bank(rng, m, n):
@@ -25,20 +34,30 @@ def random_bank(rng, m, n):
     return np.array(K), y
 
 
+@st.composite
+def problems(draw):
+    n, m = draw(st.integers(4, 40)), draw(st.integers(2, 5))
+    X = draw(points(n, 3))
+    widths = draw(arrays(np.float64, m, elements=log_uniform(0.1, 10.0)))
+    return bank_of(X, widths), draw(labels(n)), draw(simplex_points(m))
+
+
 @settings(max_examples=20)
-@given(st.integers(0, 10**6), st.integers(2, 5), st.integers(8, 40))
-def test_value_only_matches_the_full_answer(seed, m, n):
-    rng = np.random.default_rng(seed)
-    K, y = random_bank(rng, m, n)
-    oracle = SVMDual(K, y, C=10.0, tol=1e-6)
-    w = rng.dirichlet(np.ones(m))
+@given(problems(), log_uniform(1e-2, 1e2), log_uniform(1e-8, 1e-3))
+def test_value_only_matches_the_full_answer(problem, C, tol):
+    K, y, w = problem
+    oracle = SVMDual(K, y, C=C, tol=tol)
     full = oracle(w)
     fast = oracle(w, need_q=False)
     assert fast.q is None and fast.grad is None
-    np.testing.assert_allclose(fast.alpha, full.alpha, atol=1e-12)
-    assert fast.value == pytest.approx(full.value, rel=1e-9, abs=1e-12)
-    assert fast.bias == pytest.approx(full.bias)
+    # the same SMO run from the same start: the same alpha, bias and value
+    np.testing.assert_allclose(fast.alpha, full.alpha, atol=1e-12 * C)
+    assert fast.value == pytest.approx(full.value, rel=1e-9, abs=1e-12 * max(1.0, C * y.size))
+    assert fast.bias == pytest.approx(full.bias, abs=1e-9)
     assert oracle.n_calls == 2  # value-only calls are counted like any other
+    # and the full answer's value is J(w) = 1'alpha - w'q / 2
+    assert full.value == pytest.approx(full.alpha.sum() - 0.5 * w @ full.q, rel=1e-9,
+                                       abs=1e-12 * max(1.0, C * y.size))
 
 
 def test_driver_asks_value_only_only_where_supported():
