@@ -95,6 +95,8 @@ PROTOCOLS = {
         methods=(),
         C=None,
         max_iter=2000,
+        # SVMDual's default: the driver tightens it with the gap, to 1e-4 at a 1e-2 gap
+        inner_tol=1e-3,
         help="kernels that are never stored: letter (16,000 points, level grid) with Level and "
         "Lp, scale curves n = 1k..16k, shuttle (50,000 points), sonar with 1e5 and 1e6 kernels; "
         "each case in its own process, with peak memory (select with --cases)",
