@@ -1,0 +1,30 @@
+"""The bench warms every method up before it times anything (numba compiles on first use)."""
+
+import pytest
+
+from mklopt import _bench
+from mklopt.methods import PRESETS
+
+
+def test_every_preset_warms_up_on_a_tiny_problem():
+    _bench._WARMED.clear()
+    _bench.warm_up(sorted(PRESETS))
+    assert _bench._WARMED == set(PRESETS)
+
+
+def test_a_split_warms_its_methods_before_the_first_timed_run(monkeypatch):
+    order = []
+    real_warm, real_solve = _bench.warm_up, _bench.solve
+    monkeypatch.setattr(_bench, "warm_up", lambda keys: (order.append(("warm", tuple(keys))),
+                                                          real_warm(keys)))
+    monkeypatch.setattr(_bench, "solve", lambda *a, **k: (order.append(("solve",)),
+                                                          real_solve(*a, **k))[1])
+    runs, _ = _bench.run_split("sonar", 0, ["level", "lp2"], max_iter=3)
+    assert order[0] == ("warm", ("level", "lp2"))
+    assert all(o == ("solve",) for o in order[1:]) and len(order) == 3
+    assert [r.method for r in runs] == ["level", "lp2"]
+
+
+def test_warm_up_refuses_unknown_keys():
+    with pytest.raises((KeyError, ValueError), match="nosuch"):
+        _bench.warm_up(["nosuch"])
