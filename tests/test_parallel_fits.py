@@ -15,15 +15,16 @@ import signal
 import sys
 from pathlib import Path
 
+import joblib
 import numpy as np
 import pytest
+import sklearn.base
 
 import mklopt
 from mklopt import MKBoostClassifier, MKLClassifier, datasets
 from mklopt._parallel import check_n_jobs, parallel_map
 from mklopt.kernels import poly, rbf
 
-joblib = pytest.importorskip("joblib")
 distributed = pytest.importorskip("distributed")
 
 
@@ -161,8 +162,7 @@ def test_binary_problems_and_clones_keep_n_jobs(data):
     a = mkl().fit(X[two], y[two])
     b = mkl(n_jobs=2).fit(X[two], y[two])  # one pair: run in this process
     assert rel(b.weights_, a.weights_) <= 1e-10
-    sklearn_base = pytest.importorskip("sklearn.base")
-    assert sklearn_base.clone(mkl(n_jobs=3)).n_jobs == 3
+    assert sklearn.base.clone(mkl(n_jobs=3)).n_jobs == 3
 
 
 def test_time_limit_holds_for_pairs_in_other_processes(data):

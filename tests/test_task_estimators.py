@@ -4,12 +4,9 @@ import warnings
 
 import numpy as np
 import pytest
-
-pytest.importorskip("sklearn")
-
-from sklearn.metrics import roc_auc_score  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
-from sklearn.svm import SVR, OneClassSVM  # noqa: E402
+from sklearn.metrics import roc_auc_score
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVR, OneClassSVM
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 from mklopt import MKLOneClass, MKLRegressor, datasets  # noqa: E402

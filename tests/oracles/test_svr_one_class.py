@@ -5,13 +5,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from sklearn import svm
 
 from mklopt import KernelBank, MKLOneClass
 from mklopt.kernels import linear, poly, rbf
 from mklopt.oracles import OneClassDual, SVRDual
 from tests._strategies import log_uniform, points, reals, simplex_points
-
-svm = pytest.importorskip("sklearn.svm")
 
 
 def data(seed, n, d=3):
