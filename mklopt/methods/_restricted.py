@@ -24,6 +24,13 @@ the cone multipliers (the saddle point's ``w``):
   sums ``sum_{k in A_j} nu_k = sum_i r_i``, so ``lam_j = nu / sum nu`` and
   ``gamma_j = r_j / sum_i r_i`` (Nath et al. eq. 6 at the optimum).
 
+Variables held at their upper bound (``fixed``) leave the cone program: they
+shift the equality's right-hand side and enter each cone as a constant
+offset, ``q_k = ||L'v_F + c_k||^2 + e_k`` with ``L L'`` the kernel on the
+free variables' rows only (:func:`fixed_offset`). With many variables at the
+bound (large ``C``, overlapping classes) the cones then have the size of the
+free set instead of the support.
+
 Variables are scaled by ``1 / max(upper)`` so that the box is ``[0, 1]``.
 
 References
@@ -41,7 +48,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.lapack import dpstrf
 
-__all__ = ["kernel_factor", "solve_restricted"]
+__all__ = ["fixed_offset", "kernel_factor", "solve_restricted"]
 
 log = logging.getLogger("mklopt")
 
@@ -80,7 +87,7 @@ def kernel_factor(K):
     return F
 
 
-def solve_restricted(problem, S, factors, local, group_of=None):
+def solve_restricted(problem, S, factors, local, group_of=None, fixed=None, offsets=None):
     """Solve the restricted dual exactly (module notes).
 
     Parameters
@@ -89,11 +96,20 @@ def solve_restricted(problem, S, factors, local, group_of=None):
     S : ndarray of int64
         Free variables (indices into the problem's variables).
     factors : list of ndarray
-        ``L_k`` for each kernel of ``A`` on the kernel rows ``R``.
+        ``L_k`` for each kernel of ``A`` on the kernel rows the variables of
+        ``S`` read.
     local : ndarray of int64 of shape (len(S),)
-        Position in ``R`` of the kernel row each variable of ``S`` reads.
+        Position in the rows of ``factors`` of the kernel row each variable
+        of ``S`` reads.
     group_of : ndarray of int64 of shape (len(factors),), optional
         Group (0-based, consecutive) of each kernel of ``A``; None for L1.
+    fixed : ndarray of int64, optional
+        Variables held at their upper bound (disjoint from ``S``); they move
+        the right-hand side of the equality. None: none.
+    offsets : list of ndarray, optional
+        ``c_k`` (length ``rank_k + 1``) with ``q_k = ||[M_k; 0] a_S + c_k||^2``
+        once the fixed variables are in (:func:`fixed_offset`). None: no
+        variable is fixed.
 
     Returns
     -------
@@ -106,18 +122,26 @@ def solve_restricted(problem, S, factors, local, group_of=None):
     """
     sigma = float(np.max(problem.upper[S]))
     sS = problem.signs[S]
-    M = [(F[local] * sS[:, None]).T for F in factors]  # q_k = sigma^2 ||M_k a'||^2
+    M = [(F[local] * sS[:, None]).T for F in factors]  # q_k = sigma^2 ||M_k a' + c_k / sigma||^2
+    if offsets is None:
+        c = [np.zeros(Mk.shape[0]) for Mk in M]
+    else:
+        M = [np.vstack([Mk, np.zeros((1, Mk.shape[1]))]) for Mk in M]
+        c = [np.asarray(ck, dtype=np.float64) / sigma for ck in offsets]
     p = problem.linear[S] / sigma
     U = problem.upper[S] / sigma
-    total = problem.total / sigma
+    total = problem.total
+    if fixed is not None and len(fixed):
+        total -= float(problem.signs[fixed] @ problem.upper[fixed])
+    total /= sigma
     if group_of is None:
-        data = _l1_data(M, p, U, sS, total)
+        data = _l1_data(M, c, p, U, sS, total)
     else:
-        data = _group_data(M, p, U, sS, total, group_of)
-    G, h, A, b, c, dims, unpack = data
+        data = _group_data(M, c, p, U, sS, total, group_of)
+    G, h, A, b, cost, dims, unpack = data
     for opts in (_ECOS_OPTS, _ECOS_RETRY):
         try:
-            out = ecos.solve(c, G, h, dims, A, b, **opts)
+            out = ecos.solve(cost, G, h, dims, A, b, **opts)
         except (ValueError, ArithmeticError) as exc:  # ECOS raises on bad data
             log.debug("ECOS raised %s on the restricted problem", exc)
             continue
@@ -128,13 +152,46 @@ def solve_restricted(problem, S, factors, local, group_of=None):
     return None
 
 
+def fixed_offset(K, free, v_fixed):
+    """Factor and cone offset of ``q(a) = v'Kv`` when part of ``v`` is held fixed.
+
+    With ``v = E v_F + v_B`` (``E`` puts the free rows in place, ``v_B``
+    is the fixed variables' part) and ``K[free, free] = L L'``,
+
+        q = ||L'v_F + c||^2 + e,   L c = (K v_B)[free],   e = v_B'K v_B - ||c||^2 >= 0
+
+    (``(K v_B)[free]`` lies in the range of ``K[free, free]`` for a PSD
+    ``K``, and ``e`` is the Schur complement's quadratic form). The cone
+    then has ``rank(L) + 1`` entries however many variables are fixed.
+
+    Parameters
+    ----------
+    K : ndarray of shape (r, r)
+        The kernel block on all the rows the restricted variables read.
+    free : ndarray of int64
+        Positions in ``K`` of the rows the free variables read.
+    v_fixed : ndarray of shape (r,)
+
+    Returns
+    -------
+    L : ndarray of shape (len(free), rank)
+    c : ndarray of shape (rank + 1,)
+        ``c`` with ``sqrt(e)`` appended.
+    """
+    L = kernel_factor(K[np.ix_(free, free)])
+    Kv = K @ v_fixed
+    c = np.linalg.lstsq(L, Kv[free], rcond=None)[0]
+    e = float(v_fixed @ Kv) - float(c @ c)
+    return L, np.r_[c, np.sqrt(max(e, 0.0))]
+
+
 def _box_rows(ns, U):
     """``-a <= 0`` and ``a <= U`` as ECOS linear-cone rows over ``ns`` variables."""
     eye = sp.identity(ns, format="csc")
     return sp.vstack([-eye, eye], format="csc"), np.r_[np.zeros(ns), U]
 
 
-def _l1_data(M, p, U, sS, total):
+def _l1_data(M, c, p, U, sS, total):
     ns, nA = p.size, len(M)
     # variables (a, t): min p'a + t / 2
     box, h_box = _box_rows(ns, U)
@@ -142,11 +199,11 @@ def _l1_data(M, p, U, sS, total):
     h = [h_box]
     cones = []
     e_t = sp.csc_matrix(([-1.0], ([0], [ns])), shape=(1, ns + 1))
-    for Mk in M:
+    for Mk, ck in zip(M, c):
         r = Mk.shape[0]
         mid = sp.hstack([sp.csc_matrix(-2.0 * Mk), sp.csc_matrix((r, 1))], format="csc")
         blocks += [e_t, mid, e_t]
-        h += [np.ones(1), np.zeros(r), -np.ones(1)]
+        h += [np.ones(1), 2.0 * ck, -np.ones(1)]
         cones.append(r + 2)
     G = sp.vstack(blocks, format="csc")
     A = sp.csc_matrix(np.r_[sS, 0.0][None, :])
@@ -164,7 +221,7 @@ def _l1_data(M, p, U, sS, total):
     return G, np.concatenate(h), A, np.array([total]), c, dims, unpack
 
 
-def _group_data(M, p, U, sS, total, group_of):
+def _group_data(M, c, p, U, sS, total, group_of):
     ns, nA = p.size, len(M)
     g = int(group_of.max()) + 1
     nv = ns + g + 2  # variables (a, r_1..r_g, u, t): min p'a + t / 2
@@ -185,12 +242,12 @@ def _group_data(M, p, U, sS, total, group_of):
     blocks.append(sp.csc_matrix(rot))
     h.append(np.array([1.0, 0.0, -1.0]))
     cones = [3]
-    for k, Mk in enumerate(M):
+    for k, (Mk, ck) in enumerate(zip(M, c)):
         r = Mk.shape[0]
         head = sp.csc_matrix(([-1.0], ([0], [ns + int(group_of[k])])), shape=(1, nv))
         mid = sp.hstack([sp.csc_matrix(-Mk), sp.csc_matrix((r, g + 2))], format="csc")
         blocks += [head, mid]
-        h += [np.zeros(1), np.zeros(r)]
+        h += [np.zeros(1), ck]
         cones.append(r + 1)
     G = sp.vstack(blocks, format="csc")
     A = sp.csc_matrix(np.r_[sS, np.zeros(g + 2)][None, :])

@@ -17,7 +17,7 @@ import numpy as np
 from ..domains import GroupSimplex, Simplex, as_groups
 from ..oracles._base import repair_feasible
 from ._base import MethodBase, register
-from ._restricted import kernel_factor, solve_restricted
+from ._restricted import fixed_offset, kernel_factor, solve_restricted
 
 __all__ = ["ActiveSet"]
 
@@ -32,6 +32,12 @@ _CERTIFIED_RTOL = 1e-6
 #: Restricted solutions within this fraction of the bound are put on it, so
 #: that SMO sees exact zeros (and the support stays small).
 _SNAP = 1e-9
+#: A variable held at its upper bound is freed when its KKT residual at the
+#: restricted solution exceeds this fraction of the gradient's scale.
+_KKT_RTOL = 1e-7
+#: Restricted variables strictly inside by this fraction of their box
+#: estimate the equality's multiplier.
+_INNER = 1e-6
 
 
 @dataclass
@@ -39,13 +45,16 @@ class _State:
     problem: object  # the oracle's DualProblem
     bank: object  # the oracle's kernels (read through bank.blocks)
     kernels: np.ndarray  # active kernels A (sorted)
-    variables: np.ndarray  # free dual variables S (sorted)
+    variables: np.ndarray  # restricted dual variables S (sorted; the rest are held at 0)
+    fixed: np.ndarray  # those of S held at their upper bound (sorted)
     w: np.ndarray  # next query
     warm: np.ndarray | None = None  # the restricted solution, warm start of the next call
     need: str = "full"
     rounds: int = 0  # restricted solves so far
-    factors: dict | None = None  # kernel -> factor on the current kernel rows
-    rows: np.ndarray | None = None  # kernel rows the factors are on
+    blocks: dict | None = None  # kernel -> kernel block on the rows R that S reads
+    rows: np.ndarray | None = None  # R
+    factors: dict | None = None  # kernel -> factor on the rows the free variables read
+    free_rows: np.ndarray | None = None  # positions in R the factors are on
     lower: float = -np.inf  # best D(a) of a restricted solution (a dual certificate)
 
 
@@ -65,12 +74,16 @@ class ActiveSet(MethodBase):
     vectors have ``alpha > 0``. One round of the step:
 
     1. **restrict**: the active kernels ``A`` (those with weight, and those
-       whose ``q_k`` is within 1 % of the largest, per group) and the free
-       dual variables ``S`` (the support of the current ``alpha``);
+       whose ``q_k`` is within 1 % of the largest, per group) and the dual
+       variables ``S`` (the support of the current ``alpha``); those of
+       ``S`` at their upper bound ``C`` are held there;
     2. **solve exactly** the MKL dual restricted to ``A`` and ``S``, a
-       second-order cone program, with ECOS
+       second-order cone program over the free variables of ``S`` (the held
+       ones are a constant offset), with ECOS
        (:mod:`mklopt.methods._restricted`); its cone multipliers are the
-       kernel weights ``w*``;
+       kernel weights ``w*``. A KKT check of the held variables against the
+       gradient at the solution frees those that want to leave the bound,
+       and the program is solved again;
     3. **certify** with one oracle call over all kernels at ``w*``,
        warm-started from the restricted solution and marked ``"exact"``
        (the driver gives it the tolerance of the target gap). Its duality
@@ -78,9 +91,11 @@ class ActiveSet(MethodBase):
        were right, SMO barely moves and ``q_k(alpha) <= max_{A} q`` for
        every kernel, so the gap is at the solvers' precision;
     4. **add back** every kernel whose ``q_k`` exceeds the largest active
-       one (in its group) and every variable SMO moved off zero, and repeat.
+       one (in its group) and every variable SMO moved off zero, free every
+       held variable SMO moved off its bound, and repeat.
 
-    ``A`` and ``S`` only grow, so the rounds end; when a certificate shows
+    ``A`` and ``S`` only grow and held variables are only freed, so the
+    rounds end; when a certificate shows
     nothing to add, the method stops (reason ``"certified"``): the
     restricted optimum then meets the optimality conditions of the full
     problem to solver precision. Started on its own, the step evaluates the
@@ -130,8 +145,9 @@ class ActiveSet(MethodBase):
             )
         m = oracle.n_kernels
         domain = Simplex(m) if self.groups is None else GroupSimplex(self.groups, m)
-        s = _State(problem=problem, bank=bank, kernels=np.zeros(0, np.int64),
-                   variables=np.zeros(0, np.int64), w=domain.initial())
+        empty = np.zeros(0, np.int64)
+        s = _State(problem=problem, bank=bank, kernels=empty, variables=empty, fixed=empty,
+                   w=domain.initial())
         return domain, s
 
     def _resume(self, oracle, handover):
@@ -169,7 +185,7 @@ class ActiveSet(MethodBase):
 
     def _extra(self, s):
         return {"kernels": s.kernels.copy(), "n_variables": int(s.variables.size),
-                "rounds": s.rounds}
+                "n_fixed": int(s.fixed.size), "rounds": s.rounds}
 
     # ---- the rounds ------------------------------------------------------------
     def _alpha(self, s, answer):
@@ -195,10 +211,16 @@ class ActiveSet(MethodBase):
                 near |= w > 0.0
             s.kernels = np.flatnonzero(near).astype(np.int64)
             s.variables = np.flatnonzero(a > 0.0).astype(np.int64)
+            s.fixed = _at_upper(s.problem, a, s.variables)
         self._solve(s, domain)
 
     def _grow(self, s, domain, answer):
-        """Add the kernels and variables that violate the certificate; False if none."""
+        """Add the kernels and variables that violate the certificate; False if none.
+
+        A variable SMO moved off zero joins ``S`` (held at its bound if SMO
+        put it there); a variable held at its bound that SMO moved off it
+        becomes free.
+        """
         q = np.asarray(answer.q, dtype=np.float64)
         a = self._alpha(s, answer)
         active = np.zeros(q.size, dtype=bool)
@@ -206,35 +228,46 @@ class ActiveSet(MethodBase):
         top = _group_top(domain, np.where(active, q, -np.inf))
         viol = ~active & (q > top + _VIOLATION_RTOL * np.abs(top))
         new_vars = np.setdiff1d(np.flatnonzero(a > 0.0), s.variables)
-        if not viol.any() and new_vars.size == 0:
+        freed = s.fixed[a[s.fixed] < s.problem.upper[s.fixed]]
+        if not viol.any() and new_vars.size == 0 and freed.size == 0:
             return False
         s.kernels = np.union1d(s.kernels, np.flatnonzero(viol)).astype(np.int64)
         s.variables = np.union1d(s.variables, new_vars).astype(np.int64)
+        s.fixed = np.union1d(np.setdiff1d(s.fixed, freed),
+                             _at_upper(s.problem, a, new_vars)).astype(np.int64)
         return True
 
     def _solve(self, s, domain):
+        """Solve the restricted problem; free the held variables its KKT check rejects."""
         P = s.problem
         if s.variables.size == 0:
             # alpha = 0 everywhere: nothing to restrict to; take the first point as it is.
             s.need, s.warm = "exact", None
             return
         rows, local = np.unique(P.rows[s.variables], return_inverse=True)
-        rows = rows.astype(np.int64)
+        rows, local = rows.astype(np.int64), local.ravel().astype(np.int64)
         if s.rows is None or not np.array_equal(rows, s.rows):
-            s.rows, s.factors = rows, {}
-        missing = [int(k) for k in s.kernels if int(k) not in s.factors]
+            s.rows, s.blocks, s.factors, s.free_rows = rows, {}, {}, None
+        missing = [int(k) for k in s.kernels if int(k) not in s.blocks]
         if missing:
             blocks = s.bank.blocks(np.array(missing, dtype=np.int64), rows)
             for k, Kb in zip(missing, blocks):
-                s.factors[k] = kernel_factor(Kb)
-        factors = [s.factors[int(k)] for k in s.kernels]
+                s.blocks[k] = np.asarray(Kb, dtype=np.float64)
         group_of = None if isinstance(domain, Simplex) else domain.group_of[s.kernels]
-        sol = solve_restricted(P, s.variables, factors, local.ravel().astype(np.int64), group_of)
-        s.rounds += 1
-        if sol is None:
-            self._finish("restricted_solve_failed", converged=False)
-            return
-        a_S, w_A = sol
+        while True:
+            held = np.isin(s.variables, s.fixed)
+            if held.any() and not _room(P, s.variables[~held], s.variables[held]):
+                s.fixed, held = s.fixed[:0], np.zeros_like(held)
+            sol = self._solve_once(s, local, held, group_of)
+            s.rounds += 1
+            if sol is None:
+                self._finish("restricted_solve_failed", converged=False)
+                return
+            a_S, w_A = sol
+            freed = self._kkt_freed(s, local, held, a_S, w_A)
+            if freed.size == 0:
+                break
+            s.fixed = np.setdiff1d(s.fixed, freed)
         w = np.zeros(domain.n_kernels)
         w[s.kernels] = w_A
         if isinstance(domain, Simplex):
@@ -251,12 +284,117 @@ class ActiveSet(MethodBase):
         point = SimpleNamespace(q=q, linear_term=P.linear_term(s.warm))
         s.lower = max(s.lower, float(domain.dual_value(point)))
 
+    def _solve_once(self, s, local, held, group_of):
+        """One cone program over the free variables, the held ones as a constant offset.
+
+        Returns ``(a_S, w_A)`` with ``a_S`` over all of ``S`` (held variables
+        at their bound), or None when ECOS fails.
+        """
+        P = s.problem
+        free, fixed = s.variables[~held], s.variables[held]
+        if fixed.size:
+            free_rows, free_local = np.unique(local[~held], return_inverse=True)
+            free_local = free_local.ravel()
+        else:
+            free_rows, free_local = np.arange(s.rows.size), local
+        if s.free_rows is None or not np.array_equal(free_rows, s.free_rows):
+            s.free_rows, s.factors = free_rows, {}
+        factors, offsets = [], ([] if fixed.size else None)
+        if fixed.size:
+            v_fixed = np.bincount(local[held], weights=P.signs[fixed] * P.upper[fixed],
+                                  minlength=s.rows.size)
+        for k in (int(k) for k in s.kernels):
+            if fixed.size:
+                L, c = fixed_offset(s.blocks[k], free_rows, v_fixed)
+                offsets.append(c)
+            else:
+                if k not in s.factors:
+                    s.factors[k] = kernel_factor(s.blocks[k])
+                L = s.factors[k]
+            factors.append(L)
+        sol = solve_restricted(P, free, factors, free_local.astype(np.int64), group_of,
+                               fixed=fixed, offsets=offsets)
+        if sol is None:
+            return None
+        a_S = np.empty(s.variables.size)
+        a_S[~held] = sol[0]
+        a_S[held] = P.upper[fixed]
+        return a_S, sol[1]
+
+    def _kkt_freed(self, s, local, held, a_S, w_A):
+        """Held variables whose KKT condition fails at the restricted solution.
+
+        The restricted solution minimises ``1/2 a'Q(w*)a + p'a`` over ``S``
+        (``Q(w*)`` with the effective weights of the solve) when, with the
+        equality's multiplier ``b``, the gradient ``g`` has ``g_t + b s_t =
+        0`` on free variables and ``<= 0`` on those at their upper bound. ``b``
+        is the median of ``-g_t s_t`` over the variables strictly inside their
+        box (else the middle of the interval that the bound ones allow).
+        """
+        if not held.any():
+            return s.fixed[:0]
+        P = s.problem
+        S = s.variables
+        v = np.bincount(local, weights=P.signs[S] * a_S, minlength=s.rows.size)
+        Kv = np.zeros(s.rows.size)
+        for k, wk in zip(s.kernels, w_A):
+            if wk > 0.0:
+                Kv += wk * (s.blocks[int(k)] @ v)
+        sign = P.signs[S]
+        g = P.linear[S] + sign * Kv[local]
+        U = P.upper[S]
+        inner = ~held & (a_S > _INNER * U) & (a_S < (1.0 - _INNER) * U)
+        if inner.any():
+            b = float(np.median(-g[inner] * sign[inner]))
+        else:
+            b = _multiplier_between(g[~held], sign[~held], a_S[~held] >= 0.5 * U[~held])
+        scale = max(float(np.max(np.abs(P.linear[S]))), float(np.max(np.abs(Kv))), 1e-300)
+        bad = held & (g + b * sign > _KKT_RTOL * scale)
+        return S[bad]
+
 
 def _group_top(domain, v):
     """The largest ``v`` in each kernel's group (all kernels for L1), per kernel."""
     if isinstance(domain, GroupSimplex):
         return domain.group_max(v)[domain.group_of]
     return np.full(v.shape, np.max(v))
+
+
+def _at_upper(problem, a, variables):
+    """The variables among ``variables`` that ``a`` puts at their upper bound (to snapping)."""
+    U = problem.upper[variables]
+    return variables[a[variables] >= (1.0 - _SNAP) * U].astype(np.int64)
+
+
+def _room(problem, free, fixed):
+    """True when the free variables can meet the equality with the fixed ones at their bound.
+
+    ``s_F'a_F = total - s_B'u_B`` must hold strictly inside the free box,
+    or the cone program has no interior (or no point); the step then holds
+    nothing fixed.
+    """
+    if free.size == 0:
+        return False
+    s, U = problem.signs[free], problem.upper[free]
+    target = problem.total - float(problem.signs[fixed] @ problem.upper[fixed])
+    lo, hi = float(np.sum(U[s < 0]) * -1.0), float(np.sum(U[s > 0]))
+    margin = 1e-9 * (hi - lo)
+    return lo + margin < target < hi - margin
+
+
+def _multiplier_between(g, sign, at_upper):
+    """A multiplier ``b`` with ``g + b s >= 0`` at zero and ``<= 0`` at the bound (middle)."""
+    # at zero: s b >= -g;  at the bound: s b <= -g
+    lo, hi = -np.inf, np.inf
+    for gt, st, up in zip(g, sign, at_upper):
+        bound = -gt * st  # b >= bound (s = 1, at zero) etc.
+        if (st > 0) != bool(up):
+            lo = max(lo, bound)
+        else:
+            hi = min(hi, bound)
+    if np.isfinite(lo) and np.isfinite(hi):
+        return 0.5 * (lo + hi)
+    return lo if np.isfinite(lo) else (hi if np.isfinite(hi) else 0.0)
 
 
 def _feasible(problem, S, a_S):

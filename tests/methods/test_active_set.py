@@ -1,5 +1,8 @@
 """The exact active-set step: exactness against cvxpy, the certificate, growing A and S."""
 
+import dataclasses
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
@@ -8,7 +11,7 @@ from hypothesis.extra.numpy import arrays
 
 from mklopt import Handover, solve
 from mklopt.domains import GroupSimplex, Simplex
-from mklopt.methods import ActiveSet, Chain, LevelBundle, MirrorDescent, get_method
+from mklopt.methods import ActiveSet, Chain, LevelBundle, MirrorDescent, active_set, get_method
 from mklopt.methods._restricted import kernel_factor
 from mklopt.oracles import SVMDual
 from mklopt.stopping import DualityGap, MaxIter, MaxOracleCalls
@@ -178,3 +181,77 @@ def test_grouped_chain_from_mirror_descent_reaches_1e_6():
                 stop=DualityGap(1e-6) | MaxOracleCalls(400))
     assert res.converged and 0 <= res.rel_gap <= 1e-6, (res.reason, res.rel_gap)
     assert abs(res.value - exact) <= res.gap + 1e-6 * abs(exact)
+
+
+# ---- variables held at their upper bound -------------------------------------------------
+
+
+@functools.cache
+def _overlapping():
+    """pima at small C: classes overlap, most support vectors sit at C."""
+    return small_problem("pima", n=80, seed=1)
+
+
+OVERLAP_C = 0.5
+
+
+@pytest.mark.parametrize("groups", [None, GROUPS])
+def test_many_points_at_C_are_held_and_the_chain_is_exact(groups):
+    K, y = _overlapping()
+    dom = Simplex(5) if groups is None else GroupSimplex(groups, 5)
+    exact = exact_optimum(K, y, OVERLAP_C, dom)
+    first = LevelBundle() if groups is None else MirrorDescent(groups=groups)
+    res = solve(SVMDual(K, y, C=OVERLAP_C, tol=1e-3),
+                Chain(first, ActiveSet(groups=groups), switch=1e-2),
+                stop=DualityGap(1e-6) | MaxOracleCalls(400))
+    assert res.extra["stages"][1] == "ActiveSet"
+    assert res.converged and 0 <= res.rel_gap <= 1e-6, (res.reason, res.rel_gap)
+    assert abs(res.value - exact) <= res.gap + 1e-6 * abs(exact)
+    assert res.lower <= exact + 1e-6 * abs(exact)
+    # most of the support was held at C, outside the cone program
+    assert res.extra["n_fixed"] >= res.extra["n_variables"] // 2 > 0
+    at_C = np.flatnonzero(res.alpha >= OVERLAP_C * (1 - 1e-9))
+    assert at_C.size >= res.extra["n_fixed"]
+
+
+def _wrongly_held():
+    """An optimal handover whose alpha puts one free variable at C (and that variable)."""
+    K, y = _overlapping()
+    oracle = SVMDual(K, y, C=OVERLAP_C, tol=1e-8)
+    opt = solve(oracle, ActiveSet(), stop=DualityGap(1e-8) | MaxIter(30))
+    ans = oracle(opt.weights, warm_start=opt.alpha)
+    a = np.array(ans.alpha)
+    inside = np.flatnonzero((a > 0.2 * OVERLAP_C) & (a < 0.8 * OVERLAP_C))
+    t = int(inside[0])
+    a[t] = OVERLAP_C
+    wrong = dataclasses.replace(ans, alpha=a)  # the other fields as they were
+    return oracle, opt, Handover(weights=opt.weights, answer=wrong), t
+
+
+def test_a_wrongly_held_point_is_freed_by_the_kkt_check():
+    oracle, opt, handover, t = _wrongly_held()
+    method = ActiveSet()
+    method.start(oracle, handover=handover)
+    warm = method.report().warm_start
+    assert warm[t] < OVERLAP_C * (1 - 1e-6)  # freed before any oracle call
+    res = solve(oracle, _Resumed(ActiveSet(), handover), stop=DualityGap(1e-7) | MaxIter(30))
+    assert res.converged and abs(res.value - opt.value) <= res.gap + opt.gap
+
+
+def test_a_wrongly_held_point_is_freed_by_the_certificate(monkeypatch):
+    """With the KKT check switched off, SMO's certifying call moves the point off C,
+    the next round frees it, and the step still ends at the optimum."""
+    oracle, opt, handover, t = _wrongly_held()
+    monkeypatch.setattr(active_set, "_KKT_RTOL", np.inf)
+    method = ActiveSet()
+    method.start(oracle, handover=handover)
+    warm = method.report().warm_start
+    assert warm[t] == OVERLAP_C  # still held
+    w = method.ask()
+    cert = oracle(w, warm_start=warm)
+    assert cert.alpha[t] < OVERLAP_C  # SMO moves it off the bound
+    method.tell(w, cert)
+    assert method.report().warm_start[t] < OVERLAP_C * (1 - 1e-6)  # freed, solved again
+    res = solve(oracle, _Resumed(ActiveSet(), handover), stop=DualityGap(1e-7) | MaxIter(30))
+    assert res.extra["rounds"] >= 2
+    assert res.converged and abs(res.value - opt.value) <= res.gap + opt.gap
