@@ -34,7 +34,7 @@ _INNER_TOL_MIN = 1e-8
 # (DESIGN section 10). The SMO tolerance then follows the gap (the driver's
 # inner tolerance), so it starts at _INNER_TOL_MAX.
 _CHAIN_BELOW = 1e-4
-_CHAIN_SWITCH = 1e-3
+_CHAIN_SWITCH = 1e-2
 
 
 @dataclass
@@ -171,7 +171,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
     tol : float, default=1e-2
         Relative duality gap at which a run counts as converged. With
         ``method="level"`` and ``tol < 1e-4`` the run is
-        ``Chain(LevelBundle(), "active_set", switch=1e-3)``:
+        ``Chain(LevelBundle(), "active_set", switch=1e-2)``:
         the level method finds
         the active kernels, then the exact active-set step
         (:class:`mklopt.methods.ActiveSet`) certifies ``tol`` with one oracle

@@ -42,7 +42,7 @@ class Chain(MethodBase):
         Registered names or method instances (copied at every ``start``, so
         the instances you pass are never run). Chains nest:
         ``Chain("level", Chain("subgradient", "active_set"))``.
-    switch : float or StopCriterion or callable, default=1e-3
+    switch : float or StopCriterion or callable, default=1e-2
         When to hand over. A float is a relative duality gap
         (``DualityGap(switch)``); a criterion (any combination from
         :mod:`mklopt.stopping`) is evaluated on progress rows of ``first``
@@ -88,7 +88,7 @@ class Chain(MethodBase):
     (['LevelBundle', 'ActiveSet'], True)
     """
 
-    def __init__(self, first="level", then="active_set", switch=1e-3):
+    def __init__(self, first="level", then="active_set", switch=1e-2):
         self.first = first
         self.then = then
         self.switch = switch
