@@ -35,7 +35,7 @@ METHODS = ("D1", "D2", "S1", "S2", "L1-MKL")
 def make(method, n_features, seed, args):
     specs = list(grid(n_features, protocol="mkboost2013"))
     if method == "L1-MKL":
-        return MKLClassifier(kernels=specs, method=args.mkl_method, C=args.C)
+        return MKLClassifier(kernels=specs, method=args.mkl_method, C=args.C, normalize="trace")
     return MKBoostClassifier(
         kernels=specs,
         variant=method,
