@@ -612,20 +612,14 @@ def _read_meta(path, arrays):
             _fail(path, f"is corrupt (metadata field {key!r} is missing)")
     if not isinstance(meta["params"], dict):
         _fail(path, "is corrupt (metadata field 'params' is not an object)")
-    names = meta.get("feature_names")
-    if names is not None and (
-        not isinstance(names, list)
-        or len(names) != meta["n_features"]
-        or not all(isinstance(s, str) for s in names)
-    ):
-        _fail(path, "is corrupt (feature_names must be one string per feature)")
-    fitted_names = meta.get("feature_names_in")
-    if fitted_names is not None and (
-        not isinstance(fitted_names, list)
-        or len(fitted_names) != meta["n_features"]
-        or not all(isinstance(s, str) for s in fitted_names)
-    ):
-        _fail(path, "is corrupt (feature_names_in must be one string per feature)")
+    for key in ("feature_names", "feature_names_in"):
+        names = meta.get(key)
+        if names is not None and (
+            not isinstance(names, list)
+            or len(names) != meta["n_features"]
+            or not all(isinstance(s, str) for s in names)
+        ):
+            _fail(path, f"is corrupt ({key} must be one string per feature)")
     if meta.get("label") is not None and not isinstance(meta["label"], str):
         _fail(path, "is corrupt (label must be a string)")
     return meta
