@@ -39,6 +39,7 @@ from .working_set import KernelWorkingSet  # noqa: E402
 add_preset("sd", "subgradient", "SD (SimpleMKL)", direction="reduced")
 add_preset("silp", "cutting_plane", "SILP")
 add_preset("level", "level", "Level")
+add_preset("level-paper", "level", "Level (paper λ 0.9 → 0.99)", lam=0.9, lam_final=0.99)
 add_preset("mirror", "mirror", "MD")
 add_preset("lp4/3", "lp", "Lp p=4/3", p=4.0 / 3.0)
 add_preset("lp2", "lp", "Lp p=2", p=2.0)
