@@ -140,32 +140,36 @@ def protocol_bank(X_train, protocol="level2008"):
     return KernelBank.from_specs(X_train, specs, normalize="trace")
 
 
-#: Preset keys whose jitted code this process has already run (see warm_up).
+#: (preset key, storage, cache_size) this process has already run (see warm_up).
 _WARMED = set()
 
 
-def warm_up(method_keys):
+def warm_up(method_keys, storages=("auto",), cache_size=None):
     """Run every method once on a tiny problem, so that no timing includes numba.
 
     numba compiles a jitted routine (or loads it from its cache) on first
     use; without this, the first split of a benchmark would time that too.
-    Each key is warmed once per process; the timed runs start afterwards.
+    Each key is warmed once per process and storage (``storages``, with
+    ``cache_size`` for the SMO's row cache: a tiny one exercises the
+    row-cached solver); the timed runs start afterwards.
     """
-    keys = [k for k in method_keys if k not in _WARMED]
-    if not keys:
+    todo = [(k, st) for k in method_keys for st in storages
+            if (k, st, cache_size) not in _WARMED]
+    if not todo:
         return
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 3))
     y = np.where(X[:, 0] + 0.3 * rng.normal(size=40) > 0, 1.0, -1.0)
-    for key in keys:
+    for key, storage in todo:
         preset = get_preset(key)
         if getattr(preset.cls, "oracle_kind", "dual") == "dual":
-            bank = KernelBank.from_specs(X, grid(3))
+            bank = KernelBank.from_specs(X, grid(3), storage=storage, cache_size=cache_size)
             solve(SVMDual(bank, y, C=10.0, tol=1e-3), preset.make(), stop=MaxIter(3))
         else:
             MKBoostClassifier(kernels=list(grid(3, protocol="mkboost2013")), n_rounds=2,
-                              random_state=0, **dict(preset.params)).fit(X, y)
-        _WARMED.add(key)
+                              storage=storage, cache_size=cache_size, random_state=0,
+                              **dict(preset.params)).fit(X, y)
+        _WARMED.add((key, storage, cache_size))
 
 
 def run_split(

@@ -42,7 +42,7 @@ import time
 import numpy as np
 
 from . import datasets
-from ._bench import PROTOCOLS
+from ._bench import PROTOCOLS, warm_up
 from ._optional import pyplot, require
 from .driver import solve
 from .kernels import KernelBank, KernelExpansion, grid, random_rbf, rbf
@@ -93,17 +93,6 @@ def _shuttle():
     return _standardised(X[:50000], X[50000:], y[:50000], y[50000:])
 
 
-def _warm_up():
-    """Load every jitted routine once on a tiny problem (compile or cache)."""
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(60, 3))
-    y = np.where(X[:, 0] > 0, 1.0, -1.0)
-    for storage in ("dense", "on_the_fly"):
-        bank = KernelBank.from_specs(X, grid(3), storage=storage, cache_size=0.01)
-        for method in (LevelBundle(), AnalyticLp(p=2.0)):
-            solve(SVMDual(bank, y, C=60.0, tol=1e-3), method, stop=MaxIter(3))
-
-
 def _svc_case(X_tr, X_te, y_tr, y_te):
     svm = require("sklearn.svm", "the SVC cases of the scale benchmark")
     t0 = time.perf_counter()
@@ -146,7 +135,8 @@ def _mkl_case(X_tr, X_te, y_tr, y_te, specs, method, storage="auto", C=None):
 
 def run_case(name):
     """Run one case in this process; return its figures (a JSON-able dict)."""
-    _warm_up()
+    # every jitted routine of these runs, the row-cached SMO included
+    warm_up(["level", "lp2"], storages=("dense", "on_the_fly"), cache_size=0.01)
     out = {"case": name}
     if name.startswith("letter-"):
         data = _letter()

@@ -9,7 +9,10 @@ from mklopt.methods import PRESETS
 def test_every_preset_warms_up_on_a_tiny_problem():
     _bench._WARMED.clear()
     _bench.warm_up(sorted(PRESETS))
-    assert _bench._WARMED == set(PRESETS)
+    assert _bench._WARMED == {(k, "auto", None) for k in PRESETS}
+    # the scale bench warms both storages and the row-cached SMO (a tiny cache)
+    _bench.warm_up(["level"], storages=("dense", "on_the_fly"), cache_size=0.01)
+    assert {("level", "dense", 0.01), ("level", "on_the_fly", 0.01)} <= _bench._WARMED
 
 
 def test_a_split_warms_its_methods_before_the_first_timed_run(monkeypatch):

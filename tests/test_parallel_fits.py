@@ -13,17 +13,16 @@ argument.
 import os
 import signal
 import sys
-from pathlib import Path
 
 import joblib
 import numpy as np
 import pytest
 import sklearn.base
 
-import mklopt
 from mklopt import MKBoostClassifier, MKLClassifier, datasets
 from mklopt._parallel import check_n_jobs, parallel_map
 from mklopt.kernels import poly, rbf
+from tests._cluster import local_client
 
 distributed = pytest.importorskip("distributed")
 
@@ -86,27 +85,8 @@ def serial(data):
 
 @pytest.fixture(scope="module")
 def client():
-    # Workers are new interpreters: make them import the mklopt under test.
-    root = str(Path(mklopt.__file__).resolve().parents[1])
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = root + ("" if old is None else os.pathsep + old)
-    try:
-        cluster = distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            silence_logs=50,
-        )
-    finally:
-        if old is None:
-            os.environ.pop("PYTHONPATH")
-        else:
-            os.environ["PYTHONPATH"] = old
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+    with local_client() as c:
+        yield c
 
 
 # ---------------------------------------------------------------- the helper

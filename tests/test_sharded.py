@@ -11,12 +11,10 @@ error, never a silent wrong answer.
 
 import os
 import signal
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-import mklopt
 from mklopt import KernelBank, datasets, solve
 from mklopt.kernels import grid, linear, poly, rbf
 from mklopt.kernels.functions import KernelFunctions
@@ -24,6 +22,7 @@ from mklopt.kernels.sharded import ShardedStorage, ShardLostError, balance_shard
 from mklopt.methods import AnalyticLp, Boosting, LevelBundle, MirrorDescent, Subgradient
 from mklopt.oracles import SVMDual, WeakLearners
 from mklopt.stopping import DualityGap, MaxIter, MaxOracleCalls
+from tests._cluster import local_client
 
 distributed = pytest.importorskip("distributed")
 
@@ -35,28 +34,8 @@ def rel(a, b):
 
 @pytest.fixture(scope="module")
 def client():
-    # Workers are new interpreters: make them import the mklopt under test
-    # (a source tree may shadow an installed copy only on this side).
-    root = str(Path(mklopt.__file__).resolve().parents[1])
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = root + ("" if old is None else os.pathsep + old)
-    try:
-        cluster = distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=50,
-        )
-    finally:
-        if old is None:
-            os.environ.pop("PYTHONPATH")
-        else:
-            os.environ["PYTHONPATH"] = old
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+    with local_client() as c:
+        yield c
 
 
 @pytest.fixture(scope="module")

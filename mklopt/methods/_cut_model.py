@@ -49,6 +49,27 @@ _ECOS_OPTS = dict(feastol=1e-8, abstol=1e-8, reltol=1e-8, max_iters=100, verbose
 _ECOS_RETRY = dict(feastol=1e-6, abstol=1e-6, reltol=1e-6, max_iters=200, verbose=False)
 
 
+def solve_ecos(data, attempts, what):
+    """ECOS on ``data = (c, G, h, dims, A, b)``, trying the option sets ``attempts`` in turn.
+
+    Returns ECOS's output of the first attempt that ends optimal (or optimal
+    to reduced accuracy) with a finite ``x``, or None when none does; ECOS
+    errors on bad data count as failed attempts. ``what`` names the problem
+    in the debug log.
+    """
+    c, G, h, dims, A, b = data
+    for opts in attempts:
+        try:
+            out = ecos.solve(c, G, h, dims, A, b, **opts)
+        except (ValueError, ArithmeticError) as exc:  # ECOS raises on bad data
+            log.debug("ECOS raised %s on %s", exc, what)
+            continue
+        if out["info"]["exitFlag"] in _ECOS_OK and np.all(np.isfinite(out["x"])):
+            return out
+        log.debug("ECOS exit flag %s on %s", out["info"]["exitFlag"], what)
+    return None
+
+
 class CutModel:
     """Cutting-plane model ``g(w) = max_j s_j - w'q_j / 2`` over the simplex.
 
@@ -290,18 +311,12 @@ class CutModel:
         """
         G, h, A, b, c, dims, scale = self._level_socp(w0, level, W)
         mw = W.size
-        for opts in (_ECOS_OPTS, _ECOS_RETRY):
-            try:
-                out = ecos.solve(c, G, h, dims, A, b, **opts)
-            except (ValueError, ArithmeticError) as exc:  # ECOS raises on bad data
-                log.debug("ECOS raised %s on the level projection", exc)
-                continue
-            if out["info"]["exitFlag"] in _ECOS_OK and np.all(np.isfinite(out["x"])):
-                t = float(out["x"][mw])
-                z = out["z"][mw : mw + self.n_cuts]
-                return out["x"][:mw], np.maximum(t * z / scale, 0.0)
-            log.debug("ECOS exit flag %s on the level projection", out["info"]["exitFlag"])
-        return None
+        out = solve_ecos((c, G, h, dims, A, b), (_ECOS_OPTS, _ECOS_RETRY), "the level projection")
+        if out is None:
+            return None
+        t = float(out["x"][mw])
+        z = out["z"][mw : mw + self.n_cuts]
+        return out["x"][:mw], np.maximum(t * z / scale, 0.0)
 
     def _level_socp(self, w0, level, W):
         """ECOS data for ``min t s.t. ||w - w0|| <= t, w >= 0, cuts <= level, 1'w = 1``

@@ -41,20 +41,16 @@ its single-group special case, as in DESIGN section 1.
 
 from __future__ import annotations
 
-import logging
-
-import ecos
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.lapack import dpstrf
 
-__all__ = ["fixed_offset", "kernel_factor", "solve_restricted"]
+from ._cut_model import solve_ecos
 
-log = logging.getLogger("mklopt")
+__all__ = ["fixed_offset", "kernel_factor", "solve_restricted"]
 
 _ECOS_OPTS = dict(feastol=1e-10, abstol=1e-10, reltol=1e-10, max_iters=200, verbose=False)
 _ECOS_RETRY = dict(feastol=1e-8, abstol=1e-8, reltol=1e-8, max_iters=400, verbose=False)
-_ECOS_OK = (0, 10)
 #: Pivots below this fraction of the largest diagonal entry end a factor.
 _RANK_RTOL = 1e-11
 
@@ -139,17 +135,11 @@ def solve_restricted(problem, S, factors, local, group_of=None, fixed=None, offs
     else:
         data = _group_data(M, c, p, U, sS, total, group_of)
     G, h, A, b, cost, dims, unpack = data
-    for opts in (_ECOS_OPTS, _ECOS_RETRY):
-        try:
-            out = ecos.solve(cost, G, h, dims, A, b, **opts)
-        except (ValueError, ArithmeticError) as exc:  # ECOS raises on bad data
-            log.debug("ECOS raised %s on the restricted problem", exc)
-            continue
-        if out["info"]["exitFlag"] in _ECOS_OK and np.all(np.isfinite(out["x"])):
-            a, w = unpack(out["x"], out["z"])
-            return sigma * a, w
-        log.debug("ECOS exit flag %s on the restricted problem", out["info"]["exitFlag"])
-    return None
+    out = solve_ecos((cost, G, h, dims, A, b), (_ECOS_OPTS, _ECOS_RETRY), "the restricted problem")
+    if out is None:
+        return None
+    a, w = unpack(out["x"], out["z"])
+    return sigma * a, w
 
 
 def fixed_offset(K, free, v_fixed):
