@@ -13,7 +13,8 @@ is feasible whatever ``w``). Their maximum is the model
 Two sub-problems over the simplex P are solved on it:
 
 * the LP ``min_{w in P} g_i(w)`` (SILP's next point, Xu et al. eq. 2, and the
-  level method's lower bound, eq. 6), with scipy's HiGHS;
+  level method's lower bound, eq. 6), with scipy's HiGHS, or with ECOS when
+  the caller accepts an answer within a stated precision of the minimum;
 * the projection QP ``min ||w - w_i||^2 s.t. w in P, f(w, alpha_j) <= l``
   (eq. 8), as a second-order cone program solved with ECOS.
 
@@ -145,11 +146,11 @@ class CutModel:
         return float(np.max(self.cut_values(w)))
 
     # ---- the LP: min_{w in simplex} g(w) -------------------------------------------
-    def minimize(self):
+    def minimize(self, precision=0.0):
         """Minimise the model over the simplex (Xu et al. eq. 6; SILP's step, eq. 2).
 
-        Solves the LP ``min t s.t. s_j - q_j'w / 2 <= t, w >= 0, 1'w = 1`` with
-        HiGHS (dual simplex), by column generation over the kernels: the LP is
+        Solves the LP ``min t s.t. s_j - q_j'w / 2 <= t, w >= 0, 1'w = 1`` by
+        column generation over the kernels: the LP is
         solved on a working set ``W`` of kernels (the others held at 0), and a
         kernel joins ``W`` while its reduced cost is negative. With ``lam``
         the optimal cut multipliers (``lam >= 0``, ``sum(lam) = 1``), the LP
@@ -158,6 +159,17 @@ class CutModel:
         maximum over ``W``. When no kernel does, the restricted solution is
         optimal for the full LP. Optima are sparse (few kernels carry weight),
         so ``W`` stays small and each LP is far cheaper than on all kernels.
+
+        Parameters
+        ----------
+        precision : float, default=0.0
+            How far above the LP minimum the returned point may be. With
+            ``precision > 0`` the LP is first solved with ECOS (an interior-
+            point solve of this small LP costs a fraction of the overhead of
+            scipy's ``linprog``), and that answer is kept when its certified
+            gap ``g(w) - lower`` is at most ``precision``; otherwise, and
+            always with ``0``, HiGHS's dual simplex gives an exact vertex.
+            Either way ``lower`` is a valid bound.
 
         Returns
         -------
@@ -184,12 +196,22 @@ class CutModel:
         """
         if self.n_cuts == 0:
             raise RuntimeError("the cutting-plane model has no cuts yet")
+        if precision > 0.0:
+            sol = self._column_generation(self._restricted_lp_ecos)
+            if sol is not None and self.value(sol[1]) - sol[0] <= precision:
+                return sol
+        return self._column_generation(self._restricted_lp_highs)
+
+    def _column_generation(self, lp):
+        """:meth:`minimize` with the restricted-LP solver ``lp``; None when it fails."""
         Q = self.Q
         # Seed: the previous working set plus, for every cut, its steepest kernel.
         W = np.union1d(self._W, np.argmax(Q, axis=1))
         for _ in range(self.n_kernels + 1):
-            res, x = self._restricted_lp(W)
-            lam = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0)
+            sol = lp(W)
+            if sol is None:
+                return None
+            fun, x, lam = sol
             tot = lam.sum()
             if not tot > 0:
                 break
@@ -208,7 +230,7 @@ class CutModel:
         if tot > 0:
             lower = self.dual_value(lam / tot)
         else:  # no multipliers (a degenerate solve): the model's minimum, rounded down
-            lower = min(float(res.fun), self.value(w))
+            lower = min(fun, self.value(w))
         return lower, w
 
     def dual_value(self, lam):
@@ -218,8 +240,43 @@ class CutModel:
         """
         return float(lam @ self.s) - 0.5 * float(np.max(self.Q.T @ lam))
 
-    def _restricted_lp(self, W):
-        """HiGHS on the LP restricted to the kernels ``W``; returns ``(res, w_W)``."""
+    def _restricted_lp_ecos(self, W):
+        """ECOS on the LP restricted to the kernels ``W``: ``(value, w_W, lam)`` or None.
+
+        Variables ``(w_W, t)``; rows ``h - Gx >= 0``: ``w >= 0``, then the
+        cuts ``s_j - q_j'w / 2 - t <= 0``, each scaled to unit max-norm.
+        An interior-point solution is strictly positive; entries at the
+        solver's precision are cleared, as for the projection.
+        """
+        mw, J = W.size, self.n_cuts
+        Q = self.Q[:, W]
+        scale = np.maximum(0.5 * np.max(np.abs(Q), axis=1), 1.0)
+        G = np.zeros((mw + J, mw + 1))
+        G[np.arange(mw), np.arange(mw)] = -1.0
+        G[mw:, :mw] = (-0.5 / scale)[:, None] * Q
+        G[mw:, mw] = -1.0 / scale
+        h = np.zeros(mw + J)
+        h[mw:] = -self.s / scale
+        A = np.ones((1, mw + 1))
+        A[0, mw] = 0.0
+        c = np.zeros(mw + 1)
+        c[mw] = 1.0
+        data = (c, sp.csc_matrix(G), h, {"l": mw + J, "q": [], "e": 0}, sp.csc_matrix(A),
+                np.ones(1))
+        out = solve_ecos(data, (_ECOS_OPTS,), "the cutting-plane LP")
+        if out is None:
+            return None
+        x = np.asarray(out["x"][:mw])
+        x = np.where(x > 1e-9 * max(float(x.max()), 1e-300), x, 0.0)
+        lam = np.maximum(np.asarray(out["z"][mw:]) / scale, 0.0)
+        return float(out["x"][mw]), x, lam
+
+    def _restricted_lp_highs(self, W):
+        """HiGHS on the LP restricted to the kernels ``W``: ``(value, w_W, lam)``.
+
+        ``lam >= 0`` are the cut multipliers; only their direction matters
+        (the bound is recomputed from them in :meth:`dual_value`).
+        """
         mw, J = W.size, self.n_cuts
         c = np.zeros(mw + 1)
         c[mw] = 1.0
@@ -240,7 +297,8 @@ class CutModel:
                 break
         if res.x is None:
             raise RuntimeError(f"the cutting-plane LP failed: {res.message}")
-        return res, res.x[:mw]
+        lam = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0)
+        return float(res.fun), res.x[:mw], lam
 
     # ---- the projection QP of eq. 8 -------------------------------------------------
     def project_level(self, w0, level, fallback):

@@ -123,3 +123,31 @@ def test_cut_model_rejects_bad_cuts():
         model.add(np.nan, np.ones(2))
     with pytest.raises(RuntimeError, match="no cuts"):
         model.minimize()
+
+
+@settings(max_examples=25)
+@given(piecewise_linear_oracles(min_m=2, max_m=12, min_pieces=1, max_pieces=20),
+       st.sampled_from([1e-9, 1e-6, 1e-3, 1.0]))
+def test_minimize_within_precision_brackets_the_lp_minimum(oracle, precision):
+    # With precision > 0 the LP may be answered by ECOS: the bound stays a
+    # bound and the point is within `precision` of the minimum.
+    m = oracle.n_kernels
+    model = CutModel(m)
+    for s, q in zip(oracle.s, oracle.Q):
+        model.add(s, q)
+    exact = CutModel(m)
+    for s, q in zip(oracle.s, oracle.Q):
+        exact.add(s, q)
+    lp_min, _ = exact.minimize()
+    lower, w = model.minimize(precision=precision)
+    slack = 1e-9 * max(1.0, abs(lp_min))
+    assert Simplex(m).contains(w, tol=1e-12)
+    assert lower <= lp_min + slack
+    assert lp_min - slack <= model.value(w) <= lower + precision + slack
+    # ECOS's own answer (the path precision > 0 tries first) is accurate too.
+    sol = model._column_generation(model._restricted_lp_ecos)
+    assert sol is not None
+    lower_e, w_e = sol
+    assert Simplex(m).contains(w_e, tol=1e-12)
+    assert lower_e <= lp_min + slack
+    assert model.value(w_e) - lp_min <= 1e-6 * max(1.0, abs(lp_min))
