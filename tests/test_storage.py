@@ -251,3 +251,24 @@ def test_a_bank_nothing_can_hold_is_refused_before_allocating(rng):
         KernelBank.from_specs(X, grid(5), cache_size=-1)
     with pytest.raises(ValueError, match="storage"):
         MKLClassifier(storage="disk").fit(X, np.where(X[:, 0] > 0, 1, -1))
+
+
+def test_auto_computes_on_the_fly_when_tables_hold_most_kernels(rng):
+    # Binary and ordinal features: their per-feature kernels are tables, read
+    # in O(1) per entry, so "auto" does not store the bank even though it fits.
+    X_codes = rng.integers(0, 3, size=(120, 6)).astype(float)
+    X_cont = rng.normal(size=(120, 6))
+    y = np.where(X_codes[:, 0] + X_cont[:, 0] > 1, 1, -1)
+    coded = KernelBank.from_specs(X_codes, grid(6))
+    assert coded.storage.name == "on_the_fly" and coded.storage.table_share >= 0.5
+    assert KernelBank.from_specs(X_cont, grid(6)).storage.name == "dense"
+    # Half coded features: 6 of 13 groups are tables, under half the kernels.
+    mixed = np.hstack([X_codes[:, :3], X_cont[:, :4]])
+    assert KernelBank.from_specs(mixed, grid(7)).storage.name == "dense"
+    # The choice changes where the kernels live, not the answer.
+    dense = KernelBank.from_specs(X_codes, grid(6), storage="dense")
+    stop = DualityGap(1e-6) | MaxIter(300)
+    a = solve(SVMDual(coded, y, C=10.0), LevelBundle(), stop=stop)
+    b = solve(SVMDual(dense, y, C=10.0), LevelBundle(), stop=stop)
+    assert a.converged and b.converged
+    assert rel(a.value, b.value) <= 2e-6

@@ -44,6 +44,10 @@ _SYM_RTOL = 1e-8
 _CACHE_MB = 2048
 # Rows per chunk when scanning a (possibly memory-mapped) matrix.
 _SCAN_ROWS = 2048
+#: "auto" computes on the fly when at least this share of the kernels is
+#: read from tables (vote, breast: 94 % and 90 % of the level grid); see
+#: benchmarks/README.md, "Storage chosen by auto".
+_AUTO_TABLE_SHARE = 0.5
 
 
 def _check_dtype(dtype, name="dtype"):
@@ -205,8 +209,11 @@ class KernelBank:
             ``n``); ``"on_the_fly"`` stores only ``X`` and computes rows,
             quadratic forms and blocks from it, skipping kernels with zero
             weight. ``"auto"`` keeps dense when the bank and the solver's
-            work matrix fit under ``max_memory``, else computes on the fly
-            (it never approximates). A :class:`~mklopt.kernels.FeatureMap`
+            work matrix fit under ``max_memory`` and fewer than half of the
+            kernels are on features with few distinct values (binary,
+            ordinal: those are read from small tables on the fly, cheaper
+            than from memory), else computes on the fly (it never
+            approximates). A :class:`~mklopt.kernels.FeatureMap`
             stores each kernel as its feature map ``Phi_k`` (``n x r_k``):
             ``"feature_map"`` maps linear and polynomial kernels exactly;
             :func:`~mklopt.kernels.nystroem` and
@@ -280,9 +287,19 @@ class KernelBank:
             raise ValueError("n_shards is only used with a client (a sharded bank)")
         dense_bytes = m * n * n * dt.itemsize + n * n * 8
         fly_bytes = X.nbytes * 3 + 64 * n * 8
+        functions = KernelFunctions.from_data(X, specs, normalize=normalize)
+        fly = None
         if storage == "auto":
             storage = "dense" if fits(dense_bytes, max_memory) else "on_the_fly"
-        functions = KernelFunctions.from_data(X, specs, normalize=normalize)
+            if storage == "dense":
+                # Kernels on features with few distinct values (binary,
+                # ordinal) are read from small tables on the fly: O(1) per
+                # entry and O(|S|) per quadratic form, against 8 bytes per
+                # entry from memory when stored. When they are most of the
+                # bank, computing on the fly is the faster storage too.
+                fly = OnTheFlyStorage(functions)
+                if fly.table_share >= _AUTO_TABLE_SHARE:
+                    storage = "on_the_fly"
         if storage == "dense":
             check_memory(
                 dense_bytes,
@@ -300,7 +317,9 @@ class KernelBank:
             f"Kernels on the fly for {n} samples and {d} features",
             "Nothing smaller can hold the training data: use a subsample of the rows.",
         )
-        return cls(OnTheFlyStorage(functions), functions, cache_size=cache_size)
+        if fly is None:
+            fly = OnTheFlyStorage(functions)
+        return cls(fly, functions, cache_size=cache_size)
 
     @classmethod
     def from_matrices(

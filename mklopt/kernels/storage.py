@@ -228,6 +228,11 @@ class OnTheFlyStorage:
     def nbytes(self):
         return int(self.fn.nbytes + self.fn.XT.nbytes + sum(t.nbytes for t in self._tables))
 
+    @property
+    def table_share(self):
+        """Share of the kernels read from tables (0 when none is)."""
+        return 1.0 - self._direct_idx.size / max(1, self.n_kernels)
+
     def _direct_weights(self, w):
         wk = np.where(self._direct, w * self._inv, 0.0)
         return wk, self.fn.plan.groups_of(np.flatnonzero(wk))
