@@ -158,17 +158,22 @@ def warm_up(method_keys, storages=("auto",), cache_size=None):
     if not todo:
         return
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(40, 3))
-    y = np.where(X[:, 0] + 0.3 * rng.normal(size=40) > 0, 1.0, -1.0)
+    # 80 points, the first feature coded on 3 values: on the fly, its
+    # kernels are read from tables (the path "auto" takes on coded data).
+    X = rng.normal(size=(80, 3))
+    X[:, 0] = np.clip(np.round(X[:, 0]), -1, 1)
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=80) > 0, 1.0, -1.0)
     for key, storage in todo:
         preset = get_preset(key)
-        if getattr(preset.cls, "oracle_kind", "dual") == "dual":
-            bank = KernelBank.from_specs(X, grid(3), storage=storage, cache_size=cache_size)
-            solve(SVMDual(bank, y, C=10.0, tol=1e-3), preset.make(), stop=MaxIter(3))
-        else:
-            MKBoostClassifier(kernels=list(grid(3, protocol="mkboost2013")), n_rounds=2,
-                              storage=storage, cache_size=cache_size, random_state=0,
-                              **dict(preset.params)).fit(X, y)
+        # "auto" may pick either exact storage, depending on the data
+        for st in ("dense", "on_the_fly") if storage == "auto" else (storage,):
+            if getattr(preset.cls, "oracle_kind", "dual") == "dual":
+                bank = KernelBank.from_specs(X, grid(3), storage=st, cache_size=cache_size)
+                solve(SVMDual(bank, y, C=10.0, tol=1e-3), preset.make(), stop=MaxIter(3))
+            else:
+                MKBoostClassifier(kernels=list(grid(3, protocol="mkboost2013")), n_rounds=2,
+                                  storage=st, cache_size=cache_size, random_state=0,
+                                  **dict(preset.params)).fit(X, y)
         _WARMED.add((key, storage, cache_size))
 
 
