@@ -4,9 +4,10 @@ A round trains one SVM per kernel on the same sample of training indices
 (drawn with replacement, so a point may appear several times) and judges
 each on all ``n`` training points. Everything a weak SVM needs is in one
 block per kernel: the kernel rows of the sample's *distinct* points against
-all training points, ``B[j] = K_j[uniq, :]`` of shape ``(u, n)``. Its
-training block is ``B[j][:, uniq]``, and its decision on all points needs
-the rows of its support vectors, which are rows of ``B[j]`` too.
+all training points, ``K_j[uniq, :]`` of shape ``(u, n)``. Its training
+block is ``K_j[uniq, uniq]``, and its decision on all points needs the
+rows of its support vectors, which are among those rows. A dense bank is
+read in place; other storages compute the rows as one block.
 
 *Copies are merged.* The dual of an SVM on a sample where point ``i`` is
 drawn ``c_i`` times depends on the copies' multipliers only through their
@@ -18,7 +19,7 @@ of the zero-curvature pairs that copies create. Boosting concentrates its
 distribution on hard points, so late rounds draw many copies of few
 points and this matters (breast: 2-3x fewer SMO iterations).
 
-:func:`weak_svm_round` runs, for every kernel in turn: gather the training
+:func:`weak_svm_round` runs, for every kernel in turn: read the training
 block, SMO from ``alpha = 0`` (the same :func:`~mklopt._jit.smo.smo_solve`
 as every oracle, with shrinking), libsvm's offset, and the decision values
 on all points. No Python runs per weak SVM.
@@ -39,32 +40,42 @@ from .smo import smo_rho, smo_solve, smo_violation
 
 
 @njit(**JIT)
-def weak_svm_round(B, uniq, yu, upper, tol, max_iter, coef, bias, decision, n_iter, violation):
+def weak_svm_round(K, kernels, scale, rows, uniq, yu, upper, tol, max_iter, coef, bias, decision,
+                   n_iter, violation):
     """Train one SVM per kernel on a sample and evaluate it on all training points.
 
-    ``B`` (r, u, n) float64: kernel ``j``'s rows of the sample's distinct
-    points against all ``n`` training points; ``uniq`` (u,) int64: their
-    training indices (the columns of the training block); ``yu`` (u,)
-    float64: their labels in {-1, +1}; ``upper`` (u,) float64: ``C`` times
-    the number of draws of each point; ``tol`` and ``max_iter``: SMO's stop
-    test and budget per SVM. Written: ``coef`` (r, u) float64, ``alpha_t
-    yu_t`` (0 off the support); ``bias`` (r,) the offsets; ``decision``
-    (r, n) ``coef[j] @ B[j] + bias[j]``; ``n_iter`` (r,) int64 SMO
-    iterations; ``violation`` (r,) the final KKT violation of the SVMs that
-    used their whole budget (``-inf`` for the others).
+    Kernel ``j`` of the round is ``scale[j] * K[kernels[j]]`` and its rows
+    of the sample's distinct points are ``K[kernels[j], rows[a]]``. Two
+    callers: a dense bank passes its ``(m, n, n)`` array with ``rows =
+    uniq`` (nothing is copied: the training block and the support rows are
+    read in place), and a storage that computes blocks passes them,
+    ``K = B`` of shape ``(r, u, n)`` with ``kernels = rows = arange``.
+
+    ``K`` float64 or float32, C-contiguous; ``kernels`` (r,) int64;
+    ``scale`` (r,) float64; ``rows`` (u,) int64; ``uniq`` (u,) int64: the
+    training indices of the sample's distinct points (the columns of the
+    training block); ``yu`` (u,) float64: their labels in {-1, +1};
+    ``upper`` (u,) float64: ``C`` times the number of draws of each point;
+    ``tol`` and ``max_iter``: SMO's stop test and budget per SVM. Written:
+    ``coef`` (r, u) float64, ``alpha_t yu_t`` (0 off the support); ``bias``
+    (r,) the offsets; ``decision`` (r, n) ``scale[j] coef[j] @ K[kernels[j],
+    rows] + bias[j]``; ``n_iter`` (r,) int64 SMO iterations; ``violation``
+    (r,) the final KKT violation of the SVMs that used their whole budget
+    (``-inf`` for the others).
     """
-    r = B.shape[0]
-    u = B.shape[1]
-    n = B.shape[2]
+    r = kernels.shape[0]
+    u = rows.shape[0]
+    n = K.shape[2]
     ident = np.arange(u)
+    Ku = np.empty((u, u))
     for j in range(r):
-        Bj = B[j]
-        Ku = np.empty((u, u))
+        Kj = K[kernels[j]]
+        f = scale[j]
         for a in range(u):
-            row = Bj[a]
+            row = Kj[rows[a]]
             Ka = Ku[a]
             for b in range(u):
-                Ka[b] = row[uniq[b]]
+                Ka[b] = f * row[uniq[b]]
         alpha = np.zeros(u)
         grad = np.full(u, -1.0)
         it = smo_solve(Ku, ident, yu, upper, alpha, grad, tol, max_iter, True)
@@ -82,6 +93,7 @@ def weak_svm_round(B, uniq, yu, upper, tol, max_iter, coef, bias, decision, n_it
             c = alpha[a] * yu[a]
             cj[a] = c
             if c != 0.0:
-                row = Bj[a]
+                row = Kj[rows[a]]
+                cf = c * f
                 for p in range(n):
-                    dj[p] += c * row[p]
+                    dj[p] += cf * row[p]

@@ -22,6 +22,7 @@ from .._jit.boost import weak_svm_round
 from .._validation import check_int, check_labels, check_real
 from ..kernels.bank import as_bank
 from ..kernels.sharded import check_client
+from ..kernels.storage import DenseStorage
 from ._warnings import ConvergenceWarning
 
 __all__ = ["WeakLearners", "WeakLearner", "WeakLearnersAnswer", "BoostQuery"]
@@ -169,12 +170,19 @@ class _Learners(Sequence):
         return lrn
 
 
+def _round_blocks(B, uniq, yu, upper, tol, max_iter, *out):
+    """A round's weak SVMs on computed blocks ``B`` (r, u, n) (see :func:`weak_svm_round`)."""
+    r, u = B.shape[0], B.shape[1]
+    ar = np.arange(max(r, u), dtype=np.int64)
+    weak_svm_round(B, ar[:r], np.ones(r), ar[:u], uniq, yu, upper, tol, max_iter, *out)
+
+
 def _round_chunk(B, uniq, yu, upper, tol, max_iter):
     """A chunk of a round's weak SVMs as one Dask task (see :func:`weak_svm_round`)."""
     r, n = B.shape[0], B.shape[2]
     out = (np.empty((r, B.shape[1])), np.empty(r), np.empty((r, n)),
            np.empty(r, dtype=np.int64), np.empty(r))
-    weak_svm_round(B, uniq, yu, upper, tol, max_iter, *out)
+    _round_blocks(B, uniq, yu, upper, tol, max_iter, *out)
     return out
 
 
@@ -317,13 +325,19 @@ class WeakLearners:
         chunks = self._chunks(r, u)
         storage = self.bank.storage
         everyone = np.arange(N, dtype=np.int64)
-        if self.client is None:
+        if self.client is None and isinstance(storage, DenseStorage):
+            # A stored bank is read in place: the training blocks and the
+            # support rows are rows of K[k] (no copy of the u x n rows).
+            scale = np.ones(r) if storage.factors is None else storage.factors[kernels]
+            weak_svm_round(storage.K, kernels, scale, uniq, *args, coef, bias, decision,
+                           n_iter, violation)
+        elif self.client is None:
             for c0, c1 in chunks:
                 # The rows of the sample's distinct points against every
                 # training point: the training blocks and the support rows.
                 B = storage.blocks(kernels[c0:c1], uniq, everyone)
-                weak_svm_round(B, *args, coef[c0:c1], bias[c0:c1], decision[c0:c1],
-                               n_iter[c0:c1], violation[c0:c1])
+                _round_blocks(B, *args, coef[c0:c1], bias[c0:c1], decision[c0:c1],
+                              n_iter[c0:c1], violation[c0:c1])
         else:
             futures = [
                 self.client.submit(

@@ -33,6 +33,13 @@ def objective(K, y, alpha):
     return alpha.sum() - 0.5 * v @ K @ v
 
 
+def primal_dual_gap(K, y, alpha, bias, C):
+    """``P(w, b) - D(alpha)`` with the solution's own offset (>= the true gap)."""
+    v = alpha * y
+    xi = np.maximum(0.0, 1.0 - y * (K @ v + bias))
+    return max(0.0, float(v @ K @ v) + C * float(xi.sum()) - float(alpha.sum()))
+
+
 def kkt_violation(K, y, alpha, C):
     F = -y * (y * (K @ (alpha * y)) - 1.0)
     up = np.where(y > 0, alpha < C, alpha > 0)
@@ -134,7 +141,12 @@ def test_matches_libsvm_on_random_banks(problem, C):
     K = np.tensordot(w, K_all, axes=1)
     ref_alpha, ref_bias = libsvm(K, y, C, tol)
     assert ans.value == pytest.approx(objective(K, y, ref_alpha), rel=1e-6, abs=1e-8)
-    np.testing.assert_allclose(ans.alpha, ref_alpha, atol=1e-4 * C)
+    # The dual is 0.05-strongly concave (K >= 0.05 I), so a point with duality
+    # gap g is within sqrt(2 g / 0.05) of the unique optimum; at small C the
+    # two solvers' tolerance-level gaps allow more than 1e-4 C.
+    near = sum(np.sqrt(2.0 * primal_dual_gap(K, y, a, b, C) / 0.05)
+               for a, b in ((ans.alpha, ans.bias), (ref_alpha, ref_bias)))
+    np.testing.assert_allclose(ans.alpha, ref_alpha, atol=max(1e-4 * C, near))
     # The bias is unique only with a free variable; both must satisfy KKT.
     lo, hi = bias_interval(K, y, ans.alpha, C, slack=1e-5)
     assert lo <= ans.bias <= hi and lo - 1e-3 <= ref_bias <= hi + 1e-3
