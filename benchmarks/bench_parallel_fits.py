@@ -112,6 +112,11 @@ def main(argv=None):
         help="training points per class for MKBoost (default 0: all 4,435)",
     )
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument(
+        "--storage",
+        default="auto",
+        help="kernel storage of both estimators (default: theirs, 'auto')",
+    )
     ap.add_argument("--estimators", nargs="+", default=["mkl", "mkboost"])
     args = ap.parse_args(argv)
 
@@ -121,9 +126,9 @@ def main(argv=None):
         "mkboost": subsample(X_tr, y_tr, args.boost_per_class),
     }
     makers = {
-        "mkl": lambda: MKLClassifier(C=100.0, method="level", tol=1e-2, storage="dense"),
+        "mkl": lambda: MKLClassifier(C=100.0, method="level", tol=1e-2, storage=args.storage),
         "mkboost": lambda: MKBoostClassifier(
-            variant="D1", n_rounds=args.rounds, random_state=0, storage="dense"
+            variant="D1", n_rounds=args.rounds, random_state=0, storage=args.storage
         ),
     }
     print(

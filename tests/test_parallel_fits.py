@@ -236,3 +236,34 @@ def test_bench_refuses_an_unreachable_scheduler(tmp_path, capsys):
     code = main(["bench", "--scheduler", "tcp://127.0.0.1:1", "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2 and "cannot connect to the Dask scheduler tcp://127.0.0.1:1" in err
+
+
+def test_pairs_are_dispatched_largest_first_and_kept_in_pair_order(monkeypatch):
+    # Unequal classes: pairs of different sizes. The tasks go out largest
+    # first (a shorter makespan in parallel); the models stay in pair order.
+    import mklopt.estimators._ovo as ovo
+
+    rng = np.random.default_rng(3)
+    sizes = {0: 12, 1: 30, 2: 20, 3: 8}
+    X = np.vstack([rng.normal(loc=c, size=(k, 2)) for c, k in sizes.items()])
+    y = np.repeat(list(sizes), list(sizes.values()))
+    seen = []
+    real = ovo.parallel_map
+
+    def spy(func, tasks, *args, **kwargs):
+        def record():
+            for t in tasks:
+                seen.append(t[1].shape[0])
+                yield t
+        return real(func, record(), *args, **kwargs)
+
+    monkeypatch.setattr(ovo, "parallel_map", spy)
+    clf = MKLClassifier(kernels=[rbf(1.0), poly(2)], C=1.0).fit(X, y)
+    assert seen == sorted(seen, reverse=True) and len(seen) == 6
+    monkeypatch.setattr(ovo, "parallel_map", real)
+    ref = MKLClassifier(kernels=[rbf(1.0), poly(2)], C=1.0).fit(X, y)
+    np.testing.assert_array_equal(clf.pairs_, ref.pairs_)
+    np.testing.assert_array_equal(clf.weights_, ref.weights_)
+    for (i, j), model in zip(clf.pairs_, clf.models_):
+        # each model was fitted on its own pair's points
+        assert model.result.alpha.size == sizes[i] + sizes[j]

@@ -226,15 +226,24 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
         else:
             all_rows = [np.flatnonzero((y_idx == i) | (y_idx == j)) for i, j in pairs]
 
+        # Largest pairs first: run in parallel, the longest tasks then start
+        # early and the short ones fill the gaps at the end (the makespan of
+        # this order is within 4/3 of the best when cost grows with size).
+        order = sorted(range(len(pairs)), key=lambda p: -all_rows[p].size)
+
         def tasks():
             # Lazily: a serial fit holds one pair's copy of X at a time.
-            for (_, j), rows, extra in zip(pairs, all_rows, extras):
-                y_pm1 = np.where(y_idx[rows] == j, 1.0, -1.0)
-                yield (plan, np.ascontiguousarray(X[rows]), y_pm1, *extra)
+            for p in order:
+                rows = all_rows[p]
+                y_pm1 = np.where(y_idx[rows] == pairs[p][1], 1.0, -1.0)
+                yield (plan, np.ascontiguousarray(X[rows]), y_pm1, *extras[p])
 
         # The pairs are independent: with n_jobs (or a joblib backend such
         # as Dask) they run as parallel tasks, with the same results.
-        models = parallel_map(self._fit_binary, tasks(), n_jobs, n_tasks=len(pairs))
+        fitted = parallel_map(self._fit_binary, tasks(), n_jobs, n_tasks=len(pairs))
+        models = [None] * len(pairs)
+        for p, model in zip(order, fitted):
+            models[p] = model
         self.classes_ = classes
         self.n_features_in_ = X.shape[1]
         self.scaler_mean_, self.scaler_scale_ = mean, scale
