@@ -205,3 +205,20 @@ def test_a_generous_time_limit_does_not_stop_the_run(cls):
     limited = cls(kernels=[rbf(1.0), rbf(4.0)], time_limit=600.0, **kw).fit(X, X[:, 0])
     assert limited.result_.reason != "time_limit"
     assert limited.converged_
+
+
+@pytest.mark.parametrize("method", ["chain", "active_set"])
+def test_regressor_runs_the_exact_step(method):
+    # The step reads the SVR problem's 2n variables from answers carrying
+    # beta = alpha - alpha*; it certifies what Level alone certifies slower.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.normal(size=80)
+    exact = MKLRegressor(method=method, tol=1e-6, max_iter=500).fit(X, y)
+    level = MKLRegressor(method="level", tol=1e-6, max_iter=500).fit(X, y)
+    assert exact.result_.converged and exact.result_.rel_gap <= 1e-6
+    assert level.result_.converged
+    # both within their gaps of the same optimum
+    assert abs(exact.result_.value - level.result_.value) <= (
+        exact.result_.gap + level.result_.gap + 1e-9 * abs(level.result_.value))
+    np.testing.assert_allclose(exact.predict(X), level.predict(X), atol=1e-2 * np.std(y))

@@ -56,6 +56,7 @@ class _State:
     factors: dict | None = None  # kernel -> factor on the rows the free variables read
     free_rows: np.ndarray | None = None  # positions in R the factors are on
     lower: float = -np.inf  # best D(a) of a restricted solution (a dual certificate)
+    oracle: object = None  # maps answers' alpha to the problem's variables and back
 
 
 @register("active_set", "exact")
@@ -105,8 +106,10 @@ class ActiveSet(MethodBase):
 
     Only the oracle's :class:`~mklopt.oracles.DualProblem` (``oracle.problem``)
     and single-kernel blocks (``oracle.bank.blocks``) are read, so the step
-    serves every dual oracle whose answer's ``alpha`` are the problem's
-    variables (classification, one-class).
+    serves every dual oracle: classification and one-class, whose answers'
+    ``alpha`` are the problem's variables, and regression, whose answers
+    carry ``beta = alpha - alpha*`` (the oracle's ``to_variables`` and
+    ``to_alpha`` map between the two).
 
     Examples
     --------
@@ -146,8 +149,9 @@ class ActiveSet(MethodBase):
         m = oracle.n_kernels
         domain = Simplex(m) if self.groups is None else GroupSimplex(self.groups, m)
         empty = np.zeros(0, np.int64)
+        mapping = oracle if callable(getattr(oracle, "to_variables", None)) else None
         s = _State(problem=problem, bank=bank, kernels=empty, variables=empty, fixed=empty,
-                   w=domain.initial())
+                   w=domain.initial(), oracle=mapping)
         return domain, s
 
     def _resume(self, oracle, handover):
@@ -163,7 +167,10 @@ class ActiveSet(MethodBase):
         return s.need
 
     def _warm_start(self, s):
-        return s.warm
+        if s.warm is None or s.oracle is None:
+            return s.warm
+        # Warm starts are given as answers give alpha (SVRDual: beta).
+        return s.oracle.to_alpha(s.warm)
 
     def _tell(self, s, query, answer):
         if s.rounds == 0:  # a cold start's first answer
@@ -190,6 +197,8 @@ class ActiveSet(MethodBase):
     # ---- the rounds ------------------------------------------------------------
     def _alpha(self, s, answer):
         a = np.asarray(answer.alpha, dtype=np.float64)
+        if a.shape != (s.problem.n_variables,) and s.oracle is not None:
+            a = s.oracle.to_variables(a)
         if a.shape != (s.problem.n_variables,):
             raise TypeError(
                 "ActiveSet reads the answer's alpha as the oracle problem's variables, but "

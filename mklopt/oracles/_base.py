@@ -139,6 +139,20 @@ class DualOracle:
         """The answer's ``alpha`` from the problem's variables (default: ``a`` itself)."""
         return a
 
+    def to_variables(self, alpha):
+        """The problem's variables (``problem.n_variables``) for an answer's ``alpha``.
+
+        The identity for SVMDual and OneClassDual; SVRDual splits
+        ``beta = alpha - alpha*`` into ``(max(beta, 0), max(-beta, 0))``.
+        A copy, checked and repaired as a warm start is.
+        """
+        return self._from_warm(alpha)
+
+    def to_alpha(self, a):
+        """An answer's ``alpha`` (what warm starts take) from the problem's variables ``a``."""
+        a = check_vector(a, "a", size=self.problem.n_variables)
+        return np.array(self._to_alpha(a), dtype=np.float64)
+
     # ---- the call ------------------------------------------------------------
     def __call__(self, w, warm_start=None, need_q=True, kernels=None):
         """Solve the dual at kernel weights ``w``.

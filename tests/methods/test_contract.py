@@ -113,7 +113,7 @@ GROUPS = [[0, 1, 2], [3, 4]]
 
 
 def _methods():
-    from mklopt.methods import AnalyticLp, KernelWorkingSet, MirrorDescent
+    from mklopt.methods import ActiveSet, AnalyticLp, KernelWorkingSet, MirrorDescent
 
     out = [(cls.__name__, cls) for cls in DUAL_METHODS
            if cls not in (AnalyticLp, KernelWorkingSet)]
@@ -122,6 +122,10 @@ def _methods():
         ("AnalyticLp-p2", lambda: AnalyticLp(p=2.0)),
         ("AnalyticLp-p1.5", lambda: AnalyticLp(p=1.5)),
         ("KernelWorkingSet", lambda: KernelWorkingSet(size=2)),
+        # the exact step reads the oracle's DualProblem (SVR: answers carry
+        # beta, the problem 2n variables; the oracle maps one to the other)
+        ("ActiveSet", ActiveSet),
+        ("Chain-level-active_set", lambda: Chain("level", "active_set")),
     ]
     return out
 
@@ -167,6 +171,16 @@ def test_every_method_on_every_oracle_reaches_the_exact_optimum(task, name, make
     assert res.value >= exact - slack
     assert res.value - exact <= res.gap + slack
     assert oracle.n_calls == res.n_oracle_calls
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_the_exact_step_certifies_1e6_on_every_oracle(task):
+    K, oracle = _task(task)
+    res = solve(oracle, Chain("level", "active_set"), stop=DualityGap(1e-6) | MaxOracleCalls(500))
+    assert res.converged and 0 <= res.rel_gap <= 1e-6, (res.reason, res.rel_gap)
+    exact = _exact(task, "l1", None)
+    slack = 1e-7 * max(abs(exact), 1e-2)  # Clarabel's own accuracy
+    assert res.lower <= exact + slack and exact - slack <= res.value <= exact + res.gap + slack
 
 
 def check_run_on_svm(res, method, exact):
