@@ -469,3 +469,16 @@ def test_boosting_is_refused_with_a_pointer_to_its_estimator(method):
 
     with pytest.raises(ValueError, match="MKBoostClassifier"):
         MKLClassifier(method=Boosting()).fit(X, y)
+
+
+def test_estimator_convergence_warning_is_both_classes():
+    # One class for users of either library: a filter on scikit-learn's or on
+    # mklopt's oracle warning catches what the estimators issue.
+    import sklearn.exceptions
+
+    import mklopt.oracles
+
+    X, y = blobs(60, seed=10, shift=0.5)
+    for cls in (sklearn.exceptions.ConvergenceWarning, mklopt.oracles.ConvergenceWarning):
+        with pytest.warns(cls, match="max_iter"):
+            small(max_iter=1, tol=1e-12).fit(X, y)

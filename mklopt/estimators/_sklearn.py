@@ -245,7 +245,8 @@ class _MklDataConversionWarning(UserWarning):
 try:
     from sklearn.base import BaseEstimator, ClassifierMixin, OutlierMixin, RegressorMixin
     from sklearn.base import clone as _sk_clone
-    from sklearn.exceptions import ConvergenceWarning, DataConversionWarning, NotFittedError
+    from sklearn.exceptions import ConvergenceWarning as _SkConvergenceWarning
+    from sklearn.exceptions import DataConversionWarning, NotFittedError
 except ImportError:  # scikit-learn is optional
     HAS_SKLEARN = False
     BaseEstimator = ParamsMixin
@@ -257,5 +258,12 @@ except ImportError:  # scikit-learn is optional
     NotFittedError = _MklNotFittedError
 else:
     HAS_SKLEARN = True
+
+    class ConvergenceWarning(_MklConvergenceWarning, _SkConvergenceWarning):
+        """An estimator's convergence warning: scikit-learn's and mklopt's at once.
+
+        A filter on either class (``sklearn.exceptions.ConvergenceWarning``,
+        ``mklopt.oracles.ConvergenceWarning``) catches it.
+        """
 # An estimator lists a mixin before BaseEstimator, as scikit-learn requires:
 # ``class MKLRegressor(RegressorMixin, BaseEstimator)``.
