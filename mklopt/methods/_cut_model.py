@@ -245,8 +245,7 @@ class CutModel:
 
         Variables ``(w_W, t)``; rows ``h - Gx >= 0``: ``w >= 0``, then the
         cuts ``s_j - q_j'w / 2 - t <= 0``, each scaled to unit max-norm.
-        An interior-point solution is strictly positive; entries at the
-        solver's precision are cleared, as for the projection.
+        Entries at the solver's precision are cleared (:func:`_clear_interior`).
         """
         mw, J = W.size, self.n_cuts
         Q = self.Q[:, W]
@@ -266,8 +265,7 @@ class CutModel:
         out = solve_ecos(data, (_ECOS_OPTS,), "the cutting-plane LP")
         if out is None:
             return None
-        x = np.asarray(out["x"][:mw])
-        x = np.where(x > 1e-9 * max(float(x.max()), 1e-300), x, 0.0)
+        x = _clear_interior(np.asarray(out["x"][:mw]))
         lam = np.maximum(np.asarray(out["z"][mw:]) / scale, 0.0)
         return float(out["x"][mw]), x, lam
 
@@ -350,10 +348,7 @@ class CutModel:
             if new.size == 0:
                 break
             W = np.union1d(W, new)
-        # An interior-point solution is strictly positive; weights at the
-        # solver's precision are zeros of the exact projection. Clearing them
-        # keeps later oracle calls from combining every kernel.
-        x = np.where(x > 1e-9 * max(float(x.max()), 1e-300), x, 0.0)
+        x = _clear_interior(x)
         w = np.zeros(self.n_kernels)
         w[W] = x
         return self._repair(_onto_simplex(w / w.sum()), level, fallback)
@@ -444,6 +439,16 @@ class CutModel:
             return _onto_simplex(fallback)
         theta = min(1.0, (gw - level) / (gw - gf))
         return _onto_simplex((1.0 - theta) * w + theta * fallback)
+
+
+def _clear_interior(x):
+    """Zero the weights of an interior-point solution that sit at the solver's precision.
+
+    ECOS's solutions are strictly positive; weights below ``1e-9`` of the
+    largest are zeros of the exact solution. Clearing them keeps later
+    oracle calls from combining every kernel.
+    """
+    return np.where(x > 1e-9 * max(float(x.max()), 1e-300), x, 0.0)
 
 
 def _onto_simplex(x):

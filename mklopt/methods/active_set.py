@@ -198,6 +198,7 @@ class ActiveSet(MethodBase):
     def _alpha(self, s, answer):
         a = np.asarray(answer.alpha, dtype=np.float64)
         if a.shape != (s.problem.n_variables,) and s.oracle is not None:
+            # answers carry other variables than the problem's (SVRDual: beta)
             a = s.oracle.to_variables(a)
         if a.shape != (s.problem.n_variables,):
             raise TypeError(

@@ -322,7 +322,6 @@ class WeakLearners:
         n_iter = np.empty(r, dtype=np.int64)
         violation = np.empty(r)
         args = (uniq, yu, upper, self.tol, int(budget))
-        chunks = self._chunks(r, u)
         storage = self.bank.storage
         everyone = np.arange(N, dtype=np.int64)
         if self.client is None and isinstance(storage, DenseStorage):
@@ -332,13 +331,14 @@ class WeakLearners:
             weak_svm_round(storage.K, kernels, scale, uniq, *args, coef, bias, decision,
                            n_iter, violation)
         elif self.client is None:
-            for c0, c1 in chunks:
+            for c0, c1 in self._chunks(r, u):
                 # The rows of the sample's distinct points against every
                 # training point: the training blocks and the support rows.
                 B = storage.blocks(kernels[c0:c1], uniq, everyone)
                 _round_blocks(B, *args, coef[c0:c1], bias[c0:c1], decision[c0:c1],
                               n_iter[c0:c1], violation[c0:c1])
         else:
+            chunks = self._chunks(r, u)
             futures = [
                 self.client.submit(
                     _round_chunk, storage.blocks(kernels[c0:c1], uniq, everyone), *args,
