@@ -47,6 +47,10 @@ log = logging.getLogger("mklopt")
 # reduced accuracy ("inaccurate").
 _ECOS_OK = (0, 10)
 _ECOS_OPTS = dict(feastol=1e-8, abstol=1e-8, reltol=1e-8, max_iters=100, verbose=False)
+# The LP's answer sets Level's next level, so its rounding travels into the
+# iterates: at 1e-8 a sharded run (q summed in another order) drifted 1e-10
+# from the serial one under some BLAS kernels; at 1e-10 it stays near 2e-11.
+_ECOS_LP_OPTS = dict(feastol=1e-10, abstol=1e-10, reltol=1e-10, max_iters=100, verbose=False)
 _ECOS_RETRY = dict(feastol=1e-6, abstol=1e-6, reltol=1e-6, max_iters=200, verbose=False)
 
 
@@ -262,7 +266,7 @@ class CutModel:
         c[mw] = 1.0
         data = (c, sp.csc_matrix(G), h, {"l": mw + J, "q": [], "e": 0}, sp.csc_matrix(A),
                 np.ones(1))
-        out = solve_ecos(data, (_ECOS_OPTS,), "the cutting-plane LP")
+        out = solve_ecos(data, (_ECOS_LP_OPTS,), "the cutting-plane LP")
         if out is None:
             return None
         x = _clear_interior(np.asarray(out["x"][:mw]))
