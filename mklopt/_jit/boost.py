@@ -20,8 +20,10 @@ distribution on hard points, so late rounds draw many copies of few
 points and this matters (breast: 2-3x fewer SMO iterations).
 
 :func:`weak_svm_round` runs, for every kernel in turn: read the training
-block, SMO from ``alpha = 0`` (the same :func:`~mklopt._jit.smo.smo_solve`
-as every oracle, with shrinking), libsvm's offset, and the decision values
+block, SMO from ``alpha = 0`` (the oracles' selection rule and steps:
+:func:`~mklopt._jit.smo.smo_solve_dense`, branch-free and without
+shrinking, up to ``DENSE_SMO_MAX`` distinct points, and
+:func:`~mklopt._jit.smo.smo_solve` with shrinking above), libsvm's offset, and the decision values
 on all points. No Python runs per weak SVM.
 
 The loop over kernels is serial (``JIT``): a round's SVMs are small (a
@@ -36,7 +38,14 @@ import numpy as np
 from numba import njit
 
 from ._options import JIT
-from .smo import smo_rho, smo_solve, smo_violation
+from .smo import smo_rho, smo_solve, smo_solve_dense, smo_violation
+
+#: Largest number of distinct points whose SVM is solved by the branch-free
+#: dense SMO without shrinking (:func:`~mklopt._jit.smo.smo_solve_dense`);
+#: larger samples use the shrinking solver. Measured on 14 Gaussian kernels
+#: of letter and shuttle samples: the dense solver is 1.0-1.7x faster at
+#: 712 distinct points, 2-3x at 16-63.
+DENSE_SMO_MAX = 1000
 
 
 @njit(**JIT)
@@ -78,7 +87,10 @@ def weak_svm_round(K, kernels, scale, rows, uniq, yu, upper, tol, max_iter, coef
                 Ka[b] = f * row[uniq[b]]
         alpha = np.zeros(u)
         grad = np.full(u, -1.0)
-        it = smo_solve(Ku, ident, yu, upper, alpha, grad, tol, max_iter, True)
+        if u <= DENSE_SMO_MAX:
+            it = smo_solve_dense(Ku, yu, upper, alpha, grad, tol, max_iter)
+        else:
+            it = smo_solve(Ku, ident, yu, upper, alpha, grad, tol, max_iter, True)
         n_iter[j] = it
         violation[j] = -np.inf
         if it >= max_iter:
@@ -97,3 +109,116 @@ def weak_svm_round(K, kernels, scale, rows, uniq, yu, upper, tol, max_iter, coef
                 cf = c * f
                 for p in range(n):
                     dj[p] += cf * row[p]
+
+
+@njit(**JIT)
+def round_errors(decision, y, dist, predictions, errors):
+    """Each learner's ``+-1`` predictions and weighted error (MKBoost eq. 2.4).
+
+    ``decision`` (r, n) float64; ``y`` (n,) labels in {-1, +1}; ``dist``
+    (n,) the example distribution. Written: ``predictions`` (r, n),
+    ``+1`` where the decision is positive and ``-1`` elsewhere (as
+    scikit-learn predicts), and ``errors`` (r,), ``sum_i dist_i [pred_i !=
+    y_i]``.
+    """
+    r, n = decision.shape
+    for j in range(r):
+        dj = decision[j]
+        pj = predictions[j]
+        e = 0.0
+        for p in range(n):
+            v = 1.0 if dj[p] > 0.0 else -1.0
+            pj[p] = v
+            if v != y[p]:
+                e += dist[p]
+        errors[j] = e
+
+
+@njit(**JIT)
+def distinct_points(sample, y, C):
+    """The sample's distinct points, their labels and their SVM bounds.
+
+    ``sample`` (s,) int64 training indices drawn with replacement, each in
+    ``[0, n)`` with ``n = y.shape[0]``. Returns ``uniq`` (u,) int64, the
+    distinct indices in increasing order; ``yu = y[uniq]``; ``upper`` (u,)
+    ``C`` times the number of draws of each (copies merged, see the module
+    notes).
+    """
+    n = y.shape[0]
+    counts = np.zeros(n, dtype=np.int64)
+    for t in sample:
+        counts[t] += 1
+    u = 0
+    for p in range(n):
+        if counts[p] > 0:
+            u += 1
+    uniq = np.empty(u, dtype=np.int64)
+    yu = np.empty(u)
+    upper = np.empty(u)
+    a = 0
+    for p in range(n):
+        if counts[p] > 0:
+            uniq[a] = p
+            yu[a] = y[p]
+            upper[a] = C * counts[p]
+            a += 1
+    return uniq, yu, upper
+
+
+@njit(**JIT)
+def query_fault(sample, kernels, dist, n, m):
+    """The first problem of a boosting query, as a code (0: none).
+
+    ``sample`` and ``kernels`` non-empty 1-D int64, ``dist`` (n,) float64.
+    Codes: 1 a sample index outside ``[0, n)``; 2 a kernel index outside
+    ``[0, m)``; 3 a kernel repeated; 4 a distribution entry negative or
+    not finite; 5 a distribution whose sum is more than 1e-8 from 1.
+    """
+    for t in sample:
+        if t < 0 or t >= n:
+            return 1
+    seen = np.zeros(m, dtype=np.uint8)
+    for k in kernels:
+        if k < 0 or k >= m:
+            return 2
+        if seen[k]:
+            return 3
+        seen[k] = 1
+    total = 0.0
+    for p in range(dist.shape[0]):
+        v = dist[p]
+        if not (v >= 0.0 and v < np.inf):
+            return 4
+        total += v
+    if abs(total - 1.0) > 1e-8:
+        return 5
+    return 0
+
+
+@njit(**JIT)
+def reweight(D, y, h, F, alpha):
+    """AdaBoost's update in place: ``D_i *= exp(-alpha y_i h_i)``, then ``D /= Z``.
+
+    Also ``F += alpha h``. Returns ``Z``, the sum before normalising
+    (MKBoost Algorithm 1, step 4; ``prod_t Z_t`` is the exponential loss).
+    """
+    n = D.shape[0]
+    Z = 0.0
+    for p in range(n):
+        v = D[p] * np.exp(-alpha * y[p] * h[p])
+        D[p] = v
+        Z += v
+        F[p] += alpha * h[p]
+    for p in range(n):
+        D[p] /= Z
+    return Z
+
+
+@njit(**JIT)
+def weighted_error(D, y, h):
+    """``sum_i D_i [h_i != y_i]``: the error of predictions ``h`` under ``D`` (eq. 2.4)."""
+    e = 0.0
+    for p in range(D.shape[0]):
+        if h[p] != y[p]:
+            e += D[p]
+    return e

@@ -376,6 +376,121 @@ def smo_solve(K, rows, signs, upper, a, grad, tol, max_iter, shrinking):
 
 
 @njit(**JIT)
+def _bound_masks(st, at, ut):
+    """``(0 or -inf, 0 or +inf)``: additive masks of I_up and I_low for one variable."""
+    up, low = _in_sets(st, at, ut)
+    return (0.0 if up else -np.inf), (0.0 if low else np.inf)
+
+
+@njit(**JIT)
+def smo_solve_dense(K, signs, upper, a, grad, tol, max_iter):
+    """SMO on a small dense problem (variable ``t`` reads kernel row ``t``), no shrinking.
+
+    The same iterates as :func:`smo_solve` with ``rows = arange`` and
+    ``shrinking=False`` (the same WSS 2 choices, ties and steps), written
+    for problems of tens to hundreds of variables, such as MKBoost's weak
+    SVMs, where the data-dependent branches of the selection loops cost
+    more than their arithmetic. Membership of I_up and I_low is kept as
+    additive masks (``0`` or ``-inf`` on ``F`` for I_up, ``0`` or ``+inf``
+    for I_low), updated for the two variables a step moves, so both passes
+    of an iteration are branch-free reductions. Measured on a round of
+    MKBoost's 17 kernels (31-63 distinct points, C = 50): 2-3x fewer
+    seconds than :func:`smo_solve` for the same iterations. Shrinking pays
+    only when many variables sit at a bound for long, which needs more
+    variables than this is meant for.
+
+    Parameters and return value as :func:`smo_solve`, without ``rows`` and
+    ``shrinking``; ``K`` is ``(N, N)``.
+    """
+    N = signs.shape[0]
+    dvar = np.empty(N)
+    F = np.empty(N)
+    pu = np.empty(N)
+    pl = np.empty(N)
+    for t in range(N):
+        dvar[t] = K[t, t]
+        F[t] = -signs[t] * grad[t]
+        pu[t], pl[t] = _bound_masks(signs[t], a[t], upper[t])
+    # i = argmax over I_up of F (the last of ties, as _select_i). A
+    # variable outside I_up can only be picked while gmax is -inf, that is
+    # when I_up is empty; then no j exists and the loop stops before using i.
+    gmax = -np.inf
+    i = 0
+    for t in range(N):
+        fu = F[t] + pu[t]
+        take = fu >= gmax
+        gmax = fu if take else gmax
+        i = t if take else i
+    n_iter = 0
+    while True:
+        # j and M = min over I_low of F (as _select_j).
+        j = -1
+        gmin = np.inf
+        if gmax > -np.inf:
+            Ki = K[i]
+            Kii = dvar[i]
+            best = np.inf
+            for t in range(N):
+                fl = F[t] + pl[t]
+                gmin = min(gmin, fl)
+                b = gmax - fl
+                c = Kii + dvar[t] - 2.0 * Ki[t]
+                c = c if c > 0.0 else TAU
+                obj = -(b * b) / c
+                take = (b > 0.0) & (obj <= best)
+                best = obj if take else best
+                j = t if take else j
+        if j < 0 or gmax - gmin <= tol or n_iter >= max_iter:
+            break
+        n_iter += 1
+
+        Ki = K[i]
+        c = dvar[i] + dvar[j] - 2.0 * Ki[j]
+        if c <= 0.0:
+            c = TAU
+        step = (gmax - F[j]) / c
+        si = signs[i]
+        sj = signs[j]
+        room_i = upper[i] - a[i] if si > 0.0 else a[i]
+        room_j = a[j] if sj > 0.0 else upper[j] - a[j]
+        hit_i = False
+        hit_j = False
+        if step >= room_i:
+            step = room_i
+            hit_i = True
+        if step >= room_j:
+            step = room_j
+            hit_j = True
+            hit_i = room_i == room_j
+        if hit_i:
+            a[i] = upper[i] if si > 0.0 else 0.0
+        else:
+            a[i] += si * step
+        if hit_j:
+            a[j] = 0.0 if sj > 0.0 else upper[j]
+        else:
+            a[j] -= sj * step
+        pu[i], pl[i] = _bound_masks(si, a[i], upper[i])
+        pu[j], pl[j] = _bound_masks(sj, a[j], upper[j])
+
+        # F_t -= step (K[i, t] - K[j, t]), fused with the next i.
+        Kj = K[j]
+        gmax = -np.inf
+        nxt = 0
+        for t in range(N):
+            ft = F[t] - step * (Ki[t] - Kj[t])
+            F[t] = ft
+            fu = ft + pu[t]
+            take = fu >= gmax
+            gmax = fu if take else gmax
+            nxt = t if take else nxt
+        i = nxt
+    for t in range(N):
+        grad[t] = -signs[t] * F[t]
+    return n_iter
+
+
+@njit(**JIT)
 def smo_violation(signs, upper, a, grad):
     """Maximal KKT violation ``m(a) - M(a)`` (0 or less at optimum).
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from .._jit.boost import reweight, weighted_error
 from .._validation import check_choice, check_int, check_real
 from ..oracles.weak_learners import BoostQuery
 from ._base import MethodBase, register
@@ -37,6 +38,24 @@ _VARIANTS = ("D1", "D2", "S1", "S2")
 def _learner_weight(err):
     e = np.clip(err, _ERR_FLOOR, 1.0 - _ERR_FLOOR)
     return 0.5 * np.log((1.0 - e) / e)
+
+
+def _round_weight(err):
+    """:func:`_learner_weight` of one float, without NumPy's per-call cost."""
+    e = min(max(err, _ERR_FLOOR), 1.0 - _ERR_FLOOR)
+    return 0.5 * math.log((1.0 - e) / e)
+
+
+def _draw(rng, p, size):
+    """``size`` indices drawn with replacement with probabilities ``p``.
+
+    The draws of ``rng.choice(p.size, size, replace=True, p=p)`` (the same
+    cumulative sums searched with the same uniform numbers) without its
+    checks of ``p``, which the method keeps a distribution by construction.
+    """
+    cdf = np.cumsum(p)
+    cdf /= cdf[-1]
+    return cdf.searchsorted(rng.random(size), side="right")
 
 
 def _shares(weights):
@@ -347,8 +366,8 @@ class Boosting(MethodBase):
         return None, state
 
     def _ask(self, s):
-        N, m = s.D.shape[0], s.S.shape[0]
-        sample = s.rng.choice(N, size=s.n_draw, replace=True, p=s.D)
+        m = s.S.shape[0]
+        sample = _draw(s.rng, s.D, s.n_draw)
         if self.variant[0] == "D":
             kernels = np.arange(m)
         else:
@@ -378,8 +397,8 @@ class Boosting(MethodBase):
             weights = _learner_weight(errors)
             h = _vote(weights, P)
             members = tuple(learners)
-        wrong = h != s.y
-        err = float(s.D @ wrong)
+        h = np.ascontiguousarray(h, dtype=np.float64)
+        err = weighted_error(s.D, s.y, h)
         s.round_errors.append(err)
 
         # "reaches 1/2" up to rounding: a sum of D over half the points of a
@@ -387,11 +406,10 @@ class Boosting(MethodBase):
         if err >= 0.5 - _ERR_FLOOR:
             self._finish("weak_learner_error", converged=False)
             return None
-        alpha = float(_learner_weight(err))
-        D = s.D * np.exp(-alpha * s.y * h)
-        Z = float(D.sum())
-        s.D = D / Z
-        s.F += alpha * h
+        alpha = _round_weight(err)
+        # D_{t+1} = D_t exp(-alpha y h) / Z_t and F += alpha h, in place (the
+        # query holds its own copy of D_t).
+        Z = reweight(s.D, s.y, h, s.F, alpha)
         s.log_loss += math.log(Z)
         s.rounds.append(BoostRound(alpha, members, np.array(weights, dtype=np.float64), err, Z))
         for lrn, share in zip(members, _shares(weights), strict=True):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .._jit.boost import weak_svm_round
+from .._jit.boost import distinct_points, query_fault, round_errors, weak_svm_round
 from .._validation import check_int, check_labels, check_real
 from ..kernels.bank import as_bank
 from ..kernels.sharded import check_client
@@ -239,7 +239,7 @@ class WeakLearners:
     points through the rows of its support vectors only. The copies of a
     point are merged into one variable bounded by ``C`` times its number of
     draws, which is the same SVM (see :mod:`mklopt._jit.boost`). All the SVMs of a
-    round are trained in one jitted call, in parallel over the kernels
+    round are trained in one jitted call
     (:func:`mklopt._jit.boost.weak_svm_round`), from one request to the
     storage: the rows of the sample's distinct points against all training
     points (``bank.storage.blocks(kernels, unique(idx), all)``), which hold
@@ -309,10 +309,7 @@ class WeakLearners:
         y = self.y
         # The sample's distinct points, each with C times its number of
         # draws as its bound (copies merged, see mklopt._jit.boost).
-        uniq, counts = np.unique(sample, return_counts=True)
-        uniq = uniq.astype(np.int64)
-        yu = np.ascontiguousarray(y[uniq])
-        upper = self.C * counts.astype(np.float64)
+        uniq, yu, upper = distinct_points(sample, y, self.C)
         s = sample.shape[0]
         budget = self.max_iter if self.max_iter is not None else max(100_000, 100 * s)
         r, u = kernels.shape[0], uniq.shape[0]
@@ -323,7 +320,6 @@ class WeakLearners:
         violation = np.empty(r)
         args = (uniq, yu, upper, self.tol, int(budget))
         storage = self.bank.storage
-        everyone = np.arange(N, dtype=np.int64)
         if self.client is None and isinstance(storage, DenseStorage):
             # A stored bank is read in place: the training blocks and the
             # support rows are rows of K[k] (no copy of the u x n rows).
@@ -331,6 +327,7 @@ class WeakLearners:
             weak_svm_round(storage.K, kernels, scale, uniq, *args, coef, bias, decision,
                            n_iter, violation)
         elif self.client is None:
+            everyone = np.arange(N, dtype=np.int64)
             for c0, c1 in self._chunks(r, u):
                 # The rows of the sample's distinct points against every
                 # training point: the training blocks and the support rows.
@@ -338,6 +335,7 @@ class WeakLearners:
                 _round_blocks(B, *args, coef[c0:c1], bias[c0:c1], decision[c0:c1],
                               n_iter[c0:c1], violation[c0:c1])
         else:
+            everyone = np.arange(N, dtype=np.int64)
             chunks = self._chunks(r, u)
             futures = [
                 self.client.submit(
@@ -361,9 +359,9 @@ class WeakLearners:
                 stacklevel=3,
             )
         self.n_fits += r
-        predictions = np.where(decision > 0.0, 1.0, -1.0)
-        wrong = predictions != y[None, :]
-        errors = wrong @ dist
+        predictions = np.empty((r, N))
+        errors = np.empty(r)
+        round_errors(decision, y, dist, predictions, errors)
         return WeakLearnersAnswer(
             value=float(errors.min()),
             kernels=kernels,
@@ -390,25 +388,33 @@ class WeakLearners:
                     f"{type(query).__name__}"
                 )
         n, m = self.n_samples, self.n_kernels
-        sample = self._check_indices(query.sample, "query.sample", n)
-        kernels = self._check_indices(query.kernels, "query.kernels", m)
-        if np.unique(kernels).shape[0] != kernels.shape[0]:
-            raise ValueError("query.kernels must not repeat a kernel")
+        sample = self._check_indices(query.sample, "query.sample")
+        kernels = self._check_indices(query.kernels, "query.kernels")
         dist = getattr(query, "distribution", None)
         if dist is None:
             dist = np.full(n, 1.0 / n)
         else:
-            dist = np.asarray(dist, dtype=np.float64)
+            dist = np.ascontiguousarray(dist, dtype=np.float64)
             if dist.shape != (n,):
                 raise ValueError(f"query.distribution must have shape ({n},), got {dist.shape}")
-            if not np.all(np.isfinite(dist)) or np.any(dist < 0):
-                raise ValueError("query.distribution must be finite and non-negative")
-            if abs(dist.sum() - 1.0) > 1e-8:
-                raise ValueError(f"query.distribution must sum to 1, got {dist.sum():.12g}")
+        # One jitted pass over the three arrays; the messages are made here.
+        fault = query_fault(sample, kernels, dist, n, m)
+        if fault in (1, 2):
+            name, a, upper = (("query.sample", sample, n) if fault == 1
+                              else ("query.kernels", kernels, m))
+            raise ValueError(
+                f"{name} must hold indices in [0, {upper}), got [{a.min()}, {a.max()}]"
+            )
+        if fault == 3:
+            raise ValueError("query.kernels must not repeat a kernel")
+        if fault == 4:
+            raise ValueError("query.distribution must be finite and non-negative")
+        if fault == 5:
+            raise ValueError(f"query.distribution must sum to 1, got {dist.sum():.12g}")
         return sample, kernels, dist
 
     @staticmethod
-    def _check_indices(idx, name, upper):
+    def _check_indices(idx, name):
         a = np.asarray(idx)
         if a.ndim != 1:
             raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
@@ -416,8 +422,4 @@ class WeakLearners:
             raise ValueError(f"{name} is empty")
         if a.dtype.kind not in "iu":
             raise TypeError(f"{name} must hold integer indices, got dtype {a.dtype}")
-        if a.min() < 0 or a.max() >= upper:
-            raise ValueError(
-                f"{name} must hold indices in [0, {upper}), got [{a.min()}, {a.max()}]"
-            )
         return np.ascontiguousarray(a, dtype=np.int64)

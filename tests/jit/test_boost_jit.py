@@ -166,3 +166,91 @@ def test_reading_a_bank_in_place_equals_the_copied_blocks(dtype):
     for a, b in zip(*outs):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
     assert np.any(outs[0][0] != 0.0)
+
+
+def test_samples_above_the_dense_limit_use_the_shrinking_solver():
+    # Both solvers of a round (dense up to DENSE_SMO_MAX distinct points,
+    # shrinking above) reach the same SVM: the same decision on all points
+    # within what their duality gaps allow.
+    from mklopt._jit.boost import DENSE_SMO_MAX
+    from mklopt._jit.smo import smo_rho, smo_solve_dense
+
+    rng = np.random.default_rng(11)
+    n = DENSE_SMO_MAX + 60
+    X = rng.normal(size=(n, 2))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    uniq = np.arange(n, dtype=np.int64)
+    B, uniq, sample, _, yu = round_of(X, y, uniq, r=1)
+    C = 2.0
+    coef, bias, dec, n_iter, viol = run(B, uniq, sample, yu, C, tol=1e-8)
+    assert viol[0] == -np.inf and n_iter[0] > 0
+    K = np.ascontiguousarray(B[0])
+    a, g = np.zeros(n), np.full(n, -1.0)
+    smo_solve_dense(K, yu, np.full(n, C), a, g, 1e-8, 10**7)
+    b = -smo_rho(yu, np.full(n, C), a, g)
+    gaps = [_gap(K, c, bb, yu, np.full(n, C)) for c, bb in ((coef[0], bias[0]), (a * yu, b))]
+    assert max(gaps) <= 1e-5 * C * n
+    bound = sum(np.sqrt(2.0 * gp) for gp in gaps)
+    np.testing.assert_allclose(dec[0] - bias[0], K @ (a * yu), atol=1e-6 + bound)
+
+
+def test_round_errors_match_numpy():
+    from mklopt._jit.boost import round_errors
+
+    rng = np.random.default_rng(5)
+    decision = rng.normal(size=(4, 30))
+    decision[1, :5] = 0.0  # a zero decision predicts -1
+    y = np.where(rng.random(30) < 0.5, -1.0, 1.0)
+    dist = rng.random(30)
+    dist /= dist.sum()
+    want_p = np.where(decision > 0.0, 1.0, -1.0)
+    want_e = (want_p != y) @ dist
+    for fn in (round_errors, round_errors.py_func):
+        p, e = np.empty((4, 30)), np.empty(4)
+        fn(decision, y, dist, p, e)
+        np.testing.assert_array_equal(p, want_p)
+        np.testing.assert_allclose(e, want_e, rtol=1e-13, atol=1e-15)
+
+
+def test_round_helpers_match_numpy():
+    from mklopt._jit.boost import distinct_points, query_fault, reweight, weighted_error
+
+    rng = np.random.default_rng(9)
+    n = 40
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    sample = rng.choice(n, size=25).astype(np.int64)
+    u_ref, c_ref = np.unique(sample, return_counts=True)
+    D = rng.random(n)
+    D /= D.sum()
+    h = np.where(rng.random(n) < 0.7, y, -y)
+    F = rng.normal(size=n)
+    alpha = 0.37
+    D_ref = D * np.exp(-alpha * y * h)
+    Z_ref = D_ref.sum()
+    for fn in (distinct_points, distinct_points.py_func):
+        uniq, yu, upper = fn(sample, y, 3.0)
+        np.testing.assert_array_equal(uniq, u_ref)
+        np.testing.assert_array_equal(yu, y[u_ref])
+        np.testing.assert_array_equal(upper, 3.0 * c_ref)
+    for fn in (weighted_error, weighted_error.py_func):
+        assert fn(D, y, h) == pytest.approx(D @ (h != y), rel=1e-13)
+    for fn in (reweight, reweight.py_func):
+        D2, F2 = D.copy(), F.copy()
+        assert fn(D2, y, h, F2, alpha) == pytest.approx(Z_ref, rel=1e-13)
+        np.testing.assert_allclose(D2, D_ref / Z_ref, rtol=1e-13)
+        np.testing.assert_allclose(F2, F + alpha * h, rtol=1e-13, atol=1e-15)
+    k = np.array([2, 0, 1], dtype=np.int64)
+    cases = [
+        (sample, k, D, 0),
+        (np.r_[sample, n], k, D, 1),
+        (np.r_[sample, -1], k, D, 1),
+        (sample, np.r_[k, 3], D, 2),
+        (sample, np.r_[k, 1], D, 3),
+        (sample, k, np.r_[-0.1, D[1:] + 0.1 / (n - 1)], 4),
+        (sample, k, np.r_[np.nan, D[1:]], 4),
+        (sample, k, np.r_[np.inf, D[1:]], 4),
+        (sample, k, 1.5 * D, 5),
+    ]
+    for s_, k_, d_, code in cases:
+        for fn in (query_fault, query_fault.py_func):
+            assert fn(s_.astype(np.int64), k_.astype(np.int64), d_, n, 3) == code

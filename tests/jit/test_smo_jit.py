@@ -27,6 +27,7 @@ from mklopt._jit.smo import (
     smo_gradient,
     smo_rho,
     smo_solve,
+    smo_solve_dense,
     smo_violation,
 )
 from tests._strategies import log_uniform, points, reals
@@ -248,6 +249,59 @@ def test_kkt_box_and_warm_start(data, C):
     a_cold, _, _ = solve(K2, P, tol=tol)
     bound = tol * C * y.size + 1e-9  # first-order bound on the suboptimality of either
     assert objective(K2, P, a_warm) == pytest.approx(objective(K2, P, a_cold), abs=bound)
+
+
+@settings(max_examples=40)
+@given(data=labelled_points(3, 60), C=log_uniform(0.01, 100.0), gamma=st.floats(0.05, 5.0),
+       warm=st.booleans())
+def test_dense_solver_takes_the_shrinking_free_path(data, C, gamma, warm):
+    # smo_solve_dense is smo_solve with rows = arange and no shrinking,
+    # written branch-free: the same choices, steps and iteration count.
+    X, y = data
+    K = rbf(X, gamma)
+    P = svc(y, C)
+    start = None
+    if warm:  # a feasible start with free and bound variables
+        start, _, _ = solve(K, P, tol=1e-1)
+    tol = 1e-6
+    a_ref, g_ref, it_ref = solve(K, P, a=start, tol=tol, shrinking=False)
+    a = np.zeros(y.size) if start is None else start.copy()
+    g = smo_gradient(K, P["rows"], P["signs"], P["linear"], a, np.empty(y.size))
+    it = smo_solve_dense(K, P["signs"], P["upper"], a, g, tol, 10**7)
+    assert it == it_ref
+    np.testing.assert_allclose(a, a_ref, rtol=0, atol=1e-12 * C)
+    np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-10 * max(1.0, C))
+    check_feasible(P, a)
+    assert violation_ref(K, P, a) <= tol + 1e-9 * max(1.0, C)
+
+
+def test_dense_solver_edge_cases_and_twin(rng):
+    # One-class (an equality with total 1, started at libsvm's point).
+    P, a0 = one_class(25, 0.3)
+    K = rbf(rng.normal(size=(25, 2)), 0.7)
+    want, _, it_ref = solve(K, P, a=a0, shrinking=False)
+    for fn in (smo_solve_dense, smo_solve_dense.py_func):
+        a = a0.copy()
+        g = smo_gradient(K, P["rows"], P["signs"], P["linear"], a, np.empty(25))
+        assert fn(K, P["signs"], P["upper"], a, g, 1e-8, 10**7) == it_ref
+        np.testing.assert_allclose(a, want, atol=1e-12)
+    # An empty I_low (one class, every variable at 0): no pair, no step.
+    P1 = svc(np.ones(4), 1.0)
+    a = np.zeros(4)
+    g = np.full(4, -1.0)
+    assert smo_solve_dense(np.eye(4), P1["signs"], P1["upper"], a, g, 1e-8, 100) == 0
+    assert not a.any()
+    # The budget is respected and the gradient stays exact.
+    X = rng.normal(size=(40, 3))
+    K = rbf(X, 0.5)
+    y = np.where(rng.random(40) < 0.5, -1.0, 1.0)
+    y[:2] = [-1.0, 1.0]
+    P = svc(y, 10.0)
+    a = np.zeros(40)
+    g = np.full(40, -1.0)
+    assert smo_solve_dense(K, P["signs"], P["upper"], a, g, 1e-9, 3) == 3
+    check_feasible(P, a)
+    np.testing.assert_allclose(g, gradient_ref(K, P, a), atol=1e-10)
 
 
 # ---------------------------------------------------------------- agreement

@@ -300,3 +300,20 @@ def test_needs_a_weak_learner_oracle():
 
     with pytest.raises(TypeError, match="weak-learner oracle"):
         solve(PiecewiseLinearOracle.random(3, 4), Boosting())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_draws_are_those_of_generator_choice(seed):
+    # The method draws its sample as rng.choice(N, size, p=D) does, without
+    # the checks of p: the same indices from the same stream.
+    from mklopt.methods.boosting import _draw, _learner_weight, _round_weight
+
+    p = np.random.default_rng(seed).random(50) ** 4
+    p[[3, 17]] = 0.0  # points boosting has driven to zero weight are never drawn
+    p /= p.sum()
+    a = np.random.default_rng(seed).choice(50, size=200, replace=True, p=p)
+    b = _draw(np.random.default_rng(seed), p, 200)
+    np.testing.assert_array_equal(a, b)
+    assert not np.isin(b, [3, 17]).any()
+    for e in (0.0, 1e-12, 0.3, 0.5, 1.0):
+        assert _round_weight(e) == pytest.approx(float(_learner_weight(e)), rel=1e-14)

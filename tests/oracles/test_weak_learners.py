@@ -174,6 +174,7 @@ def test_raw_matrices_are_accepted():
         ([0, 1], [0], np.full(60, 0.5), ValueError, "sum to 1"),
         ([0, 1], [0], np.full(59, 1 / 59), ValueError, "shape"),
         ([0, 1], [0], np.r_[np.nan, np.full(59, 1 / 59)], ValueError, "finite"),
+        ([0, 1], [0], np.r_[np.inf, np.full(59, 1 / 59)], ValueError, "finite"),
         ([0, 1], [0], np.r_[-0.5, 1.5, np.zeros(58)], ValueError, "non-negative"),
     ],
 )
