@@ -178,9 +178,12 @@ def test_py_func_on_tiny_input():
     assert _smo_core.py_func(K, dvar, r, s, U, alpha, F, 1e-8, 100, True) == it1
     np.testing.assert_allclose(alpha, a1, atol=1e-12)
     act = np.arange(3)
-    assert _select_i.py_func(s, U, alpha, F, act, 3) == _select_i(s, U, alpha, F, act, 3)
-    assert _select_j.py_func(K, dvar, r, False, s, U, alpha, F, act, 3, 0, 1.0) == _select_j(
-        K, dvar, r, False, s, U, alpha, F, act, 3, 0, 1.0)
+    up = np.where(s > 0, alpha < U, alpha > 0)
+    low = np.where(s > 0, alpha > 0, alpha < U)
+    pu, pl = np.where(up, 0.0, -np.inf), np.where(low, 0.0, np.inf)
+    assert _select_i.py_func(F, pu, act, 3) == _select_i(F, pu, act, 3)
+    assert _select_j.py_func(K, dvar, r, False, F, pl, act, 3, 0, 1.0) == _select_j(
+        K, dvar, r, False, F, pl, act, 3, 0, 1.0)
     act2 = np.arange(3)
     assert _shrink.py_func(s, U, a1, -s * g1, act2) == _shrink(s, U, a1, -s * g1, act)
     np.testing.assert_array_equal(np.sort(act2), np.arange(3))
@@ -302,6 +305,61 @@ def test_dense_solver_edge_cases_and_twin(rng):
     assert smo_solve_dense(K, P["signs"], P["upper"], a, g, 1e-9, 3) == 3
     check_feasible(P, a)
     np.testing.assert_allclose(g, gradient_ref(K, P, a), atol=1e-10)
+
+
+def select_ref(K, P, a, F, act):
+    """WSS 2 over ``act`` in NumPy: (i, gmax, j, gmin), last of ties, -1 if none."""
+    s, U, r = P["signs"], P["upper"], P["rows"]
+    up = np.where(s > 0, a < U, a > 0)[act]
+    low = np.where(s > 0, a > 0, a < U)[act]
+    f = F[act]
+    if not up.any():
+        return None, -np.inf, -1, np.inf
+    gmax = f[up].max()
+    i = act[np.flatnonzero(up & (f == gmax))[-1]]
+    gmin = f[low].min() if low.any() else np.inf
+    b = gmax - f
+    c = K[r[i], r[i]] + K[r[act], r[act]] - 2.0 * K[r[i], r[act]]
+    c = np.where(c > 0.0, c, 1e-12)
+    ok = low & (b > 0.0)
+    if not ok.any():
+        return i, gmax, -1, gmin
+    obj = np.where(ok, -(b * b) / c, np.inf)
+    j = act[np.flatnonzero(obj == obj.min())[-1]]
+    return i, gmax, j, gmin
+
+
+@settings(max_examples=60)
+@given(n=st.integers(1, 30), seed=st.integers(0, 2**32 - 1), mapped=st.booleans(),
+       ties=st.booleans())
+def test_branch_free_selection_matches_numpy(n, seed, mapped, ties):
+    # The masked passes choose i and j as the index-set definitions say.
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    K = rbf(X, 0.5)
+    P = svr(rng.normal(size=n), 1.0, 0.1) if mapped else svc(
+        np.where(rng.random(n) < 0.5, -1.0, 1.0), 1.0)
+    N = P["signs"].size
+    U = P["upper"]
+    a = np.select([rng.random(N) < 0.3, rng.random(N) < 0.5], [np.zeros(N), U],
+                  rng.uniform(0, U))
+    F = rng.normal(size=N)
+    if ties:
+        F = np.round(F)  # many equal values: the last of ties must win
+    act = rng.permutation(N)[: rng.integers(0, N + 1)].astype(np.int64)
+    s = P["signs"]
+    up = np.where(s > 0, a < U, a > 0)
+    low = np.where(s > 0, a > 0, a < U)
+    pu, pl = np.where(up, 0.0, -np.inf), np.where(low, 0.0, np.inf)
+    dvar = K[P["rows"], P["rows"]].copy()
+    i_ref, gmax_ref, j_ref, gmin_ref = select_ref(K, P, a, F, act)
+    for sel_i, sel_j in ((_select_i, _select_j), (_select_i.py_func, _select_j.py_func)):
+        i, gmax = sel_i(F, pu, act, act.size)
+        assert gmax == gmax_ref
+        if i_ref is not None:
+            assert i == i_ref
+        j, gmin = sel_j(K, dvar, P["rows"], mapped, F, pl, act, act.size, i, gmax)
+        assert (j, gmin) == (j_ref, gmin_ref)
 
 
 # ---------------------------------------------------------------- agreement
