@@ -38,6 +38,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from .._jit.projections import project_simplex
+from . import _highs
 
 __all__ = ["CutModel"]
 
@@ -290,10 +291,18 @@ class CutModel:
         bounds = np.zeros((mw + 1, 2))
         bounds[:, 1] = np.inf
         bounds[mw] = (-np.inf, np.inf)
+        b_ub = -self.s
+        # HiGHS's bindings directly (0.4 ms) when SciPy has them and the
+        # answer checks out, else linprog (2-3.6 ms, the same optimum).
+        direct = _highs.solve_dense_lp(c, A_ub, b_ub, A_eq, np.ones(1), bounds[:, 0],
+                                       bounds[:, 1])
+        if direct is not None:
+            value, x, marg = direct
+            return value, x[:mw], np.maximum(-marg, 0.0)
         res = None
         for method in ("highs-ds", "highs-ipm"):  # ipm is more forgiving of bad scaling
             res = linprog(
-                c, A_ub=A_ub, b_ub=-self.s, A_eq=A_eq, b_eq=[1.0], bounds=bounds, method=method
+                c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=[1.0], bounds=bounds, method=method
             )
             if res.status == 0 and res.x is not None:
                 break

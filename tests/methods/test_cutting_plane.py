@@ -151,3 +151,57 @@ def test_minimize_within_precision_brackets_the_lp_minimum(oracle, precision):
     assert Simplex(m).contains(w_e, tol=1e-12)
     assert lower_e <= lp_min + slack
     assert model.value(w_e) - lp_min <= 1e-6 * max(1.0, abs(lp_min))
+
+
+@settings(max_examples=30)
+@given(piecewise_linear_oracles(min_m=1, max_m=15, min_pieces=1, max_pieces=30))
+def test_direct_highs_path_gives_linprogs_optimum(oracle):
+    # The cut LP straight to HiGHS's bindings and through linprog: the same
+    # optimal value, a feasible minimiser, and multipliers certifying it.
+    from mklopt.methods import _highs
+
+    m = oracle.n_kernels
+    model = CutModel(m)
+    for s, q in zip(oracle.s, oracle.Q):
+        model.add(s, q)
+    W = np.arange(m)
+    mp = pytest.MonkeyPatch()
+    with mp.context() as ctx:
+        ctx.setattr(_highs, "_h", None)  # force linprog
+        assert _highs.solve_dense_lp(np.ones(1), np.ones((1, 1)), np.ones(1), np.ones((1, 1)),
+                                     np.ones(1), np.zeros(1), np.ones(1)) is None
+        v_ref, x_ref, lam_ref = model._restricted_lp_highs(W)
+    v, x, lam = model._restricted_lp_highs(W)
+    scale = 1.0 + abs(v_ref)
+    assert v == pytest.approx(v_ref, abs=1e-9 * scale)
+    assert Simplex(m).contains(x, tol=1e-9)
+    assert model.value(x) == pytest.approx(v_ref, abs=1e-8 * scale)
+    # Either set of multipliers is a dual certificate of the same value.
+    for mult in (lam, lam_ref):
+        assert np.all(mult >= 0.0)
+        assert model.dual_value(mult) == pytest.approx(v_ref, abs=1e-8 * scale)
+
+
+def test_direct_highs_answers_are_checked():
+    from mklopt.methods import _highs
+
+    c = np.array([0.0, 0.0, 1.0])
+    A_ub = np.array([[-1.0, 0.0, -1.0], [0.0, -2.0, -1.0]])
+    b_ub = np.array([-1.0, -1.0])
+    A_eq, b_eq = np.array([[1.0, 1.0, 0.0]]), np.ones(1)
+    lb, ub = np.array([0.0, 0.0, -np.inf]), np.array([np.inf, np.inf, np.inf])
+    # min over the simplex of max(1 - w1, 1 - 2 w2): w = (2/3, 1/3), value 1/3
+    x, marg, value = np.array([2 / 3, 1 / 3, 1 / 3]), np.array([-2 / 3, -1 / 3]), 1 / 3
+    out = _highs.solve_dense_lp(c, A_ub, b_ub, A_eq, b_eq, lb, ub)
+    if _highs.available():  # SciPy ships HiGHS's bindings (private; SciPy >= 1.15)
+        assert out[0] == pytest.approx(value, abs=1e-12)
+        np.testing.assert_allclose(out[1], x, atol=1e-12)
+        np.testing.assert_allclose(out[2], marg, atol=1e-12)
+    else:  # the caller falls back to linprog
+        assert out is None
+    ok = (c, A_ub, b_ub, A_eq, b_eq, lb, ub)
+    assert _highs._answer_ok(*ok, x, marg, value)
+    assert not _highs._answer_ok(*ok, x + np.array([0.1, 0.0, 0.0]), marg, value)  # infeasible
+    assert not _highs._answer_ok(*ok, x, -marg, value)  # wrong-signed multipliers
+    assert not _highs._answer_ok(*ok, x, marg, value + 1e-3)  # value is not c'x
+    assert not _highs._answer_ok(*ok, np.r_[x[:2], np.nan], marg, value)
