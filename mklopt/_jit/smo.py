@@ -172,6 +172,40 @@ def _select_j(K, dvar, rows, mapped, F, pl, act, n_act, i, gmax):
 
 
 @njit(**JIT)
+def _take_step(signs, upper, a, pu, pl, i, j, step):
+    """Move ``a`` by ``step`` along ``d = s_i e_i - s_j e_j``, cut back to the box.
+
+    Returns the step taken. A step the box stops lands exactly on the
+    bound, so that the index sets (and libsvm's bias rule) see clean 0 and
+    U values; the masks ``pu``, ``pl`` of ``i`` and ``j`` follow.
+    """
+    si = signs[i]
+    sj = signs[j]
+    room_i = upper[i] - a[i] if si > 0.0 else a[i]
+    room_j = a[j] if sj > 0.0 else upper[j] - a[j]
+    hit_i = False
+    hit_j = False
+    if step >= room_i:
+        step = room_i
+        hit_i = True
+    if step >= room_j:
+        step = room_j
+        hit_j = True
+        hit_i = room_i == room_j
+    if hit_i:
+        a[i] = upper[i] if si > 0.0 else 0.0
+    else:
+        a[i] += si * step
+    if hit_j:
+        a[j] = 0.0 if sj > 0.0 else upper[j]
+    else:
+        a[j] -= sj * step
+    pu[i], pl[i] = _bound_masks(si, a[i], upper[i])
+    pu[j], pl[j] = _bound_masks(sj, a[j], upper[j])
+    return step
+
+
+@njit(**JIT)
 def _sync(K, rows, F, dv, touched, is_touched, n_touched, act, n_act):
     """Bring ``F`` of the inactive variables ``act[n_act:]`` up to date.
 
@@ -300,32 +334,7 @@ def _smo_core(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking):
         c = dvar[i] + dvar[j] - 2.0 * Ki[rj]
         if c <= 0.0:
             c = TAU
-        step = (gmax - F[j]) / c
-        si = signs[i]
-        sj = signs[j]
-        room_i = upper[i] - a[i] if si > 0.0 else a[i]
-        room_j = a[j] if sj > 0.0 else upper[j] - a[j]
-        hit_i = False
-        hit_j = False
-        if step >= room_i:
-            step = room_i
-            hit_i = True
-        if step >= room_j:
-            step = room_j
-            hit_j = True
-            hit_i = room_i == room_j
-        # Land exactly on a bound when the box stops the step, so that the
-        # index sets (and libsvm's bias rule) see clean 0 and U values.
-        if hit_i:
-            a[i] = upper[i] if si > 0.0 else 0.0
-        else:
-            a[i] += si * step
-        if hit_j:
-            a[j] = 0.0 if sj > 0.0 else upper[j]
-        else:
-            a[j] -= sj * step
-        pu[i], pl[i] = _bound_masks(si, a[i], upper[i])
-        pu[j], pl[j] = _bound_masks(sj, a[j], upper[j])
+        step = _take_step(signs, upper, a, pu, pl, i, j, (gmax - F[j]) / c)
         if n_act < N:
             # v[r_i] changes by +step and v[r_j] by -step.
             dv[ri] += step
@@ -463,30 +472,7 @@ def smo_solve_dense(K, signs, upper, a, grad, tol, max_iter):
         c = dvar[i] + dvar[j] - 2.0 * Ki[j]
         if c <= 0.0:
             c = TAU
-        step = (gmax - F[j]) / c
-        si = signs[i]
-        sj = signs[j]
-        room_i = upper[i] - a[i] if si > 0.0 else a[i]
-        room_j = a[j] if sj > 0.0 else upper[j] - a[j]
-        hit_i = False
-        hit_j = False
-        if step >= room_i:
-            step = room_i
-            hit_i = True
-        if step >= room_j:
-            step = room_j
-            hit_j = True
-            hit_i = room_i == room_j
-        if hit_i:
-            a[i] = upper[i] if si > 0.0 else 0.0
-        else:
-            a[i] += si * step
-        if hit_j:
-            a[j] = 0.0 if sj > 0.0 else upper[j]
-        else:
-            a[j] -= sj * step
-        pu[i], pl[i] = _bound_masks(si, a[i], upper[i])
-        pu[j], pl[j] = _bound_masks(sj, a[j], upper[j])
+        step = _take_step(signs, upper, a, pu, pl, i, j, (gmax - F[j]) / c)
 
         # F_t -= step (K[i, t] - K[j, t]), fused with the next i.
         Kj = K[j]
