@@ -135,4 +135,9 @@ def parallel_map(func, tasks, n_jobs=None, name="n_jobs", n_tasks=None):
     if joblib is None or n_tasks <= 1:
         return [func(*args) for args in tasks]
     pid = os.getpid()
-    return joblib.Parallel(n_jobs=n_jobs)(joblib.delayed(_call)(func, args, pid) for args in tasks)
+    # Every task is a whole fit (tens of milliseconds at least), so joblib's
+    # automatic batching, which groups tasks that end quickly, only hurts:
+    # two fits in one batch cannot go to two workers. All tasks are handed
+    # over at once, so an idle worker always has the next one.
+    parallel = joblib.Parallel(n_jobs=n_jobs, batch_size=1, pre_dispatch="all")
+    return parallel(joblib.delayed(_call)(func, args, pid) for args in tasks)
