@@ -31,3 +31,35 @@ def test_a_split_warms_its_methods_before_the_first_timed_run(monkeypatch):
 def test_warm_up_refuses_unknown_keys():
     with pytest.raises((KeyError, ValueError), match="nosuch"):
         _bench.warm_up(["nosuch"])
+
+
+def _jit_signatures():
+    """Every jitted routine's compiled (or cache-loaded) signatures in this process."""
+    import importlib
+    import pkgutil
+
+    import numba.core.registry
+
+    import mklopt._jit as jit
+
+    out = {}
+    for mod in pkgutil.iter_modules(jit.__path__):
+        module = importlib.import_module(f"mklopt._jit.{mod.name}")
+        for name, obj in vars(module).items():
+            if isinstance(obj, numba.core.registry.CPUDispatcher):
+                out[f"{mod.name}.{name}"] = set(obj.signatures)
+    return out
+
+
+def test_a_warmed_level_split_compiles_nothing_new():
+    # The tiny warm-up problem takes the BLAS paths of quad_forms and combine
+    # (large support, dense weights); a real split takes the jitted ones.
+    # Everything a split runs, prediction included, must be ready before
+    # its first timed solve.
+    _bench._WARMED.clear()
+    _bench.warm_up(["level"])
+    before = _jit_signatures()
+    _bench.run_split("ionosphere", 0, ["level"], max_iter=8)
+    after = _jit_signatures()
+    new = {k: after[k] - before.get(k, set()) for k in after if after[k] - before.get(k, set())}
+    assert not new, f"compiled during the timed split: {sorted(new)}"

@@ -252,7 +252,10 @@ class KernelFunctions:
     def XT(self):
         """``X`` transposed, C-contiguous (built on first use)."""
         if self._XT is None:
-            self._XT = np.ascontiguousarray(self.X.T)
+            # Always a copy: for a single-row X, X.T is already C-contiguous
+            # and would stay a read-only view, and numba compiles read-only
+            # arguments separately (a second build of every kernel routine).
+            self._XT = np.array(self.X.T, order="C")
         return self._XT
 
     def _check_new(self, X_new, name="X_new"):
