@@ -137,7 +137,8 @@ def parallel_map(func, tasks, n_jobs=None, name="n_jobs", n_tasks=None):
     pid = os.getpid()
     # Every task is a whole fit (tens of milliseconds at least), so joblib's
     # automatic batching, which groups tasks that end quickly, only hurts:
-    # two fits in one batch cannot go to two workers. All tasks are handed
-    # over at once, so an idle worker always has the next one.
-    parallel = joblib.Parallel(n_jobs=n_jobs, batch_size=1, pre_dispatch="all")
+    # two fits in one batch cannot go to two workers. joblib's default
+    # pre-dispatch (2 n_jobs tasks ahead) keeps a lazy ``tasks`` from
+    # holding every task's arguments at once.
+    parallel = joblib.Parallel(n_jobs=n_jobs, batch_size=1)
     return parallel(joblib.delayed(_call)(func, args, pid) for args in tasks)

@@ -20,10 +20,9 @@ distribution on hard points, so late rounds draw many copies of few
 points and this matters (breast: 2-3x fewer SMO iterations).
 
 :func:`weak_svm_round` runs, for every kernel in turn: read the training
-block, SMO from ``alpha = 0`` (the oracles' selection rule and steps:
-:func:`~mklopt._jit.smo.smo_solve_dense`, branch-free and without
-shrinking, up to ``DENSE_SMO_MAX`` distinct points, and
-:func:`~mklopt._jit.smo.smo_solve` with shrinking above), libsvm's offset, and the decision values
+block, SMO from ``alpha = 0`` (the same :func:`~mklopt._jit.smo.smo_solve`
+as every oracle, with shrinking above ``SHRINK_ABOVE`` distinct points),
+libsvm's offset, and the decision values
 on all points. No Python runs per weak SVM.
 
 The loop over kernels is serial (``JIT``): a round's SVMs are small (a
@@ -38,15 +37,13 @@ import numpy as np
 from numba import njit
 
 from ._options import JIT
-from .smo import smo_rho, smo_solve, smo_solve_dense, smo_violation
+from .smo import smo_rho, smo_solve, smo_violation
 
-#: Largest number of distinct points whose SVM is solved by the branch-free
-#: dense SMO without shrinking (:func:`~mklopt._jit.smo.smo_solve_dense`);
-#: larger samples use the shrinking solver. Measured on MKBoost rounds
-#: (the paper's 17 kernels; 14 Gaussian ones on letter): the dense solver
-#: takes 1.6-1.9x fewer seconds than the shrinking one at 32-63 distinct
-#: points, 1.35x at 180 and 1.09x at 712.
-DENSE_SMO_MAX = 1000
+#: Samples of more distinct points than this are solved with shrinking,
+#: smaller ones without: on weak SVMs of 20-70 points setting variables
+#: aside costs more than it saves (a weak SVM inside its round went from
+#: 0.98-1.69x one bare shrinking solve to about 1x; benchmarks/README.md).
+SHRINK_ABOVE = 1000
 
 
 @njit(**JIT)
@@ -88,10 +85,7 @@ def weak_svm_round(K, kernels, scale, rows, uniq, yu, upper, tol, max_iter, coef
                 Ka[b] = f * row[uniq[b]]
         alpha = np.zeros(u)
         grad = np.full(u, -1.0)
-        if u <= DENSE_SMO_MAX:
-            it = smo_solve_dense(Ku, yu, upper, alpha, grad, tol, max_iter)
-        else:
-            it = smo_solve(Ku, ident, yu, upper, alpha, grad, tol, max_iter, True)
+        it = smo_solve(Ku, ident, yu, upper, alpha, grad, tol, max_iter, u > SHRINK_ABOVE)
         n_iter[j] = it
         violation[j] = -np.inf
         if it >= max_iter:
@@ -113,6 +107,16 @@ def weak_svm_round(K, kernels, scale, rows, uniq, yu, upper, tol, max_iter, coef
 
 
 @njit(**JIT)
+def weighted_error(D, y, h):
+    """``sum_i D_i [h_i != y_i]``: the error of predictions ``h`` under ``D`` (eq. 2.4)."""
+    e = 0.0
+    for p in range(D.shape[0]):
+        if h[p] != y[p]:
+            e += D[p]
+    return e
+
+
+@njit(**JIT)
 def round_errors(decision, y, dist, predictions, errors):
     """Each learner's ``+-1`` predictions and weighted error (MKBoost eq. 2.4).
 
@@ -126,13 +130,9 @@ def round_errors(decision, y, dist, predictions, errors):
     for j in range(r):
         dj = decision[j]
         pj = predictions[j]
-        e = 0.0
         for p in range(n):
-            v = 1.0 if dj[p] > 0.0 else -1.0
-            pj[p] = v
-            if v != y[p]:
-                e += dist[p]
-        errors[j] = e
+            pj[p] = 1.0 if dj[p] > 0.0 else -1.0
+        errors[j] = weighted_error(dist, y, pj)
 
 
 @njit(**JIT)
@@ -213,13 +213,3 @@ def reweight(D, y, h, F, alpha):
     for p in range(n):
         D[p] /= Z
     return Z
-
-
-@njit(**JIT)
-def weighted_error(D, y, h):
-    """``sum_i D_i [h_i != y_i]``: the error of predictions ``h`` under ``D`` (eq. 2.4)."""
-    e = 0.0
-    for p in range(D.shape[0]):
-        if h[p] != y[p]:
-            e += D[p]
-    return e

@@ -168,15 +168,15 @@ def test_reading_a_bank_in_place_equals_the_copied_blocks(dtype):
     assert np.any(outs[0][0] != 0.0)
 
 
-def test_samples_above_the_dense_limit_use_the_shrinking_solver():
-    # Both solvers of a round (dense up to DENSE_SMO_MAX distinct points,
-    # shrinking above) reach the same SVM: the same decision on all points
-    # within what their duality gaps allow.
-    from mklopt._jit.boost import DENSE_SMO_MAX
-    from mklopt._jit.smo import smo_rho, smo_solve_dense
+def test_a_large_sample_reaches_the_unshrunk_svm():
+    # A round solves with shrinking above SHRINK_ABOVE distinct points; it
+    # reaches the SVM an unshrunk solve reaches: the same decision on all
+    # points within what their duality gaps allow.
+    from mklopt._jit.boost import SHRINK_ABOVE
+    from mklopt._jit.smo import smo_rho, smo_solve
 
     rng = np.random.default_rng(11)
-    n = DENSE_SMO_MAX + 60
+    n = SHRINK_ABOVE + 60
     X = rng.normal(size=(n, 2))
     y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
     uniq = np.arange(n, dtype=np.int64)
@@ -186,7 +186,7 @@ def test_samples_above_the_dense_limit_use_the_shrinking_solver():
     assert viol[0] == -np.inf and n_iter[0] > 0
     K = np.ascontiguousarray(B[0])
     a, g = np.zeros(n), np.full(n, -1.0)
-    smo_solve_dense(K, yu, np.full(n, C), a, g, 1e-8, 10**7)
+    smo_solve(K, np.arange(n), yu, np.full(n, C), a, g, 1e-8, 10**7, False)
     b = -smo_rho(yu, np.full(n, C), a, g)
     gaps = [_gap(K, c, bb, yu, np.full(n, C)) for c, bb in ((coef[0], bias[0]), (a * yu, b))]
     assert max(gaps) <= 1e-5 * C * n
