@@ -228,6 +228,8 @@ class _State:
     rounds: list = field(default_factory=list)
     round_errors: list = field(default_factory=list)  # e_t of every round asked
     n_fits: int = 0  # SVMs trained
+    n_solver_iter: int = 0  # their SMO iterations
+    svm_seconds: float = 0.0  # seconds the oracle spent training them
     kernel_w: NDArray[np.float64] | None = None
 
 
@@ -384,6 +386,8 @@ class Boosting(MethodBase):
         # Read only the learners kept: the oracle may build them on access.
         learners = answer.learners
         s.n_fits += kernels.shape[0]
+        s.n_solver_iter += int(getattr(answer, "n_solver_iter", 0))
+        s.svm_seconds += float(getattr(answer, "seconds", 0.0))
         if self.variant[0] == "S":
             # eq. 2.10, then rescale so that the best kernel has S = 1
             s.S[kernels] *= float(self.decay) ** errors
@@ -449,7 +453,10 @@ class Boosting(MethodBase):
             kept rounds, ``round_errors`` (every round asked, the discarded
             last one included), ``distribution`` (``D`` after the last
             round), ``kernel_probabilities`` (``S``), ``n_fits`` (SVMs
-            trained), ``train_margin`` (``F(x_i) / sum_t alpha_t`` on the
+            trained), ``n_solver_iter`` (their SMO iterations),
+            ``svm_seconds`` (wall-clock seconds the oracle spent training and
+            evaluating them: the rest of a fit is the boosting loop around
+            them), ``train_margin`` (``F(x_i) / sum_t alpha_t`` on the
             training points) and ``exp_loss`` (``prod_t Z_t``).
         """
         ens = Ensemble(s.rounds, s.S.shape[0])
@@ -462,6 +469,8 @@ class Boosting(MethodBase):
             "distribution": s.D.copy(),
             "kernel_probabilities": s.S.copy(),
             "n_fits": s.n_fits,
+            "n_solver_iter": s.n_solver_iter,
+            "svm_seconds": s.svm_seconds,
             "train_margin": s.F / total if total > 0 else s.F.copy(),
             "exp_loss": math.exp(s.log_loss),
         }

@@ -11,6 +11,7 @@ outer method's business (:class:`mklopt.methods.Boosting`).
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -128,6 +129,11 @@ class WeakLearnersAnswer:
         (each is built when first read, then kept).
     n_solver_iter : int
         SMO iterations summed over the learners.
+    seconds : float
+        Wall-clock seconds spent training the round's SVMs and evaluating
+        them on all points (the jitted round, or its Dask tasks from
+        submission to gathering); the rest of a call is the query checks
+        and the bookkeeping around them.
     """
 
     value: float
@@ -137,6 +143,7 @@ class WeakLearnersAnswer:
     decision: NDArray[np.float64]
     learners: Sequence
     n_solver_iter: int = 0
+    seconds: float = 0.0
 
 
 class _Learners(Sequence):
@@ -320,6 +327,7 @@ class WeakLearners:
         violation = np.empty(r)
         args = (uniq, yu, upper, self.tol, int(budget))
         storage = self.bank.storage
+        t0 = time.perf_counter()
         if self.client is None and isinstance(storage, DenseStorage):
             # A stored bank is read in place: the training blocks and the
             # support rows are rows of K[k] (no copy of the u x n rows).
@@ -346,6 +354,7 @@ class WeakLearners:
             ]
             for (c0, c1), part in zip(chunks, self.client.gather(futures)):
                 coef[c0:c1], bias[c0:c1], decision[c0:c1], n_iter[c0:c1], violation[c0:c1] = part
+        seconds = time.perf_counter() - t0
         n_bad = int(np.count_nonzero(violation > self.tol))
         if n_bad:
             self.n_unconverged += n_bad
@@ -370,6 +379,7 @@ class WeakLearners:
             decision=decision,
             learners=_Learners(kernels, uniq, coef, bias),
             n_solver_iter=int(n_iter.sum()),
+            seconds=seconds,
         )
 
     # ---- internals ----------------------------------------------------------

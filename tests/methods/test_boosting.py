@@ -231,6 +231,24 @@ def test_runs_through_the_driver(variant):
     assert all(0.0 <= p.value < 0.5 for p in res.history)
 
 
+@pytest.mark.parametrize("variant", ["D1", "S2"])
+def test_svm_counts_and_seconds_add_up_over_the_rounds(variant):
+    bank, y = make_problem()
+    oracle = WeakLearners(bank, y, C=10.0)
+    method = Boosting(variant, n_rounds=12, random_state=4)
+    rounds = run_rounds(oracle, method)
+    ext = method.extra()
+    answers = [a for _, a, _ in rounds]
+    assert ext["n_fits"] == sum(a.kernels.size for a in answers) == oracle.n_fits
+    assert ext["n_solver_iter"] == sum(a.n_solver_iter for a in answers) > 0
+    assert all(a.seconds > 0.0 for a in answers)
+    assert ext["svm_seconds"] == pytest.approx(sum(a.seconds for a in answers), rel=1e-12)
+    # through the driver, the SVMs' share of a run is part of its elapsed time
+    res = solve(WeakLearners(bank, y, C=10.0), Boosting(variant, n_rounds=12, random_state=4))
+    assert 0.0 < res.extra["svm_seconds"] <= res.elapsed
+    assert res.extra["n_solver_iter"] == ext["n_solver_iter"]
+
+
 def test_registered():
     assert METHODS["mkboost"] is Boosting
 
