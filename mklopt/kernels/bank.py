@@ -45,8 +45,8 @@ _CACHE_MB = 2048
 # Rows per chunk when scanning a (possibly memory-mapped) matrix.
 _SCAN_ROWS = 2048
 #: "auto" computes on the fly when at least this share of the kernels is
-#: read from tables (vote, breast: 94 % and 90 % of the level grid); see
-#: benchmarks/README.md, "Storage chosen by auto".
+#: read from tables (vote, breast: 94 % and 90 % of the level grid; letter:
+#: 94 %); see benchmarks/README.md, "Storage chosen by auto".
 _AUTO_TABLE_SHARE = 0.5
 
 
