@@ -233,6 +233,9 @@ def test_weak_svms_as_dask_tasks_equal_serial(client, sonar):
     b = solve(oracle, method)
     assert oracle.n_fits == 4 * len(specs)
     np.testing.assert_allclose(b.extra["train_margin"], a.extra["train_margin"], rtol=1e-12)
+    # the same SMO work, timed from submission to gathering
+    assert b.extra["n_solver_iter"] == a.extra["n_solver_iter"] > 0
+    assert 0.0 < b.extra["svm_seconds"] <= b.elapsed
     ea, eb = a.extra["ensemble"], b.extra["ensemble"]
     for ra, rb in zip(ea.rounds, eb.rounds):
         for la, lb in zip(ra.learners, rb.learners):

@@ -131,8 +131,9 @@ class WeakLearnersAnswer:
         SMO iterations summed over the learners.
     seconds : float
         Wall-clock seconds spent training the round's SVMs and evaluating
-        them on all points (the jitted round, or its Dask tasks from
-        submission to gathering); the rest of a call is the query checks
+        them on all points: the jitted round, with the kernel blocks it
+        reads when the storage computes them, or its Dask tasks from
+        submission to gathering. The rest of a call is the query checks
         and the bookkeeping around them.
     """
 

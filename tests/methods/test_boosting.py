@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from mklopt import KernelBank, solve
+from mklopt.kernels import poly, rbf
 from mklopt.methods import METHODS, Boosting
 from mklopt.oracles import WeakLearners
 from mklopt.oracles.weak_learners import BoostQuery, WeakLearner, WeakLearnersAnswer
@@ -247,6 +248,18 @@ def test_svm_counts_and_seconds_add_up_over_the_rounds(variant):
     res = solve(WeakLearners(bank, y, C=10.0), Boosting(variant, n_rounds=12, random_state=4))
     assert 0.0 < res.extra["svm_seconds"] <= res.elapsed
     assert res.extra["n_solver_iter"] == ext["n_solver_iter"]
+    # a storage that computes its blocks counts and times its rounds too
+    X = np.random.default_rng(1).normal(size=(60, 3))
+    yx = np.where(X[:, 0] + 0.3 * X[:, 1] > 0, 1.0, -1.0)
+    specs = [rbf(0.5), rbf(2.0), poly(2)]
+    runs = [
+        solve(WeakLearners(KernelBank.from_specs(X, specs, storage=st), yx, C=10.0),
+              Boosting(variant, n_rounds=6, random_state=4))
+        for st in ("dense", "on_the_fly")
+    ]
+    for r in runs:
+        assert r.extra["n_solver_iter"] > 0 and 0 < r.extra["n_fits"] <= 6 * len(specs)
+        assert 0.0 < r.extra["svm_seconds"] <= r.elapsed
 
 
 def test_registered():
