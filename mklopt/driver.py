@@ -191,14 +191,20 @@ def _eta(history, target):
 
 
 def _progress_line(method, oracle, row, history, target):
-    """One INFO line: calls, seconds per call, rows per second, J, gap and an ETA."""
+    """One INFO line: calls, seconds per call, rows per second, J, gap and an ETA.
+
+    ``J`` is named by the method's ``value_label`` when it has one, and the
+    gap is left out when there is none (``nan``).
+    """
     parts = [
         f"{type(method).__name__}: {row.n_oracle_calls} oracle calls "
         f"({row.elapsed / max(row.n_oracle_calls, 1):.3g} s each)",
         f"iteration {row.iteration}",
-        f"J={row.upper:.6g}",
-        f"relative gap {row.rel_gap:.3g}",
+        # what the method's value is (J for MKL; boosting's exponential loss)
+        f"{getattr(method, 'value_label', 'J')}={row.upper:.6g}",
     ]
+    if not math.isnan(row.rel_gap):  # a method without a dual (boosting) has no gap
+        parts.append(f"relative gap {row.rel_gap:.3g}")
     stats = getattr(oracle, "last_stats", None)
     rate = getattr(stats, "rows_per_second", math.nan)
     if rate is not None and math.isfinite(rate) and stats.n_blocks:

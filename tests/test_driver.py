@@ -119,6 +119,26 @@ def test_progress_is_logged_for_long_runs(caplog, monkeypatch):
     assert lines and all("oracle calls" in m and "relative gap" in m for m in lines)
 
 
+def test_progress_of_a_method_without_a_gap_names_its_value(caplog, monkeypatch):
+    import logging
+
+    import mklopt.driver as drv
+    from mklopt.methods import Boosting
+    from mklopt.oracles import WeakLearners
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    K = np.stack([X @ X.T + 1.0, np.exp(-((X[:, None] - X[None]) ** 2).sum(-1))])
+    clock = iter(range(0, 10**6))  # each perf_counter() call advances one second
+    monkeypatch.setattr(drv.time, "perf_counter", lambda: float(next(clock)))
+    with caplog.at_level(logging.INFO, logger="mklopt"):
+        res = solve(WeakLearners(K, y, C=10.0), Boosting("D1", n_rounds=4, random_state=0))
+    lines = [r.getMessage() for r in caplog.records if r.name == "mklopt"]
+    assert len(lines) == len(res.history) and all("exp loss=" in m for m in lines)
+    assert not any("gap" in m or "J=" in m for m in lines)
+
+
 def test_progress_line_reports_rows_per_second_and_an_eta():
     assert driver._relative_gap_target(DualityGap(1e-3) | MaxIter(5)) == 1e-3
     assert driver._relative_gap_target((DualityGap(1e-2) | TimeLimit(3)) & MaxIter(9)) == 1e-2

@@ -183,6 +183,10 @@ class MethodBase:
         Whether the method reads the oracle's dual problem and kernels
         (``oracle.problem``, ``oracle.bank``) besides its answers, as an
         exact step does; such a method cannot run on a toy oracle.
+    value_label : str
+        What the reported value is, as the driver's progress lines name it:
+        ``"J"`` (the MKL objective) unless the method reports something
+        else (boosting: ``"exp loss"``).
     """
 
     name = "base"
@@ -190,6 +194,7 @@ class MethodBase:
     query_is_array = True
     uses_cuts = False
     needs_problem = False
+    value_label = "J"
 
     # ---- the protocol --------------------------------------------------------
     def start(self, oracle, handover=None):

@@ -319,6 +319,7 @@ class Boosting(MethodBase):
 
     oracle_kind = "weak_learners"
     query_is_array = False
+    value_label = "exp loss"
 
     def __init__(
         self, variant="D1", n_rounds=100, sample_ratio=0.2, decay=2**-5, random_state=None
