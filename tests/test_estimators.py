@@ -307,6 +307,16 @@ def test_not_converged_warns():
     assert not clf.converged_
 
 
+@pytest.mark.parametrize("labels", [np.array([-1, 1]), np.array(["no", "yes"], dtype=object)])
+def test_warnings_name_the_classes_as_given(labels):
+    X, y = blobs(60, seed=10, shift=0.5)
+    with pytest.warns(ConvergenceWarning) as caught:
+        small(max_iter=1, tol=1e-12).fit(X, labels[(y > 0).astype(int)])
+    msg = str(caught[0].message)
+    a, b = labels.tolist()
+    assert f"({a!r} vs {b!r}:" in msg and "np." not in msg
+
+
 @pytest.mark.parametrize("method", ["level", "cutting_plane", "silp", "simplemkl", "mirror"])
 def test_registered_methods_reach_the_gap(method):
     if method not in mklopt.methods.METHODS:

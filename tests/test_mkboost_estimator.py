@@ -114,8 +114,9 @@ def test_first_round_at_chance_gives_an_empty_ensemble_and_a_constant_model():
     # and on balanced classes a constant errs on exactly half the weight
     X = np.zeros((12, 1))
     y = np.array([0, 1] * 6)
-    with pytest.warns(mklopt.estimators.ConvergenceWarning, match="majority class"):
+    with pytest.warns(mklopt.estimators.ConvergenceWarning, match="majority class") as caught:
         clf = MKBoostClassifier(kernels=[poly(1)], n_rounds=5, random_state=0).fit(X, y)
+    assert "for 0 vs 1;" in str(caught[0].message)  # the labels as given, no NumPy reprs
     assert len(clf.ensemble_) == 0 and clf.stop_reason_ == "weak_learner_error"
     assert clf.n_iter_ == 0 and clf.n_fits_ == 1
     assert np.unique(clf.predict(np.ones((4, 1)))).size == 1

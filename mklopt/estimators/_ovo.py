@@ -20,7 +20,7 @@ from ._checks import check_feature_names, check_is_fitted, check_X, check_X_y
 from ._params import check_standardize
 from ._sklearn import BaseEstimator, ClassifierMixin, ClassifierScoreMixin
 
-__all__ = ["ClassifierBase", "ovo_vote", "set_pair_attributes", "pair_values"]
+__all__ = ["ClassifierBase", "ovo_vote", "pair_label", "set_pair_attributes", "pair_values"]
 
 
 def ovo_vote(decisions, pairs, n_classes):
@@ -55,6 +55,12 @@ def ovo_vote(decisions, pairs, n_classes):
         conf[:, j] += d
         conf[:, i] -= d
     return votes + conf / (3.0 * (np.abs(conf) + 1.0))
+
+
+def pair_label(classes, i, j):
+    """``"'a' vs 'b'"``: classes ``i`` and ``j`` as the user wrote them (no NumPy scalar reprs)."""
+    a, b = np.asarray(classes)[[i, j]].tolist()
+    return f"{a!r} vs {b!r}"
 
 
 def _one(value):

@@ -13,7 +13,7 @@ from ..kernels import KernelBank
 from ..methods import Boosting
 from ..oracles import WeakLearners
 from ..stopping import MaxIter
-from ._ovo import ClassifierBase, set_pair_attributes
+from ._ovo import ClassifierBase, pair_label, set_pair_attributes
 from ._params import check_estimator_client, check_seed, check_storage_params, resolve_kernel_specs
 from ._sklearn import ConvergenceWarning, SharedClientMixin
 
@@ -319,7 +319,7 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
             result_=results,
         )
         empty = [
-            f"{self.classes_[i]!r} vs {self.classes_[j]!r}"
+            pair_label(self.classes_, i, j)
             for (i, j), e in zip(self.pairs_, ensembles, strict=True)
             if len(e) == 0
         ]

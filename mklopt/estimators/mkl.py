@@ -17,7 +17,7 @@ from ..kernels import KernelBank, KernelExpansion
 from ..methods import Chain, LevelBundle, get_method
 from ..oracles import SVMDual
 from ..stopping import DualityGap, MaxIter, TimeLimit
-from ._ovo import ClassifierBase, set_pair_attributes
+from ._ovo import ClassifierBase, pair_label, set_pair_attributes
 from ._params import check_estimator_client, check_storage_params, resolve_kernel_specs
 from ._sklearn import ConvergenceWarning, SharedClientMixin
 
@@ -547,7 +547,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         conv = np.array([r.converged for r in results], dtype=bool)
         if not conv.all():
             bad = [
-                f"{self.classes_[i]!r} vs {self.classes_[j]!r}: {r.reason}, "
+                f"{pair_label(self.classes_, i, j)}: {r.reason}, "
                 f"rel. gap {r.rel_gap:.3g}"
                 for (i, j), r in zip(self.pairs_, results)
                 if not r.converged
