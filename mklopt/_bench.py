@@ -20,9 +20,11 @@ import statistics
 import time
 from dataclasses import asdict, dataclass
 
+import numba
 import numpy as np
 
 from . import datasets
+from ._jit.boost import weak_svm_round_parallel
 from ._jit.projections import project_simplex
 from ._optional import pyplot
 from .driver import solve
@@ -176,7 +178,20 @@ def warm_up(method_keys, storages=("auto",), cache_size=None):
                 MKBoostClassifier(kernels=list(grid(3, protocol="mkboost2013")), n_rounds=2,
                                   storage=st, cache_size=cache_size, random_state=0,
                                   **dict(preset.params)).fit(X, y)
+                _warm_parallel_round(X, y)
         _WARMED.add((key, storage, cache_size))
+
+
+def _warm_parallel_round(X, y):
+    """Compile the parallel boosting round, which only long rounds take."""
+    K = KernelBank.from_specs(X, grid(3)[:2], storage="dense").storage.K
+    uniq = np.arange(0, X.shape[0], 4, dtype=np.int64)
+    r, u, n = K.shape[0], uniq.size, X.shape[0]
+    out = (np.empty((r, u)), np.empty(r), np.empty((r, n)), np.empty(r, dtype=np.int64),
+           np.empty(r))
+    with numba.parallel_chunksize(1):
+        weak_svm_round_parallel(K, np.arange(r), np.ones(r), uniq, uniq, y[uniq],
+                                np.ones(u), 1e-3, 1000, *out, np.arange(r))
 
 
 def _warm_verbs(bank, X, rng):

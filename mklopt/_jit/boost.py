@@ -34,9 +34,9 @@ Parallelism across rounds' SVMs belongs to Dask tasks (see
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-from ._options import JIT
+from ._options import JIT, JIT_PARALLEL
 from .smo import smo_rho, smo_solve, smo_violation
 
 #: Samples of more distinct points than this are solved with shrinking,
@@ -44,6 +44,42 @@ from .smo import smo_rho, smo_solve, smo_violation
 #: aside costs more than it saves (a weak SVM inside its round went from
 #: 0.98-1.69x one bare shrinking solve to about 1x; benchmarks/README.md).
 SHRINK_ABOVE = 1000
+
+
+@njit(**JIT)
+def _weak_svm(Kj, f, rows, uniq, yu, upper, tol, max_iter, ident, Ku, alpha, grad, cj, dj):
+    """One weak SVM of a round: kernel ``f * Kj``, trained and evaluated on all points.
+
+    ``ident``, ``Ku``, ``alpha`` and ``grad`` are scratch of sizes ``u``,
+    ``(u, u)``, ``u``, ``u``; ``cj`` (u,) and ``dj`` (n,) are written (see
+    :func:`weak_svm_round`). Returns ``(bias, n_iter, violation)``.
+    """
+    u = rows.shape[0]
+    n = Kj.shape[1]
+    for a in range(u):
+        row = Kj[rows[a]]
+        Ka = Ku[a]
+        for b in range(u):
+            Ka[b] = f * row[uniq[b]]
+    for a in range(u):
+        alpha[a] = 0.0
+        grad[a] = -1.0
+    it = smo_solve(Ku, ident, yu, upper, alpha, grad, tol, max_iter, u > SHRINK_ABOVE)
+    viol = -np.inf
+    if it >= max_iter:
+        viol = smo_violation(yu, upper, alpha, grad)
+    bj = -smo_rho(yu, upper, alpha, grad)
+    for p in range(n):
+        dj[p] = bj
+    for a in range(u):
+        c = alpha[a] * yu[a]
+        cj[a] = c
+        if c != 0.0:
+            row = Kj[rows[a]]
+            cf = c * f
+            for p in range(n):
+                dj[p] += cf * row[p]
+    return bj, it, viol
 
 
 @njit(**JIT)
@@ -70,40 +106,44 @@ def weak_svm_round(K, kernels, scale, rows, uniq, yu, upper, tol, max_iter, coef
     (r,) the final KKT violation of the SVMs that used their whole budget
     (``-inf`` for the others).
     """
-    r = kernels.shape[0]
     u = rows.shape[0]
-    n = K.shape[2]
     ident = np.arange(u)
     Ku = np.empty((u, u))
-    for j in range(r):
-        Kj = K[kernels[j]]
-        f = scale[j]
-        for a in range(u):
-            row = Kj[rows[a]]
-            Ka = Ku[a]
-            for b in range(u):
-                Ka[b] = f * row[uniq[b]]
-        alpha = np.zeros(u)
-        grad = np.full(u, -1.0)
-        it = smo_solve(Ku, ident, yu, upper, alpha, grad, tol, max_iter, u > SHRINK_ABOVE)
+    alpha = np.empty(u)
+    grad = np.empty(u)
+    for j in range(kernels.shape[0]):
+        bias[j], n_iter[j], violation[j] = _weak_svm(
+            K[kernels[j]], scale[j], rows, uniq, yu, upper, tol, max_iter, ident, Ku, alpha,
+            grad, coef[j], decision[j])
+
+
+@njit(**JIT_PARALLEL)
+def weak_svm_round_parallel(K, kernels, scale, rows, uniq, yu, upper, tol, max_iter, coef, bias,
+                            decision, n_iter, violation, order):
+    """:func:`weak_svm_round` with the round's SVMs spread over numba's threads.
+
+    Each SVM is solved by the same code on its own scratch, so the answers
+    are those of the serial loop, bit for bit, whatever the number of
+    threads and the order. ``order`` (r,) int64, a permutation of
+    ``range(r)``: the SVMs are started in this order, the longest expected
+    first (an SVM on a raw linear kernel may take ten times the iterations
+    of a Gaussian one). Call it inside ``numba.parallel_chunksize(1)`` so
+    that they are handed out one at a time as threads free up.
+    """
+    u = rows.shape[0]
+    r = kernels.shape[0]
+    for jj in prange(r):
+        j = order[jj]
+        ident = np.arange(u)
+        Ku = np.empty((u, u))
+        alpha = np.empty(u)
+        grad = np.empty(u)
+        b, it, v = _weak_svm(
+            K[kernels[j]], scale[j], rows, uniq, yu, upper, tol, max_iter, ident, Ku, alpha,
+            grad, coef[j], decision[j])
+        bias[j] = b
         n_iter[j] = it
-        violation[j] = -np.inf
-        if it >= max_iter:
-            violation[j] = smo_violation(yu, upper, alpha, grad)
-        bj = -smo_rho(yu, upper, alpha, grad)
-        bias[j] = bj
-        cj = coef[j]
-        dj = decision[j]
-        for p in range(n):
-            dj[p] = bj
-        for a in range(u):
-            c = alpha[a] * yu[a]
-            cj[a] = c
-            if c != 0.0:
-                row = Kj[rows[a]]
-                cf = c * f
-                for p in range(n):
-                    dj[p] += cf * row[p]
+        violation[j] = v
 
 
 @njit(**JIT)

@@ -16,10 +16,17 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .._jit.boost import distinct_points, query_fault, round_errors, weak_svm_round
+from .._jit.boost import (
+    distinct_points,
+    query_fault,
+    round_errors,
+    weak_svm_round,
+    weak_svm_round_parallel,
+)
 from .._validation import check_int, check_labels, check_real
 from ..kernels.bank import as_bank
 from ..kernels.sharded import check_client
@@ -32,6 +39,12 @@ __all__ = ["WeakLearners", "WeakLearner", "WeakLearnersAnswer", "BoostQuery"]
 #: sample's distinct points against all training points, for as many
 #: kernels as fit.
 _BLOCK_BYTES = 256 * 2**20
+#: A round's SVMs are spread over numba's threads once a round has taken at
+#: least this long. Measured on 2 cores: 1.4-1.6x on rounds of 0.3-110 ms
+#: when the other core is idle; when it is busy, rounds of 20 ms and more
+#: lose nothing, while rounds of 1-6 ms took 2-5x longer (the parallel
+#: region waits for a thread the busy core has not scheduled yet).
+PARALLEL_ROUND_SECONDS = 0.02
 
 
 def _frozen(a, dtype):
@@ -178,11 +191,20 @@ class _Learners(Sequence):
         return lrn
 
 
-def _round_blocks(B, uniq, yu, upper, tol, max_iter, *out):
+def _run_round(order, K, kernels, scale, rows, *rest):
+    """:func:`weak_svm_round`, or with an ``order`` its parallel twin (the same answers)."""
+    if order is not None:
+        with numba.parallel_chunksize(1):
+            weak_svm_round_parallel(K, kernels, scale, rows, *rest, order)
+    else:
+        weak_svm_round(K, kernels, scale, rows, *rest)
+
+
+def _round_blocks(B, uniq, yu, upper, tol, max_iter, *out, order=None):
     """A round's weak SVMs on computed blocks ``B`` (r, u, n) (see :func:`weak_svm_round`)."""
     r, u = B.shape[0], B.shape[1]
     ar = np.arange(max(r, u), dtype=np.int64)
-    weak_svm_round(B, ar[:r], np.ones(r), ar[:u], uniq, yu, upper, tol, max_iter, *out)
+    _run_round(order, B, ar[:r], np.ones(r), ar[:u], uniq, yu, upper, tol, max_iter, *out)
 
 
 def _round_chunk(B, uniq, yu, upper, tol, max_iter):
@@ -256,6 +278,15 @@ class WeakLearners:
     most once. A sample holding one class only gives the constant
     classifier of that class (``alpha = 0``, bias of its sign).
 
+    Once a round's SVMs have taken ``PARALLEL_ROUND_SECONDS`` (20 ms) or
+    more, the next rounds spread them over numba's threads, one kernel at a
+    time, those whose SVMs took the most SMO iterations in the last round
+    first (:func:`mklopt._jit.boost.weak_svm_round_parallel`). Each SVM is
+    solved by the same code either way, so the learners are the same, bit
+    for bit. Shorter rounds stay serial: on a machine whose other cores are
+    busy, a parallel loop waits for threads to be scheduled, which costs
+    more than a short round gains.
+
     Examples
     --------
     >>> import numpy as np
@@ -288,6 +319,10 @@ class WeakLearners:
         self.n_calls = 0
         self.n_fits = 0
         self.n_unconverged = 0
+        # The last round's SVM time and loop, which pick the next one's loop,
+        # and each kernel's last SMO iterations, which order a parallel one.
+        self._last_seconds, self._last_parallel = 0.0, False
+        self._last_iters = np.zeros(self.n_kernels, dtype=np.int64)
 
     # ---- public -----------------------------------------------------------
     def __call__(self, query, warm_start=None) -> WeakLearnersAnswer:
@@ -328,21 +363,35 @@ class WeakLearners:
         violation = np.empty(r)
         args = (uniq, yu, upper, self.tol, int(budget))
         storage = self.bank.storage
+        # Long rounds spread their SVMs over numba's threads (the answers
+        # are the serial ones, bit for bit); short ones stay serial.
+        # Once parallel, rounds stay so down to half the threshold, so that
+        # a round made faster by the threads does not flip the next back.
+        limit = PARALLEL_ROUND_SECONDS * (0.5 if self._last_parallel else 1.0)
+        parallel = r > 1 and self._last_seconds >= limit and numba.get_num_threads() > 1
+        # Threads start the kernels whose SVMs took the most iterations last
+        # round first, so that a long one does not start last.
+        order = (np.argsort(-self._last_iters[kernels], kind="stable").astype(np.int64)
+                 if parallel else None)
         t0 = time.perf_counter()
         if self.client is None and isinstance(storage, DenseStorage):
             # A stored bank is read in place: the training blocks and the
             # support rows are rows of K[k] (no copy of the u x n rows).
             scale = np.ones(r) if storage.factors is None else storage.factors[kernels]
-            weak_svm_round(storage.K, kernels, scale, uniq, *args, coef, bias, decision,
-                           n_iter, violation)
+            _run_round(order, storage.K, kernels, scale, uniq, *args, coef, bias, decision,
+                       n_iter, violation)
         elif self.client is None:
             everyone = np.arange(N, dtype=np.int64)
             for c0, c1 in self._chunks(r, u):
                 # The rows of the sample's distinct points against every
                 # training point: the training blocks and the support rows.
                 B = storage.blocks(kernels[c0:c1], uniq, everyone)
+                part = None
+                if parallel and c1 - c0 > 1:
+                    part = np.argsort(-self._last_iters[kernels[c0:c1]], kind="stable")
+                    part = part.astype(np.int64)
                 _round_blocks(B, *args, coef[c0:c1], bias[c0:c1], decision[c0:c1],
-                              n_iter[c0:c1], violation[c0:c1])
+                              n_iter[c0:c1], violation[c0:c1], order=part)
         else:
             everyone = np.arange(N, dtype=np.int64)
             chunks = self._chunks(r, u)
@@ -356,6 +405,8 @@ class WeakLearners:
             for (c0, c1), part in zip(chunks, self.client.gather(futures)):
                 coef[c0:c1], bias[c0:c1], decision[c0:c1], n_iter[c0:c1], violation[c0:c1] = part
         seconds = time.perf_counter() - t0
+        self._last_seconds, self._last_parallel = seconds, parallel
+        self._last_iters[kernels] = n_iter
         n_bad = int(np.count_nonzero(violation > self.tol))
         if n_bad:
             self.n_unconverged += n_bad

@@ -168,6 +168,53 @@ def test_reading_a_bank_in_place_equals_the_copied_blocks(dtype):
     assert np.any(outs[0][0] != 0.0)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_parallel_round_equals_the_serial_one_bit_for_bit(dtype, threads):
+    # The parallel twin solves each kernel's SVM with the same code on its
+    # own scratch: the same answers whatever the threads and chunking.
+    import numba
+
+    from mklopt._jit.boost import weak_svm_round_parallel
+
+    rng = np.random.default_rng(13)
+    n = 60
+    X = rng.normal(size=(n, 3))
+    y = np.where(X[:, 0] + 0.4 * rng.normal(size=n) > 0, 1.0, -1.0)
+    d = ((X[:, None] - X[None]) ** 2).sum(-1)
+    G = X @ X.T + 1.0
+    K = np.stack([np.exp(-d / (2 * w**2)) for w in (0.3, 1.0, 3.0)] + [G, G**2]).astype(dtype)
+    sample = rng.choice(n, size=30, replace=True)
+    uniq = np.unique(sample).astype(np.int64)
+    yu = y[uniq]
+    upper = 5.0 * np.bincount(np.searchsorted(uniq, sample), minlength=uniq.size)
+    kernels = np.array([4, 0, 3, 2, 1], dtype=np.int64)
+    scale = np.array([0.1, 2.0, 0.5, 1.5, 1.0])
+    r, u = kernels.size, uniq.size
+    outs = []
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        orders = [None, np.arange(r), np.array([3, 1, 4, 0, 2])]
+        for order in orders:
+            for chunk in (0, 1) if order is not None else (0,):
+                out = (np.empty((r, u)), np.empty(r), np.empty((r, n)),
+                       np.empty(r, dtype=np.int64), np.empty(r))
+                args = (K, kernels, scale, uniq, uniq, yu, upper, 1e-6, 100_000, *out)
+                with numba.parallel_chunksize(chunk):
+                    if order is None:
+                        weak_svm_round(*args)
+                    else:
+                        weak_svm_round_parallel(*args, order.astype(np.int64))
+                outs.append(out)
+    finally:
+        numba.set_num_threads(old)
+    assert np.all(outs[0][3] > 0) and np.any(outs[0][0] != 0.0)
+    for other in outs[1:]:
+        for a, b in zip(outs[0], other):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_a_large_sample_reaches_the_unshrunk_svm():
     # A round solves with shrinking above SHRINK_ABOVE distinct points; it
     # reaches the SVM an unshrunk solve reaches: the same decision on all

@@ -220,3 +220,47 @@ def test_iteration_budget_warns_once_and_counts():
         ans = oracle(BoostQuery.make(np.arange(40), [0, 1, 2]))
     assert oracle.n_unconverged == 3 and len(rec) >= 1
     assert ans.predictions.shape == (3, y.size)  # the cut-off learners are still used
+
+
+@pytest.mark.parametrize("storage", ["dense", "on_the_fly"])
+def test_long_rounds_run_in_parallel_with_the_same_learners(storage, monkeypatch):
+    # Rounds switch to the parallel loop after a round that took at least
+    # PARALLEL_ROUND_SECONDS; forced here from the second round on, the
+    # learners equal those of serial rounds bit for bit.
+    import numba
+
+    import mklopt.oracles.weak_learners as wl
+    from mklopt import KernelBank
+    from mklopt.kernels import poly, rbf
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(70, 3))
+    y = np.where(X[:, 0] - 0.5 * X[:, 1] + 0.3 * rng.normal(size=70) > 0, 1.0, -1.0)
+    bank = KernelBank.from_specs(X, [rbf(0.5), rbf(1.0), rbf(3.0), poly(1), poly(2)],
+                                 storage=storage)
+    queries = [BoostQuery.make(rng.choice(70, 25), np.arange(5)) for _ in range(4)]
+    used = []
+    real = wl._run_round
+
+    def spy(order, *args):
+        used.append(order is not None)
+        if order is not None:  # a permutation of the round's kernels
+            np.testing.assert_array_equal(np.sort(order), np.arange(len(order)))
+        return real(order, *args)
+
+    monkeypatch.setattr(wl, "_run_round", spy)
+    answers = {}
+    for limit in (np.inf, 1e-12):
+        monkeypatch.setattr(wl, "PARALLEL_ROUND_SECONDS", limit)
+        oracle = WeakLearners(bank, y, C=5.0)
+        answers[limit] = [oracle(q) for q in queries]
+    if numba.get_num_threads() > 1:
+        # serial throughout, then serial for the first round and parallel after
+        assert used == [False] * 4 + [False] + [True] * 3
+    for a, b in zip(answers[np.inf], answers[1e-12]):
+        np.testing.assert_array_equal(a.decision, b.decision)
+        np.testing.assert_array_equal(a.errors, b.errors)
+        assert a.n_solver_iter == b.n_solver_iter
+        for la, lb in zip(a.learners, b.learners):
+            np.testing.assert_array_equal(la.coef, lb.coef)
+            assert la.bias == lb.bias
