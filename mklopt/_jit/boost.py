@@ -25,12 +25,16 @@ as every oracle, with shrinking above ``SHRINK_ABOVE`` distinct points),
 libsvm's offset, and the decision values
 on all points. No Python runs per weak SVM.
 
-The loop over kernels is serial (``JIT``): a round's SVMs are small (a
-sample of 0.2 N points solves in tens of microseconds), and a parallel
-loop measured 0.4 ms serial against 24 ms on two threads for breast's 17
-SVMs when the second core was busy, the usual case on a shared machine.
-Parallelism across rounds' SVMs belongs to Dask tasks (see
-:class:`~mklopt.oracles.WeakLearners`' ``client``), or to independent fits.
+The loop over kernels is serial in :func:`weak_svm_round`. A round's SVMs
+are often small (a sample of 0.2 N points solves in tens of microseconds),
+and a parallel loop measured 0.4 ms serial against 24 ms on two threads for
+breast's 17 SVMs when the second core was busy, the usual case on a shared
+machine. :func:`weak_svm_round_parallel` runs the same per-SVM code
+(:func:`_weak_svm`) over numba's threads, for rounds long enough that
+waiting for a thread costs little (the oracle decides, see
+:class:`~mklopt.oracles.WeakLearners`); the answers are the serial ones,
+bit for bit. Parallelism across machines belongs to Dask tasks (the
+oracle's ``client``), or to independent fits.
 """
 
 import numpy as np
