@@ -26,7 +26,7 @@ from sklearn.svm import SVC
 
 from mklopt import MKBoostClassifier, MKLClassifier, datasets
 
-BINARY = ("ionosphere", "sonar", "pima", "breast", "vote", "wdbc")
+BINARY = datasets.PAPERS
 
 
 def half_split(name, seed, max_train=None):

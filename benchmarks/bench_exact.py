@@ -70,8 +70,7 @@ def run_level(bank, y, C, tol=1e-4):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    papers = ["ionosphere", "sonar", "pima", "breast", "vote", "wdbc"]
-    ap.add_argument("--datasets", nargs="+", default=papers)
+    ap.add_argument("--datasets", nargs="+", default=list(datasets.PAPERS))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cvxpy-repeats", type=int, default=1)
     ap.add_argument("--switch", type=float, default=1e-2)

@@ -19,7 +19,7 @@ from mklopt.stopping import DualityGap, MaxOracleCalls, TimeLimit
 
 TARGETS = (1e-2, 1e-3, 1e-4)
 SCHEDULES = {"paper 0.9 -> 0.99": (0.9, 0.99), "0.7 fixed (default)": (0.7, None)}
-SETS = ("ionosphere", "sonar", "pima", "breast", "vote", "wdbc")
+SETS = datasets.PAPERS
 
 
 def calls_to_targets(bank, y, lam, lam_final, max_calls):

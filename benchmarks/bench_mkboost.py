@@ -202,8 +202,7 @@ def ratios(rows, names):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     # the papers' six sets (datasets.names() also lists larger and non-binary ones)
-    papers = ["ionosphere", "sonar", "pima", "breast", "vote", "wdbc"]
-    ap.add_argument("--datasets", nargs="+", default=papers)
+    ap.add_argument("--datasets", nargs="+", default=list(datasets.PAPERS))
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     ap.add_argument("--splits", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)

@@ -15,14 +15,13 @@ import json
 import os
 import sys
 
-from mklopt import _bench
+from mklopt import _bench, datasets
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     # the papers' six sets (datasets.names() also lists larger and non-binary ones)
-    papers = ["ionosphere", "sonar", "pima", "breast", "vote", "wdbc"]
-    ap.add_argument("--datasets", nargs="+", default=papers)
+    ap.add_argument("--datasets", nargs="+", default=list(datasets.PAPERS))
     ap.add_argument("--methods", nargs="+", default=["sd", "silp", "level"])
     ap.add_argument("--splits", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=3)

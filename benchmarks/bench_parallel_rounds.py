@@ -39,8 +39,8 @@ def dominant_share(X, y, kernels):
     shares = []
     real = wl._run_round
 
-    def spy(order, *args):
-        real(order, *args)
+    def spy(costs, *args):
+        real(costs, *args)
         it = args[-2]
         shares.append(it.max() / max(1, it.sum()))
 

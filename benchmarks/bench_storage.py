@@ -80,8 +80,7 @@ def table(out):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    papers = ["ionosphere", "sonar", "pima", "breast", "vote", "wdbc"]
-    ap.add_argument("--datasets", nargs="+", default=papers)
+    ap.add_argument("--datasets", nargs="+", default=list(datasets.PAPERS))
     ap.add_argument("--splits", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)

@@ -71,8 +71,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     # the papers' six sets (datasets.names() also lists letter, shuttle,
     # satellite and diabetes, whose dense 17-kernel banks do not fit)
-    papers = ["ionosphere", "sonar", "pima", "breast", "vote", "wdbc"]
-    ap.add_argument("--datasets", nargs="+", default=papers)
+    ap.add_argument("--datasets", nargs="+", default=list(datasets.PAPERS))
     ap.add_argument("--samples", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--C", type=float, default=50.0)

@@ -20,11 +20,9 @@ import statistics
 import time
 from dataclasses import asdict, dataclass
 
-import numba
 import numpy as np
 
 from . import datasets
-from ._jit.boost import weak_svm_round_parallel
 from ._jit.projections import project_simplex
 from ._optional import pyplot
 from .driver import solve
@@ -32,6 +30,7 @@ from .estimators import MKBoostClassifier
 from .kernels import KernelBank, grid
 from .methods import PRESETS, get_preset
 from .oracles import SVMDual
+from .oracles.weak_learners import _round_blocks, _run_round
 from .stopping import DualityGap, MaxIter, TimeLimit
 
 __all__ = [
@@ -183,15 +182,25 @@ def warm_up(method_keys, storages=("auto",), cache_size=None):
 
 
 def _warm_parallel_round(X, y):
-    """Compile the parallel boosting round, which only long rounds take."""
-    K = KernelBank.from_specs(X, grid(3)[:2], storage="dense").storage.K
-    uniq = np.arange(0, X.shape[0], 4, dtype=np.int64)
-    r, u, n = K.shape[0], uniq.size, X.shape[0]
-    out = (np.empty((r, u)), np.empty(r), np.empty((r, n)), np.empty(r, dtype=np.int64),
-           np.empty(r))
-    with numba.parallel_chunksize(1):
-        weak_svm_round_parallel(K, np.arange(r), np.ones(r), uniq, uniq, y[uniq],
-                                np.ones(u), 1e-3, 1000, *out, np.arange(r))
+    """Compile the parallel boosting round, which only long rounds take.
+
+    Both forms the oracle passes: a dense bank read in place with the
+    query's read-only kernel indices, and computed blocks.
+    """
+    n = X.shape[0]
+    K = np.ascontiguousarray(np.stack([X @ X.T + 1.0, np.eye(n)]))
+    uniq = np.arange(0, n, 4, dtype=np.int64)
+    r, u = K.shape[0], uniq.size
+    kernels = np.arange(r, dtype=np.int64)
+    kernels.flags.writeable = False  # as a BoostQuery holds them
+    args = (uniq, y[uniq], np.ones(u), 1e-3, 1000)
+
+    def out():
+        return (np.empty((r, u)), np.empty(r), np.empty((r, n)), np.empty(r, dtype=np.int64),
+                np.empty(r))
+
+    _run_round(np.ones(r), K, kernels, np.ones(r), uniq, *args, *out())
+    _round_blocks(np.ascontiguousarray(K[:, uniq, :]), *args, *out(), costs=np.ones(r))
 
 
 def _warm_verbs(bank, X, rng):

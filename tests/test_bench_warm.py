@@ -63,3 +63,35 @@ def test_a_warmed_level_split_compiles_nothing_new():
     after = _jit_signatures()
     new = {k: after[k] - before.get(k, set()) for k in after if after[k] - before.get(k, set())}
     assert not new, f"compiled during the timed split: {sorted(new)}"
+
+
+def test_a_warmed_boosting_run_compiles_nothing_new_when_its_rounds_go_parallel(monkeypatch):
+    # Only rounds of 20 ms and more take the parallel loop; the warm-up
+    # compiles it for both forms the oracle passes (a dense bank read in
+    # place with the query's read-only indices, and computed blocks).
+    import numpy as np
+
+    import mklopt.oracles.weak_learners as wl
+    from mklopt import KernelBank
+    from mklopt.kernels import poly, rbf
+
+    _bench._WARMED.clear()
+    _bench.warm_up(["mkboost-d1"])
+    before = _jit_signatures()
+    monkeypatch.setattr(wl, "PARALLEL_ROUND_SECONDS", 1e-12)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    used = []
+    real = wl._run_round
+    monkeypatch.setattr(wl, "_run_round", lambda c, *a: (used.append(c is not None), real(c, *a)))
+    for storage in ("dense", "on_the_fly"):
+        bank = KernelBank.from_specs(X, [rbf(1.0), poly(2)], storage=storage)
+        oracle = wl.WeakLearners(bank, y, C=1.0)
+        for _ in range(3):
+            oracle(wl.BoostQuery.make(rng.choice(60, 20), np.arange(2)))
+    after = _jit_signatures()
+    rounds = [k for k in after if k.startswith(("boost.weak_svm_round", "boost._weak_svm"))]
+    assert "boost.weak_svm_round_parallel" in rounds
+    new = {k: after[k] - before.get(k, set()) for k in rounds if after[k] - before.get(k, set())}
+    assert any(used) and not new, f"compiled after the warm-up: {sorted(new)}"

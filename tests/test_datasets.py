@@ -378,3 +378,8 @@ def test_split_mixed_label_types():
 def test_split_needs_two_samples():
     with pytest.raises(ValueError, match="at least two"):
         datasets.split(np.ones((1, 2)), np.array([0.5]))
+
+
+def test_papers_sets_are_the_six_binary_sets_listed_first():
+    assert datasets.PAPERS == datasets.names()[:6]
+    assert all(datasets.info(n).task == "binary" for n in datasets.PAPERS)

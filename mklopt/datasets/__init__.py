@@ -45,9 +45,12 @@ import numpy as np
 from .._csvio import CSVError, class_labels, read_csv
 from .._validation import check_choice, check_matrix, check_real
 
-__all__ = ["DatasetInfo", "names", "info", "load", "load_split", "split"]
+__all__ = ["DatasetInfo", "PAPERS", "names", "info", "load", "load_split", "split"]
 
 TASKS = ("binary", "multiclass", "regression")
+#: The six binary sets on which the MKL papers report their results, the
+#: default of the benchmarks that follow their protocols.
+PAPERS = ("ionosphere", "sonar", "pima", "breast", "vote", "wdbc")
 
 
 @dataclass(frozen=True, slots=True)

@@ -191,20 +191,25 @@ class _Learners(Sequence):
         return lrn
 
 
-def _run_round(order, K, kernels, scale, rows, *rest):
-    """:func:`weak_svm_round`, or with an ``order`` its parallel twin (the same answers)."""
-    if order is not None:
-        with numba.parallel_chunksize(1):
-            weak_svm_round_parallel(K, kernels, scale, rows, *rest, order)
-    else:
+def _run_round(costs, K, kernels, scale, rows, *rest):
+    """:func:`weak_svm_round`, or given the kernels' expected ``costs`` its parallel twin.
+
+    The twin gives the same answers; it starts the costliest SVMs first and
+    hands them out one at a time. ``costs=None`` (or one kernel) is serial.
+    """
+    if costs is None or kernels.shape[0] < 2:
         weak_svm_round(K, kernels, scale, rows, *rest)
+        return
+    order = np.argsort(-np.asarray(costs), kind="stable").astype(np.int64)
+    with numba.parallel_chunksize(1):
+        weak_svm_round_parallel(K, kernels, scale, rows, *rest, order)
 
 
-def _round_blocks(B, uniq, yu, upper, tol, max_iter, *out, order=None):
+def _round_blocks(B, uniq, yu, upper, tol, max_iter, *out, costs=None):
     """A round's weak SVMs on computed blocks ``B`` (r, u, n) (see :func:`weak_svm_round`)."""
     r, u = B.shape[0], B.shape[1]
     ar = np.arange(max(r, u), dtype=np.int64)
-    _run_round(order, B, ar[:r], np.ones(r), ar[:u], uniq, yu, upper, tol, max_iter, *out)
+    _run_round(costs, B, ar[:r], np.ones(r), ar[:u], uniq, yu, upper, tol, max_iter, *out)
 
 
 def _round_chunk(B, uniq, yu, upper, tol, max_iter):
@@ -367,18 +372,17 @@ class WeakLearners:
         # are the serial ones, bit for bit); short ones stay serial.
         # Once parallel, rounds stay so down to half the threshold, so that
         # a round made faster by the threads does not flip the next back.
+        # A parallel round starts the kernels whose SVMs took the most SMO
+        # iterations last round first, so that a long one does not start last.
         limit = PARALLEL_ROUND_SECONDS * (0.5 if self._last_parallel else 1.0)
         parallel = r > 1 and self._last_seconds >= limit and numba.get_num_threads() > 1
-        # Threads start the kernels whose SVMs took the most iterations last
-        # round first, so that a long one does not start last.
-        order = (np.argsort(-self._last_iters[kernels], kind="stable").astype(np.int64)
-                 if parallel else None)
+        costs = self._last_iters[kernels] if parallel else None
         t0 = time.perf_counter()
         if self.client is None and isinstance(storage, DenseStorage):
             # A stored bank is read in place: the training blocks and the
             # support rows are rows of K[k] (no copy of the u x n rows).
             scale = np.ones(r) if storage.factors is None else storage.factors[kernels]
-            _run_round(order, storage.K, kernels, scale, uniq, *args, coef, bias, decision,
+            _run_round(costs, storage.K, kernels, scale, uniq, *args, coef, bias, decision,
                        n_iter, violation)
         elif self.client is None:
             everyone = np.arange(N, dtype=np.int64)
@@ -386,12 +390,9 @@ class WeakLearners:
                 # The rows of the sample's distinct points against every
                 # training point: the training blocks and the support rows.
                 B = storage.blocks(kernels[c0:c1], uniq, everyone)
-                part = None
-                if parallel and c1 - c0 > 1:
-                    part = np.argsort(-self._last_iters[kernels[c0:c1]], kind="stable")
-                    part = part.astype(np.int64)
                 _round_blocks(B, *args, coef[c0:c1], bias[c0:c1], decision[c0:c1],
-                              n_iter[c0:c1], violation[c0:c1], order=part)
+                              n_iter[c0:c1], violation[c0:c1],
+                              costs=None if costs is None else costs[c0:c1])
         else:
             everyone = np.arange(N, dtype=np.int64)
             chunks = self._chunks(r, u)
