@@ -458,9 +458,10 @@ def build_parser():
     f.add_argument("--label", default="label", help="label column (default: label)")
     f.add_argument(
         "--method",
-        default="level",
-        choices=sorted(method_names(oracle_kind="dual")),
-        help="outer method, any registered one that solves SVM duals (default: level)",
+        default="auto",
+        choices=["auto", *sorted(method_names(oracle_kind="dual"))],
+        help="outer method, any registered one that solves SVM duals, or 'auto': level up "
+        "to 2,000 kernels, working_set above (default: auto)",
     )
     f.add_argument(
         "--kernels",

@@ -804,7 +804,7 @@ def _build(a, meta, specs):
     params = dict(meta["params"])
     if params.get("kernels") not in ("grid", "all_features"):
         params["kernels"] = list(specs)
-    if params.get("method") is not None and params["method"] not in METHODS:
+    if params.get("method") not in (None, "auto") and params["method"] not in METHODS:
         params["method"] = None
     if isinstance(params.get("groups"), list):
         params["groups"] = [list(g) for g in params["groups"]]

@@ -496,8 +496,11 @@ def _subcommand_option(command, dest):
 
 
 def test_fit_method_choices_are_the_registry_names():
-    choices = _subcommand_option("fit", "method").choices
-    assert sorted(choices) == sorted(method_names(oracle_kind="dual"))
+    option = _subcommand_option("fit", "method")
+    choices = option.choices
+    # "auto" is the estimators' default (level or working_set by the number of kernels)
+    assert option.default == "auto"
+    assert sorted(choices) == sorted(["auto", *method_names(oracle_kind="dual")])
     assert {"level", "silp", "simplemkl", "mirror", "lp"} <= set(choices)
     assert "mkboost" not in choices  # not a dual method: MKLClassifier cannot run it
 

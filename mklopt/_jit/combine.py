@@ -197,3 +197,93 @@ def gather_blocks(K, kernels, rows, cols, out):
                 for b in range(cols.shape[0]):
                     dst[b] = src[cols[b]]
     return out
+
+
+@njit(**JIT)
+def view_row(K, w, kernels, gidx, i, out):
+    """One row of a combined kernel over an index view of a bank.
+
+    ``out[c] = sum_a w[a] K[kernels[a], gidx[i], gidx[c]]`` for every
+    ``c < len(gidx)``. ``K`` (m, N, N) float64 or float32 holds the kernels
+    of all points; the view is the sub-matrix on the points ``gidx`` ((n,)
+    int64, ascending: reads along a row stay monotone), so a binary problem
+    of a multiclass fit reads its block of one shared bank without copying
+    it. ``w`` (r,) float64 weights of the kernels ``kernels`` (r,) int64
+    (those with a non-zero weight); ``out`` (n,) float64, written. Four
+    kernels are folded per pass, as in :func:`combine_rows`; the sum order
+    is fixed, so a row is the same number whoever asks for it and the
+    whole view (:func:`combine_view`) is exactly symmetric.
+    """
+    n = gidx.shape[0]
+    g = gidx[i]
+    for c in range(n):
+        out[c] = 0.0
+    na = kernels.shape[0]
+    a = 0
+    while a + 3 < na:
+        w0 = w[a]
+        w1 = w[a + 1]
+        w2 = w[a + 2]
+        w3 = w[a + 3]
+        r0 = K[kernels[a], g]
+        r1 = K[kernels[a + 1], g]
+        r2 = K[kernels[a + 2], g]
+        r3 = K[kernels[a + 3], g]
+        for c in range(n):
+            u = gidx[c]
+            out[c] += w0 * r0[u] + w1 * r1[u] + w2 * r2[u] + w3 * r3[u]
+        a += 4
+    while a < na:
+        w0 = w[a]
+        r0 = K[kernels[a], g]
+        for c in range(n):
+            out[c] += w0 * r0[gidx[c]]
+        a += 1
+    return out
+
+
+@njit(**JIT)
+def view_rows(K, w, kernels, gidx, idx, out):
+    """Rows ``idx`` ((r,) int64, local) of a view's combined kernel into ``out`` (r, n).
+
+    See :func:`view_row`.
+    """
+    for r in range(idx.shape[0]):
+        view_row(K, w, kernels, gidx, idx[r], out[r])
+    return out
+
+
+@njit(**JIT)
+def combine_view(K, w, kernels, gidx, out):
+    """The whole combined kernel of a view into ``out`` (n, n) float64, row by row.
+
+    Every row by :func:`view_row`, so the matrix is exactly symmetric.
+    """
+    for i in range(gidx.shape[0]):
+        view_row(K, w, kernels, gidx, i, out[i])
+    return out
+
+
+@njit(**JIT)
+def view_diag(K, w, kernels, gidx, out):
+    """Diagonal of a view's combined kernel, ``out`` (n,) float64, written.
+
+    Summed exactly as :func:`view_row` sums entry ``(i, i)`` (four kernels
+    folded per pass, in the same order), so the lazy SMO path sees the
+    diagonal of the matrix :func:`combine_view` would form, bit for bit.
+    """
+    n = gidx.shape[0]
+    na = kernels.shape[0]
+    for i in range(n):
+        g = gidx[i]
+        o = 0.0
+        a = 0
+        while a + 3 < na:
+            o += (w[a] * K[kernels[a], g, g] + w[a + 1] * K[kernels[a + 1], g, g]
+                  + w[a + 2] * K[kernels[a + 2], g, g] + w[a + 3] * K[kernels[a + 3], g, g])
+            a += 4
+        while a < na:
+            o += w[a] * K[kernels[a], g, g]
+            a += 1
+        out[i] = o
+    return out

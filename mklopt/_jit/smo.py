@@ -65,6 +65,7 @@ import numpy as np
 from numba import njit
 
 from ._options import JIT
+from .combine import view_row
 
 #: Curvature used when ``a_ij <= 0`` (non-PD pairs, duplicated points).
 TAU = 1e-12
@@ -110,6 +111,35 @@ def smo_gradient(K, rows, signs, linear, a, grad):
     for t in range(N):
         grad[t] = linear[t] + signs[t] * acc[rows[t]]
     return grad
+
+
+@njit(**JIT)
+def _no_source():
+    """The row source of a matrix that is already filled (see :func:`_row`)."""
+    return (
+        np.empty(0, dtype=np.uint8),
+        np.empty((0, 0, 0)),
+        np.empty(0),
+        np.empty(0, dtype=np.int64),
+        np.empty(0, dtype=np.int64),
+    )
+
+
+@njit(**JIT)
+def _row(K, src, r):
+    """Row ``r`` of ``K``, combined first if the source says it is not yet.
+
+    ``src = (filled, bank, w, kernels, gidx)``: ``filled`` (n,) uint8 marks
+    the rows of ``K`` already written (length 0: all of them, the plain
+    solver); a missing row is combined from ``bank`` by
+    :func:`~mklopt._jit.combine.view_row` and marked. SMO reads a kernel row
+    only through here, so a call combines only the rows it reads.
+    """
+    filled = src[0]
+    if filled.shape[0] != 0 and filled[r] == 0:
+        view_row(src[1], src[2], src[3], src[4], r, K[r])
+        filled[r] = 1
+    return K[r]
 
 
 @njit(**JIT)
@@ -218,7 +248,7 @@ def _take_step(signs, upper, a, pu, pl, i, j, step):
 
 
 @njit(**JIT)
-def _sync(K, rows, F, dv, touched, is_touched, n_touched, act, n_act):
+def _sync(K, rows, F, dv, touched, is_touched, n_touched, act, n_act, src):
     """Bring ``F`` of the inactive variables ``act[n_act:]`` up to date.
 
     ``F_t = -s_t p_t - (K v)[rows_t]``, so a change ``dv`` of ``v`` (indexed
@@ -233,7 +263,7 @@ def _sync(K, rows, F, dv, touched, is_touched, n_touched, act, n_act):
         dv[u] = 0.0
         is_touched[u] = 0
         if c != 0.0:
-            Ku = K[u]
+            Ku = _row(K, src, u)
             for k in range(n_act, N):
                 t = act[k]
                 F[t] -= c * Ku[rows[t]]
@@ -276,6 +306,13 @@ def _shrink(signs, upper, a, F, act):
 
 @njit(**JIT)
 def _smo_core(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking):
+    """The SMO loop on a filled matrix ``K`` (see :func:`_smo_core_src`)."""
+    return _smo_core_src(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking,
+                         _no_source())
+
+
+@njit(**JIT)
+def _smo_core_src(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking, src):
     # F_t = -s_t G_t is kept instead of G: the update then needs no sign.
     # Passes run over the active indices act[:n_act] (all of them unless
     # shrinking set some aside); dv accumulates the change of v (per kernel
@@ -316,17 +353,20 @@ def _smo_core(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking):
     while True:
         if counter == 0:
             if n_act < N:
-                n_touched = _sync(K, rows, F, dv, touched, is_touched, n_touched, act, n_act)
+                n_touched = _sync(K, rows, F, dv, touched, is_touched, n_touched, act, n_act,
+                                  src)
             n_act = _shrink(signs, upper, a, F, act)
             counter = period
             i, gmax = _select_i(F, pu, act, n_act)
 
+        if gmax != -np.inf:
+            _row(K, src, rows[i])
         j, gmin = _select_j(K, dvar, rows, mapped, F, pl, act, n_act, i, gmax)
         if j < 0 or gmax - gmin <= tol:
             if n_act == N:
                 break
             # Optimal on the active set: make every F exact, then check all.
-            n_touched = _sync(K, rows, F, dv, touched, is_touched, n_touched, act, n_act)
+            n_touched = _sync(K, rows, F, dv, touched, is_touched, n_touched, act, n_act, src)
             n_act = N
             for t in range(N):
                 act[t] = t
@@ -342,7 +382,7 @@ def _smo_core(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking):
         # Exact step along d = s_i e_i - s_j e_j, cut back to the box.
         ri = rows[i]
         rj = rows[j]
-        Ki = K[ri]
+        Ki = _row(K, src, ri)
         c = dvar[i] + dvar[j] - 2.0 * Ki[rj]
         if c <= 0.0:
             c = TAU
@@ -358,7 +398,7 @@ def _smo_core(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking):
                     n_touched += 1
 
         # F_t -= step (K[r_i, r_t] - K[r_j, r_t]), fused with the next i.
-        Kj = K[rj]
+        Kj = _row(K, src, rj)
         gmax = -np.inf
         nxt = 0
         full = n_act == N  # then act is the identity
@@ -373,7 +413,7 @@ def _smo_core(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking):
             nxt = t if take else nxt
         i = nxt
     if n_act < N:
-        _sync(K, rows, F, dv, touched, is_touched, n_touched, act, n_act)
+        _sync(K, rows, F, dv, touched, is_touched, n_touched, act, n_act, src)
     return n_iter
 
 
@@ -418,6 +458,80 @@ def smo_solve(K, rows, signs, upper, a, grad, tol, max_iter, shrinking):
         dvar[t] = K[rows[t], rows[t]]
         F[t] = -signs[t] * grad[t]
     n_iter = _smo_core(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking)
+    for t in range(N):
+        grad[t] = -signs[t] * F[t]
+    return n_iter
+
+
+@njit(**JIT)
+def smo_gradient_src(K, filled, bank, w, kernels, gidx, rows, signs, linear, a, grad):
+    """:func:`smo_gradient` on a matrix whose rows are combined when first read.
+
+    The row source as in :func:`smo_solve_src`; only the rows of the support of
+    ``v`` are combined. The same sums in the same order as
+    :func:`smo_gradient` (one row at a time), so the result equals it on
+    the filled matrix up to the grouping of four rows there.
+    """
+    src = (filled, bank, w, kernels, gidx)
+    nr = K.shape[0]
+    N = a.shape[0]
+    v = np.zeros(nr)
+    for t in range(N):
+        if a[t] != 0.0:
+            v[rows[t]] += signs[t] * a[t]
+    acc = np.zeros(nr)
+    for r in range(nr):
+        c0 = v[r]
+        if c0 != 0.0:
+            K0 = _row(K, src, r)
+            for u in range(nr):
+                acc[u] += c0 * K0[u]
+    for t in range(N):
+        grad[t] = linear[t] + signs[t] * acc[rows[t]]
+    return grad
+
+
+@njit(**JIT)
+def smo_solve_src(K, filled, bank, w, kernels, gidx, dvar, rows, signs, upper, a, grad, tol,
+                  max_iter, shrinking):
+    """:func:`smo_solve` that combines each kernel row the first time it is read.
+
+    Parameters
+    ----------
+    K : (n, n) float64
+        Work matrix; row ``r`` is valid once ``filled[r]`` is set.
+    filled, bank, w, kernels, gidx
+        The row source: ``filled`` (n,) uint8 marks the rows of ``K``
+        already combined (zeros for a new weight vector; updated), ``bank``
+        (m, N, N) float64 or float32 base kernels, ``w`` (r,) float64
+        weights of ``kernels`` (r,) int64, ``gidx`` (n,) int64 the bank
+        rows of the problem's points (see
+        :func:`~mklopt._jit.combine.view_row`). Separate arguments rather
+        than one tuple: a tuple argument costs numba's dispatcher tens of
+        microseconds per call to type.
+    dvar : (N,) float64
+        ``K[rows_t, rows_t]`` (the diagonal is not read from ``K``).
+    rows, signs, upper, a, grad, tol, max_iter, shrinking
+        As for :func:`smo_solve`.
+
+    Returns
+    -------
+    n_iter : int
+
+    Notes
+    -----
+    After a warm start, shrinking sets most bound variables aside and the
+    solver reads the rows of the support and of the pairs it moves, often
+    a small part of ``K``; the whole-matrix path would combine all ``n``
+    rows first. Given the same rows, the iterates are those of
+    :func:`smo_solve`.
+    """
+    src = (filled, bank, w, kernels, gidx)
+    N = signs.shape[0]
+    F = np.empty(N)
+    for t in range(N):
+        F[t] = -signs[t] * grad[t]
+    n_iter = _smo_core_src(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking, src)
     for t in range(N):
         grad[t] = -signs[t] * F[t]
     return n_iter

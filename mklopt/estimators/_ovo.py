@@ -131,12 +131,19 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
         any pair is fitted (for example seeds from one random stream).
     ``_fit_binary(self, plan, X, y, *extra) -> model``
         Train one binary problem; ``y`` is a float64 array of -1/+1 with both
-        signs present, ``extra`` what ``_pair_extras`` gave for the pair.
+        signs present, ``extra`` what ``_pair_extras`` gave for the pair
+        (preceded by the problem's training rows when the class sets
+        ``_fit_binary_takes_rows = True``).
         Return any object. It must not change ``self``: with ``n_jobs`` the
         pairs run in other processes or on a Dask cluster, on copies.
     ``_decision_binary(self, model, X) -> ndarray of shape (n_samples,)``
         Decision values of a model returned by ``_fit_binary``; positive
         means the +1 class.
+    ``_prepare_pairs(self, plan, X, rows) -> plan``
+        Optional. Called once the binary problems are known (``rows[k]``
+        are the training rows of problem ``k``), before any is solved: the
+        place to build what all of them read, such as one kernel bank for
+        all pairs. Returns the plan the problems receive.
     ``_finish_fit(self, plan, models, rows)``
         Optional. Set the estimator-specific fitted attributes (for example
         ``weights_`` with one row per pair, see :func:`set_pair_attributes`)
@@ -175,6 +182,13 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
         would give them (e.g. seeds from one random stream).
         """
         return [()] * n_pairs
+
+    def _prepare_pairs(self, plan, X, rows):
+        """Build what every binary problem reads (default: the plan as it is)."""
+        return plan
+
+    #: Whether ``_fit_binary`` receives the problem's training rows before its extras.
+    _fit_binary_takes_rows = False
 
     def _finish_fit(self, plan, models, rows):
         """Set estimator-specific fitted attributes (default: nothing)."""
@@ -232,6 +246,9 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
         else:
             all_rows = [np.flatnonzero((y_idx == i) | (y_idx == j)) for i, j in pairs]
 
+        plan = self._prepare_pairs(plan, X, all_rows)
+        takes_rows = self._fit_binary_takes_rows
+
         # Largest pairs first: run in parallel, the longest tasks then start
         # early and the short ones fill the gaps at the end (the makespan of
         # this order is within 4/3 of the best when cost grows with size).
@@ -242,7 +259,8 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
             for p in order:
                 rows = all_rows[p]
                 y_pm1 = np.where(y_idx[rows] == pairs[p][1], 1.0, -1.0)
-                yield (plan, np.ascontiguousarray(X[rows]), y_pm1, *extras[p])
+                head = (plan, np.ascontiguousarray(X[rows]), y_pm1)
+                yield (*head, rows, *extras[p]) if takes_rows else (*head, *extras[p])
 
         # The pairs are independent: with n_jobs (or a joblib backend such
         # as Dask) they run as parallel tasks, with the same results.

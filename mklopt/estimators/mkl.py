@@ -35,6 +35,23 @@ _INNER_TOL_MIN = 1e-8
 # inner tolerance), so it starts at _INNER_TOL_MAX.
 _CHAIN_BELOW = 1e-4
 _CHAIN_SWITCH = 1e-2
+#: ``method="auto"`` runs Level up to this many kernels and the kernel
+#: working set (Level on a working set, the whole bank priced now and then)
+#: above. On sonar with random Gaussian kernels the two cross between 1,000
+#: and 3,000 kernels (Level 0.43 / 0.93 / 2.8 s at 1,000 / 3,000 / 10,000
+#: kernels, the working set 0.49 / 0.54 / 0.93 s; benchmarks/README.md).
+AUTO_WORKING_SET_ABOVE = 2000
+
+
+def resolve_method_name(method, n_kernels):
+    """The registry name ``method="auto"`` stands for with ``n_kernels`` kernels.
+
+    ``"level"`` up to :data:`AUTO_WORKING_SET_ABOVE` kernels, ``"working_set"``
+    above; any other value is returned as it is.
+    """
+    if isinstance(method, str) and method == "auto":
+        return "working_set" if n_kernels > AUTO_WORKING_SET_ABOVE else "level"
+    return method
 
 
 @dataclass
@@ -49,6 +66,20 @@ class _Plan:
     deadline: float | None
     specs: list
     new_method: object
+    #: One bank of raw kernels on all training points that every binary
+    #: problem reads its block of (``KernelBank.view``), or None: each
+    #: problem builds its own.
+    bank: object = None
+
+
+def _joblib_backend_is_remote():
+    """Whether a ``joblib.parallel_backend`` context sends tasks to other machines (Dask)."""
+    try:
+        from joblib.parallel import get_active_backend
+    except ImportError:  # pragma: no cover - joblib is optional
+        return False
+    backend = get_active_backend()[0]
+    return "dask" in type(backend).__name__.lower()
 
 
 @dataclass
@@ -147,7 +178,11 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         and on every single feature, i.e. ``13 * (n_features + 1)`` kernels).
         Otherwise a non-empty list of specs such as
         ``[rbf(1.0), rbf(4.0), poly(2), linear(features=[0])]``.
-    method : str or outer-method instance, default="level"
+    method : str or outer-method instance, default="auto"
+        ``"auto"`` runs ``"level"`` with up to 2,000 kernels and
+        ``"working_set"`` (Level on a working set of kernels, the whole bank
+        priced now and then, :class:`mklopt.methods.KernelWorkingSet`)
+        with more, where pricing every kernel at every call would dominate.
         ``"level"`` (extended level method), ``"cutting_plane"`` / ``"silp"``,
         ``"subgradient"`` / ``"simplemkl"``, ``"mirror"`` (mirror descent,
         optionally on groups), ``"lp"`` (analytic Lp-MKL update), or any
@@ -170,7 +205,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         form one group). Without it mirror descent solves L1-MKL.
     tol : float, default=1e-2
         Relative duality gap at which a run counts as converged. With
-        ``method="level"`` and ``tol < 1e-4`` the run is
+        ``method="level"`` (or ``"auto"`` resolving to it) and ``tol < 1e-4`` the run is
         ``Chain(LevelBundle(), "active_set", switch=1e-2)``:
         the level method finds
         the active kernels, then the exact active-set step
@@ -344,7 +379,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
     def __init__(
         self,
         kernels="all_features",
-        method="level",
+        method="auto",
         C=1.0,
         p=None,
         groups=None,
@@ -407,7 +442,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
 
     def _method_factory(self, specs):
         """Validate method/p/groups; return a function making a fresh method."""
-        m = self.method
+        m = resolve_method_name(self.method, len(specs))
         if isinstance(m, str):
             try:
                 cls = get_method(m)
@@ -486,7 +521,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
             raise TypeError("callback must be callable, taking one mklopt.Progress row")
         specs = self._resolve_specs(X.shape[1])
         new_method = self._method_factory(specs)
-        if self.method == "level" and tol < _CHAIN_BELOW:
+        if resolve_method_name(self.method, len(specs)) == "level" and tol < _CHAIN_BELOW:
             # A tight tol: Level finds the active kernels, the exact step certifies.
             new_method = partial(Chain, LevelBundle(), "active_set",
                                  switch=max(_CHAIN_SWITCH, tol))
@@ -502,16 +537,49 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
             stop = stop | TimeLimit(max(plan.deadline - time.time(), 1e-9))
         return stop
 
-    def _fit_binary(self, plan, X, y):
-        bank = KernelBank.from_specs(
+    _fit_binary_takes_rows = True
+
+    def _prepare_pairs(self, plan, X, rows):
+        """One bank for all one-vs-one pairs: the kernels of all points, evaluated once.
+
+        Each pair then reads its index block through a view with its own
+        normalisation (:meth:`KernelBank.view`), which gives the kernels
+        of a bank built on the pair's points. Skipped with one problem,
+        with a ``client`` (each problem's kernels are sharded over the
+        cluster), with feature maps, and under a joblib backend that sends
+        tasks to other machines (the bank would travel with every task).
+        """
+        if (
+            len(rows) < 2
+            or self.client is not None
+            or not isinstance(self.storage, str)
+            or self.storage == "feature_map"
+            or _joblib_backend_is_remote()
+        ):
+            return plan
+        plan.bank = KernelBank.from_specs(
             X,
             plan.specs,
             storage=self.storage,
-            normalize=self.normalize,
+            normalize=None,
             cache_size=self.cache_size,
             max_memory=self.max_memory,
-            client=self.client,
         )
+        return plan
+
+    def _fit_binary(self, plan, X, y, rows=None):
+        if plan.bank is not None:
+            bank = plan.bank.view(rows, normalize=self.normalize)
+        else:
+            bank = KernelBank.from_specs(
+                X,
+                plan.specs,
+                storage=self.storage,
+                normalize=self.normalize,
+                cache_size=self.cache_size,
+                max_memory=self.max_memory,
+                client=self.client,
+            )
         try:
             oracle = SVMDual(bank, y, C=plan.C, tol=plan.inner_tol)
             result = solve(oracle, plan.new_method(), stop=self._stop(plan),

@@ -141,8 +141,10 @@ _COMMON_DOC = """
     kernels : "grid" or list of kernel specs, default="grid"
         The base kernels, as for :class:`~mklopt.MKLClassifier` (the default
         is the level-method grid, ``13 * (n_features + 1)`` kernels).
-    method : str or outer-method instance, default="level"
-        Any outer method of :data:`mklopt.methods.METHODS` working on dual
+    method : str or outer-method instance, default="auto"
+        ``"auto"`` (Level up to 2,000 kernels, the kernel working set above,
+        as for :class:`~mklopt.MKLClassifier`) or any outer method of
+        :data:`mklopt.methods.METHODS` working on dual
         oracles (``"level"``, ``"silp"``, ``"simplemkl"``, ``"mirror"``,
         ``"lp"``, ...), as for :class:`~mklopt.MKLClassifier`.
     p, groups
@@ -241,7 +243,7 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
     def __init__(
         self,
         kernels="grid",
-        method="level",
+        method="auto",
         C=100.0,
         epsilon=0.1,
         p=None,
@@ -374,7 +376,7 @@ class MKLOneClass(OutlierMixin, _TaskMKL):
     def __init__(
         self,
         kernels="grid",
-        method="level",
+        method="auto",
         nu=0.5,
         p=None,
         groups=None,

@@ -27,6 +27,7 @@ from .feature_maps import FeatureMap, FeatureMapFunctions, FeatureMapStorage
 from .functions import KernelFunctions, _check_indices, _check_specs
 from .sharded import ShardedStorage
 from .storage import DenseStorage, OnTheFlyStorage
+from .views import ViewStorage
 
 __all__ = ["KernelBank", "STORAGES", "check_storage"]
 
@@ -518,6 +519,80 @@ class KernelBank:
         if limit is not None:
             budget = min(budget, 0.25 * limit)
         return int(budget)
+
+    # ------------------------------------------------------------ views
+    def view(self, rows, normalize=None):
+        """The bank of the points ``rows``, read from this one without copying.
+
+        What a multiclass fit (one binary problem per pair of classes) or a
+        cross-validation fold uses: the kernels are evaluated once on all
+        points, and each problem reads its index block of them. The view
+        has its own normalisation, computed on its points alone, so it
+        gives the kernels of ``KernelBank.from_specs(X[rows], specs,
+        normalize=normalize)`` (up to the rounding of one product).
+
+        Parameters
+        ----------
+        rows : array-like of int
+            Distinct training indices (sorted internally).
+        normalize : {"trace", "diagonal", None}, default=None
+            Normalisation of the view's kernels on its own points, as for
+            :meth:`from_specs`.
+
+        Returns
+        -------
+        KernelBank
+            On a dense bank, a bank whose storage is a
+            :class:`~mklopt.kernels.views.ViewStorage` of this one (it keeps
+            this bank's array alive); on a bank computed on the fly, a bank
+            computed on the fly from ``X[rows]``.
+
+        Raises
+        ------
+        ValueError
+            For storages that have no views (feature maps, sharded banks,
+            user matrices kept raw on disk with factors).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from mklopt.kernels import KernelBank, rbf, poly
+        >>> X = np.random.default_rng(0).standard_normal((30, 3))
+        >>> bank = KernelBank.from_specs(X, [rbf(1.0), poly(2)], normalize=None)
+        >>> rows = np.arange(0, 30, 2)
+        >>> sub = bank.view(rows, normalize="trace")
+        >>> own = KernelBank.from_specs(X[rows], [rbf(1.0), poly(2)], normalize="trace")
+        >>> bool(np.allclose(sub.combine([0.3, 0.7]), own.combine([0.3, 0.7]), rtol=1e-13))
+        True
+        """
+        idx = _unique_sorted(rows, "rows", self.n_samples)
+        check_choice(normalize, "normalize", ("trace", "diagonal", None))
+        st = self.storage
+        fn = None
+        if isinstance(self.functions, KernelFunctions):
+            # The constants a bank built on X[rows] would have, computed the same way.
+            fn = KernelFunctions.from_data(self.functions.X[idx], self.functions.specs,
+                                           normalize=normalize)
+            scales = fn.scales
+        else:
+            scales = np.ones(self.n_kernels)
+            if normalize is not None and isinstance(st, DenseStorage) and st.factors is None:
+                raw = st._diag[:, idx] * self.scales[:, None]
+                scales = raw.sum(axis=1)
+                if normalize == "diagonal":
+                    scales /= idx.size
+                scales[~(scales > 0.0)] = 1.0
+        if isinstance(st, DenseStorage) and st.factors is None:
+            storage = ViewStorage(st, idx, self.scales / scales)
+        elif isinstance(st, OnTheFlyStorage) and fn is not None:
+            storage = OnTheFlyStorage(fn)
+        else:
+            raise ValueError(
+                f"a bank with storage={st.name!r} has no views; build the bank of the "
+                "points you need with KernelBank.from_specs(X[rows], ...)"
+            )
+        return type(self)(storage, fn, scales=None if fn is not None else scales,
+                          cache_size=self.cache_size)
 
     # ------------------------------------------------------------ the verbs
     def _weights(self, w):

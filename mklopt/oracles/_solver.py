@@ -36,7 +36,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._jit.smo import accumulate_rows, gather_block, smo_gradient, smo_solve
+from .._jit.combine import view_diag
+from .._jit.smo import (
+    accumulate_rows,
+    gather_block,
+    smo_gradient,
+    smo_gradient_src,
+    smo_solve,
+    smo_solve_src,
+)
 
 __all__ = ["RowCache", "DualSolver", "SolveStats"]
 
@@ -213,6 +221,11 @@ class DualSolver:
         self._K = np.empty((n, n)) if self.whole_matrix else None
         self.cache = None if self.whole_matrix else RowCache(n, budget // (8 * n))
         self._w = None
+        # Storages that can combine single rows cheaply (dense banks and
+        # their index views) let SMO combine the rows it reads, and no
+        # others, on the whole-matrix path.
+        self._source = getattr(self.storage, "row_source", None) if self.whole_matrix else None
+        self._filled = np.zeros(n, dtype=np.uint8) if self._source is not None else None
         P = problem
         self._identity = P.n_variables == n and np.array_equal(P.rows, np.arange(n))
 
@@ -235,6 +248,8 @@ class DualSolver:
 
     # ------------------------------------------------------------ whole matrix
     def _solve_whole(self, w, a, tol, max_iter):
+        if self._source is not None:
+            return self._solve_lazy(w, a, tol, max_iter)
         P = self.problem
         t0 = time.perf_counter()
         K = self.storage.combine(w, self._K)
@@ -246,6 +261,27 @@ class DualSolver:
         n_iter = smo_solve(K, P.rows, P.signs, P.upper, a, grad, tol, max_iter, True)
         return grad, SolveStats(
             n_iter=int(n_iter), rows_computed=self.n, n_requests=1, row_seconds=row_seconds
+        )
+
+    def _solve_lazy(self, w, a, tol, max_iter):
+        """The whole-matrix path, combining each row of ``K(w)`` when SMO first reads it."""
+        P = self.problem
+        bank, wv, ks, gidx = self._source(w)
+        filled = self._filled
+        filled[:] = 0
+        K = self._K
+        # The diagonal summed as the rows are, so that the iterates are those
+        # of the whole-matrix path on the same matrix.
+        dvar = view_diag(bank, wv, ks, gidx, np.empty(gidx.shape[0]))[P.rows]
+        if np.any(a != 0.0):
+            grad = smo_gradient_src(K, filled, bank, wv, ks, gidx, P.rows, P.signs, P.linear, a,
+                                    np.empty(a.shape[0]))
+        else:
+            grad = np.array(P.linear)
+        n_iter = smo_solve_src(K, filled, bank, wv, ks, gidx, dvar, P.rows, P.signs, P.upper, a,
+                               grad, tol, max_iter, True)
+        return grad, SolveStats(
+            n_iter=int(n_iter), rows_computed=int(np.count_nonzero(filled)), n_requests=1
         )
 
     # ------------------------------------------------------------ row blocks

@@ -17,6 +17,7 @@ from sklearn.svm import SVC, SVR, OneClassSVM
 from mklopt import datasets
 from mklopt._jit.smo import (
     _in_sets,
+    _no_source,
     _select_i,
     _select_j,
     _shrink,
@@ -521,7 +522,7 @@ def test_sync_matches_numpy(rng):
     expected[[3, 2, 1, 0]] -= (K @ dv)[[3, 2, 1, 0]]
     for fn in (_sync, _sync.py_func):
         F2, dv2, it2 = F.copy(), dv.copy(), is_touched.copy()
-        assert fn(K, rows, F2, dv2, touched, it2, 2, act, 20) == 0
+        assert fn(K, rows, F2, dv2, touched, it2, 2, act, 20, _no_source()) == 0
         np.testing.assert_allclose(F2, expected, atol=1e-14)
         assert not dv2.any() and not it2.any()
     assert _in_sets.py_func(1.0, 0.0, 1.0) == (True, False)

@@ -1,0 +1,275 @@
+"""One bank for many binary problems: index views, lazy combine, the multiclass fit.
+
+A multiclass fit evaluates the kernels once on all training points and each
+one-vs-one pair reads its block through :meth:`KernelBank.view`, which
+keeps the pair's own normalisation. These tests check that a view gives the
+kernels (and so the oracle answers and the models) of a bank built on the
+pair's points alone, and that SMO combining only the rows it reads gives the
+answer of the whole-matrix path.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from mklopt import KernelBank, MKLClassifier, datasets
+from mklopt._jit import combine as jc
+from mklopt._jit.smo import smo_gradient, smo_gradient_src, smo_solve, smo_solve_src
+from mklopt.estimators.mkl import MKLClassifier as _MKL
+from mklopt.kernels import linear, poly, rbf
+from mklopt.oracles import SVMDual
+from tests import _reference as ref
+
+
+def rel(a, b):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-300))
+
+
+SPECS = [rbf(0.5), rbf(1.0), rbf(2.0), poly(2), poly(3), linear(), linear(features=[1]),
+         rbf(1.0, features=[0, 2])]
+
+
+@st.composite
+def views(draw):
+    """Points (with a duplicated row and a constant feature), a subset and weights."""
+    n = draw(st.integers(6, 40))
+    X = draw(arrays(np.float64, (n, 3), elements=st.floats(-2, 2, width=32)))
+    if draw(st.booleans()):
+        X[:, 2] = 0.75  # a constant feature
+    if n > 3 and draw(st.booleans()):
+        X[1] = X[0]  # a duplicated point
+    keep = draw(arrays(np.bool_, n))
+    keep[:2] = True
+    rows = np.flatnonzero(keep)
+    w = draw(arrays(np.float64, len(SPECS), elements=st.floats(0, 1)))
+    w[draw(st.integers(0, len(SPECS) - 1))] = 0.5
+    return X, rows, w
+
+
+# ------------------------------------------------------------ jitted twins
+@given(views())
+@settings(max_examples=40)
+def test_view_rows_match_numpy_twin(case):
+    X, rows, w = case
+    bank = KernelBank.from_specs(X, SPECS, normalize=None, storage="dense")
+    K = bank.K
+    ks = np.flatnonzero(w).astype(np.int64)
+    wv = w[ks]
+    block = K[:, rows][:, :, rows]
+    want = ref.combine(block[ks], wv)
+    got = jc.combine_view(K, wv, ks, rows.astype(np.int64), np.empty((rows.size, rows.size)))
+    assert rel(got, want) <= 1e-13
+    assert np.array_equal(got, got.T)  # exactly symmetric: one sum order for (i, j) and (j, i)
+    sel = np.array([rows.size - 1, 0], dtype=np.int64)
+    got_rows = jc.view_rows(K, wv, ks, rows.astype(np.int64), sel, np.empty((2, rows.size)))
+    assert np.array_equal(got_rows, got[sel])
+    py = jc.view_rows.py_func(K, wv, ks, rows.astype(np.int64), sel, np.empty((2, rows.size)))
+    assert rel(py, got_rows) <= 1e-15
+
+
+def _svm_problem(seed, n=60):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 3))
+    y = np.where(X[:, 0] + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    bank = KernelBank.from_specs(X, SPECS, normalize="trace", storage="dense")
+    return bank, y
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lazy_smo_equals_smo_on_the_filled_matrix(seed):
+    bank, y = _svm_problem(seed)
+    n = y.size
+    w = np.random.default_rng(seed).random(len(SPECS))
+    w[3] = 0.0
+    ks = np.flatnonzero(w).astype(np.int64)
+    gidx = np.arange(n, dtype=np.int64)
+    Kfull = jc.combine_view(bank.K, w[ks], ks, gidx, np.empty((n, n)))
+    rows, signs = np.arange(n), y
+    upper = np.full(n, 10.0)
+    linear_ = -np.ones(n)
+    a0 = np.zeros(n)
+    # warm start: a feasible point with some support
+    a0[np.flatnonzero(y > 0)[:3]] = 0.5
+    a0[np.flatnonzero(y < 0)[:3]] = 0.5
+    g_full = smo_gradient(Kfull, rows, signs, linear_, a0, np.empty(n))
+    K = np.empty((n, n))
+    filled = np.zeros(n, dtype=np.uint8)
+    g_lazy = smo_gradient_src(K, filled, bank.K, w[ks], ks, gidx, rows, signs, linear_, a0,
+                              np.empty(n))
+    assert rel(g_lazy, g_full) <= 1e-13
+    assert np.count_nonzero(filled) == 6  # only the rows of the support were combined
+    a_full, a_lazy = a0.copy(), a0.copy()
+    it_full = smo_solve(Kfull, rows, signs, upper, a_full, g_full, 1e-8, 10**6, True)
+    dvar = np.ascontiguousarray(np.diag(Kfull))
+    it_lazy = smo_solve_src(K, filled, bank.K, w[ks], ks, gidx, dvar, rows, signs, upper,
+                            a_lazy, g_lazy, 1e-8, 10**6, True)
+    assert np.abs(a_lazy - a_full).max() <= 1e-9 * upper.max()
+    assert abs(it_lazy - it_full) <= 2  # rounding of the first gradient may shift a tie
+    # every row the solver read is the filled matrix's row
+    done = np.flatnonzero(filled)
+    assert np.array_equal(K[done], Kfull[done])
+
+
+# ------------------------------------------------------------ the bank's view
+@given(views(), st.sampled_from(["trace", "diagonal", None]), st.sampled_from(["dense",
+                                                                               "on_the_fly"]))
+@settings(max_examples=40)
+def test_view_gives_the_kernels_of_a_bank_on_its_points(case, normalize, storage):
+    X, rows, w = case
+    big = KernelBank.from_specs(X, SPECS, normalize=None, storage=storage)
+    sub = big.view(rows, normalize=normalize)
+    own = KernelBank.from_specs(X[rows], SPECS, normalize=normalize, storage="dense")
+    assert np.array_equal(sub.scales, own.scales)
+    assert rel(sub.combine(w), own.combine(w)) <= 1e-12
+    assert rel(sub.diag(w), own.diag(w)) <= 1e-12
+    r = np.array([0, rows.size - 1])
+    assert rel(sub.rows(w, r), own.rows(w, r)) <= 1e-12
+    v = np.linspace(-1.0, 1.0, rows.size)
+    q_sub, q_own = sub.quad_forms(v), own.quad_forms(v)
+    scale = np.abs(v).sum() ** 2 * np.abs(own.K).reshape(len(SPECS), -1).max(axis=1)
+    assert np.all(np.abs(q_sub - q_own) <= 1e-12 * scale)
+    ks = np.array([0, 3, 5])
+    cols = np.arange(rows.size)
+    assert rel(sub.blocks(ks, r, cols), own.blocks(ks, r, cols)) <= 1e-12
+    # prediction reads the same kernel functions
+    assert rel(sub.functions.X, own.functions.X) == 0.0
+
+
+def test_view_of_a_float32_bank():
+    X = np.random.default_rng(3).standard_normal((50, 4))
+    rows = np.arange(1, 50, 3)
+    big = KernelBank.from_specs(X, SPECS, normalize=None, storage="dense", dtype=np.float32)
+    own = KernelBank.from_specs(X[rows], SPECS, normalize="diagonal", storage="dense",
+                                dtype=np.float32)
+    w = np.full(len(SPECS), 1.0 / len(SPECS))
+    # float32 storage: the stored values round to 2^-24 relative
+    assert rel(big.view(rows, normalize="diagonal").combine(w), own.combine(w)) <= 1e-6
+
+
+def test_view_of_user_matrices_normalises_on_its_points():
+    rng = np.random.default_rng(4)
+    A = rng.standard_normal((30, 5))
+    K = np.stack([A @ A.T, np.exp(-0.1 * ((A[:, None] - A[None]) ** 2).sum(-1))])
+    rows = np.arange(0, 30, 2)
+    sub = KernelBank.from_matrices(K).view(rows, normalize="trace")
+    blk = K[:, rows][:, :, rows]
+    want = KernelBank.from_matrices(blk, normalize="trace")
+    assert rel(sub.combine([0.4, 0.6]), want.combine([0.4, 0.6])) <= 1e-12
+
+
+def test_view_bad_input():
+    X = np.random.default_rng(0).standard_normal((10, 2))
+    bank = KernelBank.from_specs(X, [rbf(1.0)], normalize=None)
+    with pytest.raises(ValueError, match="rows"):
+        bank.view([0, 10])
+    with pytest.raises(ValueError, match="normalize"):
+        bank.view([0, 1], normalize="max")
+    fm = KernelBank.from_specs(X, [linear()], storage="feature_map")
+    with pytest.raises(ValueError, match="has no views"):
+        fm.view([0, 1])
+
+
+# ------------------------------------------------------------ the oracle
+@pytest.mark.parametrize("seed", [0, 1])
+def test_lazy_combine_gives_the_whole_matrix_answer(seed):
+    bank, y = _svm_problem(seed, n=80)
+    rows = np.arange(0, 80)
+    view = KernelBank.from_specs(bank.functions.X, SPECS, normalize=None).view(rows, "trace")
+    lazy = SVMDual(view, y, C=10.0, tol=1e-6)
+    whole = SVMDual(view, y, C=10.0, tol=1e-6)
+    whole._solver._source = None  # combine the whole matrix first (combine_view)
+    w = np.random.default_rng(seed).random(len(SPECS))
+    warm = None
+    for step in range(3):
+        a, b = lazy(w, warm_start=warm), whole(w, warm_start=warm)
+        if warm is None:
+            # A cold start: the same matrix entries in the same order, so the
+            # same iterates.
+            assert abs(a.value - b.value) <= 1e-12 * abs(b.value)
+            assert np.abs(a.alpha - b.alpha).max() <= 1e-10 * 10.0
+            assert abs(a.bias - b.bias) <= 1e-10
+        else:
+            # Warm starts sum the first gradient in another grouping, which
+            # may break a tie differently: agreement to the solver's tolerance.
+            assert abs(a.value - b.value) <= 1e-6 * abs(b.value)
+            assert abs(a.bias - b.bias) <= 1e-4
+        assert rel(a.q, b.q) <= 1e-10
+        assert lazy.last_stats.rows_computed <= y.size
+        warm = a.alpha
+        w = 0.7 * w + 0.3 * np.eye(len(SPECS))[step]
+
+
+# ------------------------------------------------------------ the estimator
+def _fit(shared, X, y, **params):
+    clf = MKLClassifier(**params)
+    if not shared:
+        clf._prepare_pairs = lambda plan, X, rows: plan  # every pair builds its own bank
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return clf.fit(X, y)
+
+
+@pytest.mark.parametrize("storage", ["auto", "on_the_fly"])
+def test_pairs_on_one_bank_give_the_models_of_their_own_banks(storage):
+    X, y = datasets.load("satellite")
+    rng = np.random.default_rng(0)
+    keep = rng.choice(y.size, 300, replace=False)
+    X, y = X[keep], y[keep]
+    a = _fit(True, X, y, storage=storage)
+    b = _fit(False, X, y, storage=storage)
+    assert a.weights_.shape == b.weights_.shape == (15, a.n_kernels_)
+    # each pair's weights agree to the solver's tolerance (the relative gap)
+    assert np.abs(a.weights_ - b.weights_).max() <= 0.05
+    assert np.all(a.gap_ <= 1e-2) and np.all(b.gap_ <= 1e-2)
+    Xt = datasets.load("satellite")[0][:400]
+    assert np.mean(a.predict(Xt) == b.predict(Xt)) >= 0.99
+    d = np.abs(a.pairwise_decision_function(Xt) - b.pairwise_decision_function(Xt))
+    assert np.median(d) <= 1e-2
+
+
+def test_shared_bank_is_built_once(monkeypatch):
+    X, y = datasets.load("satellite")
+    X, y = X[:200], y[:200]
+    calls = []
+    real = KernelBank.from_specs.__func__
+
+    def counting(cls, *args, **kwargs):
+        calls.append(kwargs.get("normalize"))
+        return real(cls, *args, **kwargs)
+
+    monkeypatch.setattr(KernelBank, "from_specs", classmethod(counting))
+    clf = _fit(True, X, y)
+    assert len(clf.models_) > 1
+    assert calls == [None]  # one raw bank; the pairs are views of it
+    calls.clear()
+    _fit(True, X, np.where(y == y[0], 1, 0))  # two classes: one problem on its own bank
+    assert calls == ["diagonal"]
+    assert issubclass(_MKL, MKLClassifier)
+
+
+# ------------------------------------------------------------ method="auto"
+def test_auto_method_is_level_up_to_the_threshold_then_the_working_set(monkeypatch):
+    from mklopt.estimators import mkl as mkl_module
+    from mklopt.kernels import random_rbf
+    from mklopt.methods import KernelWorkingSet, LevelBundle
+
+    assert mkl_module.resolve_method_name("auto", 2000) == "level"
+    assert mkl_module.resolve_method_name("auto", 2001) == "working_set"
+    assert mkl_module.resolve_method_name("level", 10**6) == "level"
+    assert MKLClassifier().method == "auto"
+    X, y = datasets.load("sonar")
+    X, y = X[::3], y[::3]
+    specs = random_rbf(60, X.shape[1], seed=0)
+    for threshold, method, want in ((100, "auto", LevelBundle), (50, "auto", KernelWorkingSet),
+                                    (50, "level", LevelBundle)):
+        monkeypatch.setattr(mkl_module, "AUTO_WORKING_SET_ABOVE", threshold)
+        clf = MKLClassifier(kernels=specs, method=method)
+        new = clf._method_factory(specs)()
+        assert isinstance(new, want)
+    fitted = MKLClassifier(kernels=specs, method="auto").fit(X, y)  # threshold 50: working set
+    assert fitted.converged_ and fitted.gap_ <= 1e-2
