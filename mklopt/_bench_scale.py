@@ -34,7 +34,6 @@ import argparse
 import json
 import logging
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -72,6 +71,15 @@ def unknown_cases(names):
 
 
 def _peak_rss_gib():
+    """Peak resident memory of this process in GiB (NaN where ``resource`` is missing).
+
+    ``resource`` is POSIX only: imported here, not at module level, so that
+    the ``mklopt`` command (which imports this module) works on Windows.
+    """
+    try:
+        import resource
+    except ImportError:  # Windows
+        return float("nan")
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 

@@ -512,3 +512,14 @@ def test_bench_protocols_and_methods_come_from_the_registry(tmp_path, capsys):
     code, _, err = _run(capsys, "bench", "--methods", "lp3", "--out", tmp_path)
     line = _one_error_line(err, "bench")
     assert code == 2 and f"choose from {', '.join(sorted(PRESETS))}" in line
+
+
+def test_cli_imports_without_the_posix_resource_module():
+    # Windows has no ``resource``: the console script must still import.
+    import subprocess
+    import sys
+
+    code = "import sys; sys.modules['resource'] = None; import mklopt.cli; print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
