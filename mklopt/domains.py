@@ -149,39 +149,40 @@ class LpBall(Domain):
         p = self.p
         if p == np.inf:
             return np.minimum(x, 1.0)
-        nrm = np.linalg.norm(x, p)
+        top = float(x.max())
+        if top == 0.0:
+            return x
+        nrm = np.linalg.norm(x / top, p) * top  # scaled: x^p may overflow
         if nrm <= 1.0:
             return x
         if p == 2.0:
             return x / nrm
-        # Scale first: the projection of x / s onto the ball of radius 1 / s
-        # is the projection of x divided by s, and keeps the powers in range.
-        s = float(x.max())
-        y = x / s
-        radius = 1.0 / s
-        pos = y > 0.0
+        pos = x > 0.0
+        lx = np.log(x[pos])
 
         def theta(mu):
-            # theta_k + mu p theta_k^(p-1) = y_k, in z = log theta_k: the left
+            # theta_k + mu p theta_k^(p-1) = x_k, in z = log theta_k: the left
             # side e^z + mu p e^((p-1) z) is convex and increasing in z for
-            # every p > 1, so Newton's method from z = log y_k (where it is
-            # >= y_k) descends monotonically to the root.
-            out = np.zeros_like(y)
-            ly = np.log(y[pos])
+            # every p > 1, so Newton's method from a point where it is >= x_k
+            # descends monotonically to the root. The start is the smaller of
+            # the roots of its two terms alone (either term is then <= x_k,
+            # the other >= 0), which is close to the root when one dominates.
+            out = np.zeros_like(x)
+            z0 = np.minimum(lx, (lx - np.log(mu * p)) / (p - 1.0))
             z = _increasing_root(
-                lambda z: np.exp(z) + mu * p * np.exp((p - 1.0) * z) - np.exp(ly),
+                lambda z: np.exp(z) + mu * p * np.exp((p - 1.0) * z) - np.exp(lx),
                 lambda z: np.exp(z) + mu * p * (p - 1.0) * np.exp((p - 1.0) * z),
-                ly.copy(),
+                z0,
             )
             out[pos] = np.exp(z)
             return out
 
-        mu = _decreasing_root(lambda mu: float(np.sum(theta(mu) ** p)) - radius**p)
+        # every theta_k <= 1 on the sphere, so the powers stay in range
+        mu = _decreasing_root(lambda mu: float(np.sum(theta(mu) ** p)) - 1.0)
         t = theta(mu)
         # A last radial step makes the point feasible to rounding (it moves
         # it by the root search's error only).
-        nt = np.linalg.norm(t, p)
-        return (t / max(nt / radius, 1.0)) * s
+        return t / max(np.linalg.norm(t, p), 1.0)
 
     def contains(self, w, tol=1e-8):
         w = np.asarray(w, dtype=float)

@@ -28,6 +28,10 @@ __all__ = ["SPG"]
 # enough never to bind on a well-scaled problem, they only keep the step finite.
 _STEP_MIN = 1e-30
 _STEP_MAX = 1e30
+# Every domain here lies in [0, 1]^m, so a move lambda * ||g||_inf beyond this
+# projects to the same point as a shorter one; longer moves would only cost
+# the projection its accuracy (x - tau cancels in the simplex projection).
+_MAX_MOVE = 1e6
 # Safeguards of the quadratic-interpolation backtracking (Birgin et al.'s
 # sigma_1, sigma_2): the new trial step stays within [0.1, 0.9] of the old.
 _SIGMA1 = 0.1
@@ -90,7 +94,10 @@ class SPG(MethodBase):
        ``s = w_new - w`` and ``y = g_new - g``:
        ``lambda = s's / s'y`` clipped to ``[1e-30, 1e30]``, and the upper
        bound when ``s'y <= 0``. The first step is
-       ``1 / ||P_W(w_0 - g_0) - w_0||_inf`` (Birgin et al.).
+       ``1 / ||P_W(w_0 - g_0) - w_0||_inf`` (Birgin et al.). Every domain
+       lies in the unit box, so ``lambda ||g||_inf`` is also kept below
+       ``1e6``: a longer move projects to the same point, and would only cost
+       the projection its accuracy.
 
     Every trial point is a full oracle call (its gradient is needed if it is
     accepted); each is offered as a candidate best point, so the reported
@@ -200,6 +207,9 @@ class SPG(MethodBase):
         n0 = float(np.max(np.abs(d0)))
         step = _STEP_MAX if n0 == 0.0 else min(max(1.0 / n0, _STEP_MIN), _STEP_MAX)
         while True:
+            gmax = float(np.max(np.abs(g)))
+            if gmax > 0.0:
+                step = min(step, _MAX_MOVE / gmax)
             s.step = step
             d = domain.project(w - step * g) - w
             dmax = float(np.max(np.abs(d)))
