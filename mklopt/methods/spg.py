@@ -145,6 +145,7 @@ class SPG(MethodBase):
 
     # ---- hooks ---------------------------------------------------------------
     def check_params(self, n_kernels=None):
+        # norm = 1 selects the simplex; any other value must be an Lp norm, 1 < p <= inf
         if not (isinstance(self.norm, (int, float, np.number)) and not isinstance(self.norm, bool)
                 and self.norm == 1):
             check_norm(self.norm, "norm")
