@@ -295,3 +295,16 @@ def test_bad_elastic_net_parameters():
             ElasticNet(3, bad)
     with pytest.raises(TypeError, match="lam"):
         ElasticNet(3, "0.5")
+
+
+@pytest.mark.parametrize("p", [1.1, 4.0, 30.0])
+def test_lp_projection_of_extreme_points(p):
+    # SPG projects w - lambda g for spectral steps up to ~1e6 / ||g||; the
+    # projection must stay exact far outside the ball and near zero alike
+    d = LpBall(4, p)
+    for x in (np.array([1e30, 3e29, 0.0, 1e10]), np.array([1e-300, 2e-300, 0.0, 5.0]),
+              np.array([1e200, 1.0, 2.0, 3.0])):
+        y = d.project(x)
+        assert d.contains(y, tol=1e-12) and np.linalg.norm(y, p) == pytest.approx(1.0)
+        for z in (d.initial(), *np.eye(4)):
+            assert (x / x.max() - y / x.max()) @ (z - y) <= 1e-9
