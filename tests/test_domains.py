@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from mklopt import OracleAnswer
-from mklopt.domains import GroupSimplex, LpBall, Simplex, as_groups
+from mklopt.domains import ElasticNet, GroupSimplex, LpBall, Simplex, as_groups
 from tests._strategies import partitions, reals, simplex_points, zero_or
 
 
@@ -135,3 +135,176 @@ def test_bad_domain_parameters():
         Simplex(0)
     with pytest.raises(ValueError, match="length"):
         Simplex(3).project([1.0, 2.0])
+
+
+# ------------------------------------------------------------------ p = inf
+@given(st.integers(1, 10).flatmap(lambda m: st.tuples(
+    arrays(np.float64, m, elements=zero_or(1e-3, 50.0)),
+    arrays(np.float64, m, elements=reals(-3.0, 3.0)))))
+def test_inf_ball_is_the_box_and_its_gap_the_sum_of_q(point):
+    q, x = point
+    m = q.size
+    d = LpBall(m, np.inf)
+    assert d.p_star == 1.0
+    np.testing.assert_array_equal(d.initial(), np.ones(m))
+    # dual norm of l-inf is l1: h(q) = sum q
+    assert d.support(q) == pytest.approx(q.sum(), rel=1e-12, abs=1e-300)
+    # the projection onto the box is a clip
+    np.testing.assert_array_equal(d.project(x), np.clip(x, 0.0, 1.0))
+    assert d.contains(np.clip(x, 0, 1)) and (x.max() <= 1.0 or not d.contains(x))
+    # the gap closes at theta = 1 for every alpha: the sum kernel is optimal
+    ones = np.ones(m)
+    assert d.gap(ones, answer(ones, q)) == pytest.approx(0.0, abs=1e-12 * (1 + q.sum()))
+    t = np.clip(x, 0, 1)
+    assert d.gap(t, answer(t, q)) >= -1e-12 * (1 + q.sum())
+
+
+def test_inf_is_accepted_only_as_a_norm():
+    assert LpBall(3, float("inf")).p == np.inf
+    for bad, err in ((-np.inf, ValueError), (np.nan, ValueError), (1.0, ValueError),
+                     (True, TypeError)):
+        with pytest.raises(err, match="p"):
+            LpBall(3, bad)
+
+
+# ------------------------------------------------------- exact Lp projection
+@given(st.integers(1, 8), reals(1.05, 10.0), st.data())
+def test_lp_projection_is_the_euclidean_projection(m, p, data):
+    d = LpBall(m, p)
+    x = data.draw(arrays(np.float64, m, elements=reals(-1e2, 1e2)))
+    y = d.project(x)
+    assert d.contains(y, tol=1e-12)
+    # a point of the set is its own projection
+    np.testing.assert_allclose(d.project(y), y, atol=1e-9)
+    # variational inequality: (x - y)'(z - y) <= 0 for every z in the set
+    # (checked at drawn points of the set: vertices, the sphere, the origin)
+    zs = [np.zeros(m), d.initial(), *np.eye(m)]
+    z = data.draw(arrays(np.float64, m, elements=reals(0.0, 1.0)))
+    if z.any():
+        zs.append(z / max(np.linalg.norm(z, p), 1.0))
+    scale = 1.0 + np.abs(x).max()
+    for z in zs:
+        assert (x - y) @ (z - y) <= 1e-8 * scale, (z, y)
+
+
+# ------------------------------------------------------------- elastic net
+def _h_brute_force(q, lam):
+    """max_{u >= 0} 2 r'u - u'Au, A = (1 - lam) 11' + lam I, over all supports."""
+    import itertools
+
+    r = np.sqrt(q)
+    m = q.size
+    best = 0.0
+    for k in range(1, m + 1):
+        for S in itertools.combinations(range(m), k):
+            S = list(S)
+            A = (1 - lam) * np.ones((k, k)) + lam * np.eye(k)
+            u = np.linalg.solve(A, r[S])
+            if np.all(u >= -1e-12):
+                best = max(best, float(r[S] @ u))
+    return best
+
+
+@st.composite
+def enet_points(draw):
+    m = draw(st.integers(1, 6))
+    lam = draw(st.one_of(st.sampled_from([0.0, 1.0]), reals(1e-3, 1.0)))
+    q = draw(arrays(np.float64, m, elements=zero_or(1e-3, 50.0)))
+    beta = draw(arrays(np.float64, m, elements=zero_or(1e-3, 1.0)))
+    scale = draw(st.one_of(st.just(1.0), reals(1.0, 3.0)))  # on the boundary, or inside
+    if beta.any():
+        beta /= beta.sum() * scale
+    return m, lam, q, beta
+
+
+@given(enet_points())
+def test_elastic_net_support_and_gap(point):
+    m, lam, q, beta = point
+    d = ElasticNet(m, lam)
+    w = d.weights(beta)
+    if lam < 1.0:  # at lam = 1 every beta > 0 maps to w = 1: no inverse
+        np.testing.assert_allclose(d.beta(w), beta, rtol=1e-9, atol=1e-15)
+    assert d.contains(w) and d.contains(d.initial())
+    h = d.support(q)
+    tol = 1e-9 * (1.0 + q.sum())
+    # h is the largest w'q over the set ...
+    assert w @ q <= h + tol
+    assert d.gap(w, answer(w, q)) >= -tol
+    # ... and equals the conjugate-norm form (a QP solved over every support)
+    if lam > 0:
+        assert h == pytest.approx(_h_brute_force(q, lam), rel=1e-9, abs=tol)
+    # the ends: L1-MKL's max q at lam = 0, the sum kernel's sum q at lam = 1
+    if lam == 0.0:
+        assert h == q.max()
+    if lam == 1.0:
+        assert h == pytest.approx(q.sum(), rel=1e-12, abs=tol)
+
+
+def test_elastic_net_support_is_continuous_at_the_l1_end():
+    q = np.array([3.0, 7.0, 5.0, 7.0 - 1e-6, 0.0])
+    d0 = ElasticNet(5, 0.0)
+    for lam in (1e-12, 1e-9, 1e-6):
+        assert ElasticNet(5, lam).support(q) == pytest.approx(d0.support(q), rel=10 * lam + 1e-6)
+    assert ElasticNet(5, 1.0).support(q) == pytest.approx(q.sum())
+    # the supports grow with lam (the set grows: beta <= 1 relaxes to w <= 1)
+    hs = [ElasticNet(5, lam).support(q) for lam in np.linspace(0, 1, 11)]
+    assert all(b >= a - 1e-12 for a, b in zip(hs, hs[1:]))
+
+
+@given(st.integers(1, 7), st.one_of(st.sampled_from([0.0, 1.0]), reals(1e-3, 1.0)), st.data())
+def test_elastic_net_projection_is_the_euclidean_projection(m, lam, data):
+    d = ElasticNet(m, lam)
+    x = data.draw(arrays(np.float64, m, elements=reals(-10.0, 10.0)))
+    y = d.project(x)
+    assert d.contains(y, tol=1e-10)
+    np.testing.assert_allclose(d.project(y), y, atol=1e-8)
+    beta = data.draw(arrays(np.float64, m, elements=zero_or(1e-3, 1.0)))
+    zs = [np.zeros(m), d.initial(), *(d.weights(e) for e in np.eye(m))]
+    if beta.any():
+        zs.append(d.weights(beta / beta.sum()))
+    for z in zs:
+        assert (x - y) @ (z - y) <= 1e-8 * (1.0 + np.abs(x).max()), (z, y)
+
+
+@given(enet_points())
+def test_elastic_net_analytic_step_minimises_the_primal_over_the_set(point):
+    m, lam, q, beta = point
+    d = ElasticNet(m, lam)
+    w = d.initial()
+    new = d.analytic_step(w, q)
+    if not np.any(q > 0):
+        assert new is None
+        return
+    assert d.contains(new, tol=1e-12)
+    if lam < 1.0:
+        assert d.beta(new).sum() == pytest.approx(1.0)  # on the boundary
+    # it minimises sum_k u_k^2 / w_k (u = w sqrt(q)) over W: compare with
+    # the closed form of the regulariser and with a drawn feasible point
+    u = w * np.sqrt(q)
+    act = u > 0
+    val = np.sum(u[act] ** 2 / new[act])
+    assert val == pytest.approx((1 - lam) * u.sum() ** 2 + lam * np.sum(u**2), rel=1e-9)
+    other = d.weights(beta) if beta.any() else d.initial()
+    if np.all(other[act] > 0):
+        assert val <= np.sum(u[act] ** 2 / other[act]) * (1 + 1e-9)
+
+
+def test_bad_elastic_net_parameters():
+    for bad in (-0.1, 1.5, np.nan):
+        with pytest.raises(ValueError, match="lam"):
+            ElasticNet(3, bad)
+    with pytest.raises(TypeError, match="lam"):
+        ElasticNet(3, "0.5")
+
+
+@pytest.mark.parametrize("p", [1.1, 4.0, 30.0])
+def test_lp_projection_of_extreme_points(p):
+    # SPG projects w - lambda g for spectral steps up to ~1e6 / ||g||; the
+    # projection must stay exact far outside the ball and near zero alike
+    d = LpBall(4, p)
+    for x in (np.array([1e30, 3e29, 0.0, 1e10]), np.array([1e-300, 2e-300, 0.0, 5.0]),
+              np.array([1e200, 1.0, 2.0, 3.0])):
+        y = d.project(x)
+        assert d.contains(y, tol=1e-12) and np.linalg.norm(y, p) == pytest.approx(1.0)
+        for z in (d.initial(), *np.eye(4)):
+            assert (x / x.max() - y / x.max()) @ (z - y) <= 1e-9

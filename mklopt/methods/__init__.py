@@ -21,7 +21,7 @@ from ._base import (
 __all__ = ["METHODS", "PRESETS", "MethodBase", "Preset", "add_preset", "get_method",
            "get_preset", "method_names", "register", "Subgradient", "Boosting",
            "CuttingPlane", "LevelBundle", "MirrorDescent", "AnalyticLp", "KernelWorkingSet",
-           "ActiveSet", "Chain"]
+           "ActiveSet", "Chain", "SPG"]
 
 # one import per method (each registers itself) ------------------------------
 from .active_set import ActiveSet  # noqa: E402
@@ -31,6 +31,7 @@ from .chain import Chain  # noqa: E402
 from .cutting_plane import CuttingPlane  # noqa: E402
 from .level_bundle import LevelBundle  # noqa: E402
 from .mirror_descent import MirrorDescent  # noqa: E402
+from .spg import SPG  # noqa: E402
 from .subgradient import Subgradient  # noqa: E402
 from .working_set import KernelWorkingSet  # noqa: E402
 

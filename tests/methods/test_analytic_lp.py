@@ -69,7 +69,8 @@ def test_start_twice_same_run():
     np.testing.assert_array_equal([p.weights for p in r1.history], [p.weights for p in r2.history])
 
 
-@pytest.mark.parametrize("p, err", [(1.0, ValueError), (0.5, ValueError), ("2", TypeError), (np.inf, ValueError)])
+@pytest.mark.parametrize("p, err", [(1.0, ValueError), (0.5, ValueError), ("2", TypeError), (np.nan, ValueError),
+                                    (-np.inf, ValueError)])
 def test_bad_p(p, err):
     with pytest.raises(err, match="p"):
         AnalyticLp(p).start(SmoothQuadraticOracle.random(3, 3))
