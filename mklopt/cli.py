@@ -497,7 +497,7 @@ def build_parser():
         "(0, 1] (default: 0.5)",
     )
     f.add_argument(
-        "--p", type=float, default=None, help="norm of Lp-MKL for --method lp, > 1 (default: 2)"
+        "--p", type=float, default=None, help="norm of Lp-MKL for --method lp, 1 < p <= inf (default: 2)"
     )
     f.add_argument(
         "--groups",

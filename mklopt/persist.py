@@ -258,6 +258,10 @@ def _collect_maps(fn, kinds, cols, data, offsets, landmarks):
 # --------------------------------------------------------------------------
 # save
 # --------------------------------------------------------------------------
+def _is_inf(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and value == math.inf
+
+
 def _jsonable(value, name):
     """A parameter value as JSON data (numbers, strings, None, nested lists)."""
     if value is None or isinstance(value, (bool, str)):
@@ -457,6 +461,8 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
             saved[name] = _method_name(value)
         elif name == "storage" and isinstance(value, FeatureMap):
             saved[name] = _storage_to_json(value)
+        elif name == "p" and _is_inf(value):
+            saved[name] = "inf"  # p = inf (the sum kernel); JSON has no infinity
         else:
             saved[name] = _jsonable(value, name)
     meta = {
@@ -651,6 +657,7 @@ def _check_params(path, params, estimator="MKLClassifier"):
             )
         ),
         "normalize": lambda v: v in (None, "trace", "diagonal"),
+        "p": lambda v: v == "inf" or number(v),
         "standardize": lambda v: v in ("auto", True, False),
         # A name, or a feature map as JSON (checked when the classifier is built).
         "storage": lambda v: (isinstance(v, str) and v in STORAGES) or isinstance(v, dict),
@@ -808,6 +815,8 @@ def _build(a, meta, specs):
         params["method"] = None
     if isinstance(params.get("groups"), list):
         params["groups"] = [list(g) for g in params["groups"]]
+    if params.get("p") == "inf":
+        params["p"] = math.inf
     if "storage" in params:
         params["storage"] = _storage_from_json(params["storage"])
     if meta["estimator"] in _TASK_ESTIMATORS:

@@ -300,3 +300,22 @@ def test_estimator_scaler_round_trip_and_older_files(sonar, tmp_path):
     np.testing.assert_allclose(
         old.decision_function(Z), clf.decision_function(raw_te[:, :8]), atol=1e-9
     )
+
+
+def test_p_inf_models_save_and_load(tmp_path):
+    # p = inf is the sum kernel; JSON has no infinity, so it is saved by name.
+    import math
+
+    from mklopt import MKLClassifier, datasets
+    from mklopt.kernels import linear, rbf
+    from mklopt.persist import load_model, save_model
+
+    X, y = datasets.load("sonar")
+    X, y = X[::2], y[::2]
+    clf = MKLClassifier(kernels=[rbf(2.0), rbf(8.0), linear()], method="lp", p=np.inf).fit(X, y)
+    path = tmp_path / "inf.npz"
+    save_model(clf, path)
+    back, _ = load_model(path)
+    assert back.get_params()["p"] == math.inf
+    np.testing.assert_allclose(back.decision_function(X), clf.decision_function(X), rtol=1e-12,
+                               atol=1e-12)

@@ -196,7 +196,8 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         ``C`` then means what it means in ``sklearn.svm.SVC`` (see
         :doc:`/estimators`, "C and the normalisation").
     p : float, optional
-        Norm of Lp-MKL, > 1. Required with ``method="lp"`` and refused with
+        Norm of Lp-MKL, ``1 < p <= inf`` (``np.inf``: the sum of the kernels,
+        the uniform-weight baseline). Required with ``method="lp"`` and refused with
         every method that has no ``p``.
     groups : list of lists of int or "features", optional
         Only with ``method="mirror"``: a partition of the kernel indices for
@@ -454,7 +455,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
             kwargs = {}
             if "p" in accepted:
                 if self.p is None:
-                    raise ValueError(f"p is required with {label} (the Lp norm, p > 1)")
+                    raise ValueError(f"p is required with {label} (the Lp norm, 1 < p <= inf)")
                 kwargs["p"] = self.p
             elif self.p is not None:
                 raise ValueError(
@@ -469,7 +470,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
                     f"remove it for {label}"
                 )
             try:
-                # The method owns its parameters' checks (p > 1, groups a partition).
+                # The method owns its parameters' checks (1 < p <= inf, groups a partition).
                 cls(**kwargs).check_params(n_kernels=len(specs))
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"method {m!r}: {exc}") from None
