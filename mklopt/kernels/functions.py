@@ -453,10 +453,6 @@ class KernelFunctions:
         for g in wide.tolist():
             C = self.centred(g)
             _gram.slices(C, C, True, self.plan.arrays(), g, inv, slot, out)
-        if wide.size:
-            # Upper triangles only were written: mirror them, in one launch.
-            on_wide = np.isin(self.plan.group_of, wide) & (slot >= 0)
-            _gram.mirror_slices(out, slot[on_wide])
         return out
 
     def diag(self, w):
