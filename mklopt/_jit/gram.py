@@ -380,7 +380,7 @@ def _group(plan_arrays, g, sel):
 #: second core: measured 7-40 ms on 2 cores (more when they are shared),
 #: against 3.5 ms for a whole serial 1000 x 1000 block of two kernels. From
 #: about 2^25 entries (0.1 s of serial work) the second core pays for it.
-PARALLEL_MIN = 2**25
+PARALLEL_MIN = 2**22
 
 
 def _n_tasks(nr, nc, n_kernels, sym):
