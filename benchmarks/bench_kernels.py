@@ -155,14 +155,14 @@ def bench_rbf(repeats):
     print("| data | kernels | mklopt | rbf_kernel | mklopt / rbf_kernel "
           "| direct sums (before) | mklopt / direct |")
     print("|---|---|---|---|---|---|---|")
-    keep = gram.WIDE_MIN
+    keep = gram.WIDE_MIN, gram.WIDE_PER_KERNEL
 
-    def ours(fn, wide_min):
-        gram.WIDE_MIN = wide_min
+    def ours(fn, rule):
+        gram.WIDE_MIN, gram.WIDE_PER_KERNEL = rule
         try:
             fn.matrices()
         finally:
-            gram.WIDE_MIN = keep
+            gram.WIDE_MIN, gram.WIDE_PER_KERNEL = keep
 
     for name, X in sets.items():
         for count in (1, 14):
@@ -173,7 +173,7 @@ def bench_rbf(repeats):
                 {
                     "ours": lambda fn=fn: ours(fn, keep),
                     "sk": lambda X=X, gammas=gammas: [rbf_kernel(X, gamma=g) for g in gammas],
-                    "direct": lambda fn=fn: ours(fn, 10**9),
+                    "direct": lambda fn=fn: ours(fn, (10**9, 0)),
                 },
                 repeats,
             )
@@ -190,7 +190,7 @@ def bench_threshold(repeats, n=1000):
     rng = np.random.default_rng(0)
     print("| features per group | kernels | direct | product | product / direct |")
     print("|---|---|---|---|---|")
-    keep = gram.WIDE_MIN
+    keep = gram.WIDE_MIN, gram.WIDE_PER_KERNEL
     try:
         for f in (1, 2, 4, 8, 16, 32, 64, 128):
             X = rng.standard_normal((n, f))
@@ -201,17 +201,17 @@ def bench_threshold(repeats, n=1000):
                 fn = KernelFunctions.from_data(X, specs)
                 out = fn.matrices()
 
-                def run(wide_min, fn=fn, out=out):
-                    gram.WIDE_MIN = wide_min
+                def run(rule, fn=fn, out=out):
+                    gram.WIDE_MIN, gram.WIDE_PER_KERNEL = rule
                     fn.matrices(out=out)
 
                 t = _interleaved(
-                    {"direct": lambda: run(10**9), "product": lambda: run(1)}, repeats
+                    {"direct": lambda: run((10**9, 0)), "product": lambda: run((1, 0))}, repeats
                 )
                 print(f"| {f} | {label} | {1e3 * t['direct']:.1f} ms "
                       f"| {1e3 * t['product']:.1f} ms | {t['product'] / t['direct']:.2f} |")
     finally:
-        gram.WIDE_MIN = keep
+        gram.WIDE_MIN, gram.WIDE_PER_KERNEL = keep
 
 
 _BUILD_CHILD = """

@@ -21,6 +21,7 @@ def path(request, monkeypatch):
     """Which evaluation the bank's groups take: direct sums, or BLAS products for all."""
     if request.param == "product":
         monkeypatch.setattr(gram, "WIDE_MIN", 1)
+        monkeypatch.setattr(gram, "WIDE_PER_KERNEL", 0)
     return request.param
 
 

@@ -306,17 +306,19 @@ _WIDE_SPECS = list(grid(12, protocol="mkboost2013")) + [
 
 
 @pytest.mark.parametrize("case", ["random", "constant", "duplicates"])
-@pytest.mark.parametrize("wide_min", [8, 1])
+@pytest.mark.parametrize("path", ["default", "product"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_every_path_matches_the_scalar_formulas(case, wide_min, dtype, monkeypatch):
+def test_every_path_matches_the_scalar_formulas(case, path, dtype, monkeypatch):
     """Dense build, on-the-fly rows / combine / blocks, cross and combined cross kernels.
 
-    Groups of ``WIDE_MIN`` features or more take the BLAS product path
-    (``wide_min=1``: all of them, single features included); the old scalar
+    Groups with many features take the BLAS product path (``"product"``:
+    all of them, single features included; ``"default"``: the wide ones by
+    ``gram.is_wide``, lowered so that the 8-12-feature groups qualify); the old scalar
     formulas (tests/_reference.py) must agree to 1e-12 of each kernel's
     largest magnitude (float32 storage: to its precision, 2^-24 relative).
     """
-    monkeypatch.setattr(gram, "WIDE_MIN", wide_min)
+    monkeypatch.setattr(gram, "WIDE_MIN", 1 if path == "product" else 8)
+    monkeypatch.setattr(gram, "WIDE_PER_KERNEL", 0 if path == "product" else 0.5)
     rng = np.random.default_rng(7)
     X = _features(case, rng)
     specs = _WIDE_SPECS

@@ -2,7 +2,7 @@
 
 :mod:`mklopt._jit.groups` sums ``(a_f - b_f)^2`` and ``a_f b_f`` over a
 group's features in scalar loops: ``O(n^2 |F|)`` scalar work per group. For
-a group with enough features (``wide``, see :data:`WIDE_MIN`) this module
+a group with enough features (``wide``, see :func:`is_wide`) this module
 forms the group's inner products instead as one matrix product ``A_c B_c'``
 through numpy's BLAS, in blocks of rows, and derives from each product
 
@@ -54,12 +54,31 @@ from numba import njit, prange
 from ._options import JIT, JIT_PARALLEL
 from .groups import CHUNK, GAUSSIAN, _kernel_chunk
 
-#: A group is evaluated through a matrix product when it has at least this
-#: many features. Measured on 2 cores (n = 1000, one Gaussian and one
-#: polynomial kernel per group): the direct scalar path is faster up to 2-4
-#: features, the product from 8 on (benchmarks/README.md, "Kernels through
-#: BLAS").
-WIDE_MIN = 8
+#: A group is evaluated through matrix products when it has at least
+#: ``WIDE_MIN`` features and at least ``WIDE_PER_KERNEL`` features per kernel
+#: (see :func:`is_wide`). The products save the direct path's ``O(|F|)``
+#: scalar (but vectorised) sums per pair; what they cost is a few
+#: multi-threaded calls per group, each of which may wait for the second
+#: core, while both paths apply the kernels alike. Measured on 2 shared
+#: cores, n = 1000 (benchmarks/README.md, "Kernels through BLAS"): with a
+#: Gaussian and a polynomial kernel the products win from 4-8 features
+#: (0.6-0.8x), with the MKBoost grid's 17 kernels they lose up to about
+#: 128 features (1.1-1.5x), and at 512 features they win whatever the
+#: number of kernels.
+WIDE_MIN = 16
+#: See :data:`WIDE_MIN`.
+WIDE_PER_KERNEL = 8
+
+
+def is_wide(n_features, n_kernels):
+    """Whether groups of ``n_features`` features holding ``n_kernels`` kernels take the products.
+
+    Works elementwise on arrays. Reads the module constants on every call
+    (tests set them to send every group through the products).
+    """
+    return (n_features >= WIDE_MIN) & (n_features >= WIDE_PER_KERNEL * n_kernels)
+
+
 #: Pairs with ``d < CLOSE (|a_c|^2 + |b_c|^2)`` get their distance summed directly.
 CLOSE = 2.0**-6
 #: Bytes of the product blocks of one pass (rows of ``A`` times all columns of ``B``).

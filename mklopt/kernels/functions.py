@@ -15,8 +15,8 @@ All of it goes through a columnar plan that groups the specs by feature
 subset, so that all Gaussian widths on one subset share one distance
 evaluation, and a bank of a million kernels is as cheap to plan as a bank of
 ten. Groups on few features are summed directly by the jitted routines of
-:mod:`mklopt._jit.groups`; groups with at least
-:data:`mklopt._jit.gram.WIDE_MIN` features take one matrix product per group
+:mod:`mklopt._jit.groups`; groups with many features for their number of
+kernels (:func:`mklopt._jit.gram.is_wide`) take one matrix product per group
 through BLAS (:mod:`mklopt._jit.gram`), on features centred on the mean of
 ``X``, which is cached per group.
 """
@@ -117,6 +117,7 @@ class _Plan:
         self.kind, self.param, self.offset = kind, param, offset
         self.n_groups, self.n_kernels = G, m
         self.n_group_features = np.diff(self.feat_ptr)
+        self.n_group_kernels = np.diff(self.kern_ptr)
 
     def arrays(self):
         """``(feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset)``."""
@@ -132,10 +133,10 @@ class _Plan:
     def split(self, groups):
         """``(narrow, wide)``: the groups summed directly, and those through BLAS.
 
-        Read :data:`mklopt._jit.gram.WIDE_MIN` on every call (tests lower it
-        to drive every group through the product path).
+        Decided by :func:`mklopt._jit.gram.is_wide` on every call (tests
+        lower its thresholds to drive every group through the products).
         """
-        wide = self.n_group_features[groups] >= _gram.WIDE_MIN
+        wide = _gram.is_wide(self.n_group_features[groups], self.n_group_kernels[groups])
         return groups[~wide], groups[wide]
 
     def group_features(self, g):

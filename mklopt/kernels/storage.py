@@ -26,8 +26,8 @@ Phi_k'``) live in :mod:`mklopt.kernels.feature_maps`.
 * :class:`OnTheFlyStorage`: nothing ``n x n x m`` is stored; every entry is
   computed from the training features when asked for, in parallel, sharing
   one distance evaluation per feature group (one BLAS product per block of
-  rows for groups of :data:`mklopt._jit.gram.WIDE_MIN` features or more,
-  as for the dense build). Groups on one or two features
+  rows for groups with many features, :func:`mklopt._jit.gram.is_wide`, as
+  for the dense build). Groups on one or two features
   whose points take few distinct values (binary, ordinal, integer
   features) are evaluated once on their distinct values and read from a
   small table afterwards, so per-feature kernels cost O(1) per entry.
