@@ -354,3 +354,14 @@ def test_every_path_matches_the_scalar_formulas(case, path, dtype, monkeypatch):
     assert _close(dense.combine_cross(X_new, w, columns=cols),
                   np.tensordot(w, cross_want, axes=1)[:, cols], 1e-12)
     assert _close(fly.combine_cross(X_new, w), np.tensordot(w, cross_want, axes=1), 1e-12)
+    # Quadratic forms v_S' K_k v_S: terms of both signs, so the error is
+    # measured against |v_S|' |K_k| |v_S|.
+    v = rng.normal(size=X.shape[0])
+    S = np.array([0, 2, 20, 21, 33, 41, 55, 69])
+    q_want = twin.quad_forms_from_specs(specs, X, scales, v, S)
+    q_scale = twin.quad_forms(np.abs(want), np.abs(v), S)
+    for b in (dense, fly):
+        q = b.quad_forms(v, S)
+        assert np.all(np.abs(q - q_want) <= max(tol, 1e-12) * q_scale * 4)
+        q = b.quad_forms(v, S, kernels=ks)
+        assert np.all(np.abs(q - q_want[ks]) <= max(tol, 1e-12) * q_scale[ks] * 4)

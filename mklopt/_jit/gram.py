@@ -52,7 +52,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._options import JIT, JIT_PARALLEL
-from .groups import CHUNK, GAUSSIAN, _kernel_chunk
+from .groups import CHUNK, GAUSSIAN, _ipow, _kernel_chunk
 
 #: A group is evaluated through matrix products when it has at least
 #: ``WIDE_MIN`` features and at least ``WIDE_PER_KERNEL`` features per kernel
@@ -297,6 +297,100 @@ def gram_combined_par(P, Q, Ac, sqa, Bc, sqb, r0, c0, sym, kern_idx, k0, k1, kin
 
 
 @njit(**JIT)
+def _rows_quad(P, Q, Ac, sqa, r0, c0, kern_idx, k0, k1, kind, param, offset, inv_scale, slot,
+               v, need_d, need_g, i0, step, acc):
+    """Rows ``i = i0, i0 + step, ...`` of a symmetric block, added to a quadratic form.
+
+    ``acc[kk - k0] += v_a (v_a kappa(a, a) + 2 sum_{b > a} v_b kappa(a, b)) s_k``
+    for each wanted kernel ``kern_idx[kk]`` (the upper triangle of ``v' K
+    v``); ``kappa(a, a)`` is 1 for a Gaussian and ``(a.a + offset)^p`` from
+    the diagonal of ``Q``.
+    """
+    nr = max(P.shape[0], Q.shape[0])
+    nc = max(P.shape[1], Q.shape[1])
+    nk = k1 - k0
+    d2 = np.empty(CHUNK)
+    e = np.empty(CHUNK)
+    scr = np.empty(CHUNK)
+    chain = np.zeros(2)
+    part = np.empty(nk)
+    for i in range(i0, nr, step):
+        a = r0 + i
+        va = v[a]
+        if va == 0.0:
+            continue
+        for kk in range(nk):
+            part[kk] = 0.0
+        j0 = a - c0 + 1  # b > a
+        for jb in range(j0, nc, CHUNK):
+            L = min(nc, jb + CHUNK) - jb
+            b0 = c0 + jb
+            if need_d:
+                _chunk_dists(P[i, jb:jb + L], Ac[a], Ac, sqa[a], sqa, b0, L, -1, d2)
+            g2 = Q[i, jb:jb + L] if need_g else d2
+            chain[0] = 0.0
+            vb = v[b0:b0 + L]
+            for kk in range(k0, k1):
+                k = kern_idx[kk]
+                if slot[k] < 0:
+                    continue
+                _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr, chain)
+                t = 0.0
+                for j in range(L):
+                    t += vb[j] * e[j]
+                part[kk - k0] += t
+        for kk in range(k0, k1):
+            k = kern_idx[kk]
+            if slot[k] < 0:
+                continue
+            if kind[k] == GAUSSIAN:
+                diag = 1.0
+            else:
+                diag = _ipow(Q[i, a - c0] + offset[k], int(param[k]))
+            acc[kk - k0] += va * (va * diag + 2.0 * part[kk - k0]) * inv_scale[k]
+
+
+@njit(**JIT)
+def gram_quad(P, Q, Ac, sqa, r0, c0, kern_idx, k0, k1, kind, param, offset, inv_scale, slot, v,
+              parts):
+    """One symmetric block's share of ``q_k = v' K_k v`` for one group, serially.
+
+    ``P``/``Q`` are the products of the rows ``r0 ..`` against the columns
+    ``c0 = r0 ..`` of the support's centred / uncentred group features
+    (``Ac``, ``sqa``); ``v`` (s,) the support's weights; ``parts`` (t, nk)
+    float64 accumulates: row ``i`` of the block goes to ``parts[i % t]``,
+    so :func:`gram_quad_par` gives the same bits, and the caller adds the
+    ``t`` parts in order.
+    """
+    sel = np.zeros(slot.shape[0])
+    for kk in range(k0, k1):
+        if slot[kern_idx[kk]] >= 0:
+            sel[kern_idx[kk]] = 1.0
+    need_d, need_g = _group_needs(kern_idx, k0, k1, kind, sel)
+    n_tasks = parts.shape[0]
+    for t in range(n_tasks):
+        _rows_quad(P, Q, Ac, sqa, r0, c0, kern_idx, k0, k1, kind, param, offset, inv_scale,
+                   slot, v, need_d, need_g, t, n_tasks, parts[t])
+    return parts
+
+
+@njit(**JIT_PARALLEL)
+def gram_quad_par(P, Q, Ac, sqa, r0, c0, kern_idx, k0, k1, kind, param, offset, inv_scale, slot,
+                  v, parts):
+    """:func:`gram_quad` with the parts computed in parallel (the same bits)."""
+    sel = np.zeros(slot.shape[0])
+    for kk in range(k0, k1):
+        if slot[kern_idx[kk]] >= 0:
+            sel[kern_idx[kk]] = 1.0
+    need_d, need_g = _group_needs(kern_idx, k0, k1, kind, sel)
+    n_tasks = parts.shape[0]
+    for t in prange(n_tasks):
+        _rows_quad(P, Q, Ac, sqa, r0, c0, kern_idx, k0, k1, kind, param, offset, inv_scale,
+                   slot, v, need_d, need_g, np.int64(t), n_tasks, parts[t])
+    return parts
+
+
+@njit(**JIT)
 def group_norms(Xc, sq):
     """``sq[i] = |Xc[i]|^2``, summed in feature order."""
     for i in range(Xc.shape[0]):
@@ -446,3 +540,29 @@ def combined(A, B, sym, plan_arrays, g, wk, out):
         else:
             gram_combined(*call)
     return out
+
+
+def quad(C, v, plan_arrays, g, inv_scale, slot):
+    """``q[kk - k0] = v' K_k v`` for the kernels of one wide group on the points of ``C``.
+
+    ``C`` holds the support's centred group features, ``v`` (s,) its
+    weights; kernels with ``slot < 0`` are left at 0. The rows are dealt to
+    a number of parts that depends only on the support's size, so the sums
+    are the same whether the blocks run serially or in parallel.
+    """
+    args, need_d, need_g = _group(plan_arrays, g, slot >= 0)
+    parts = np.zeros((int(min(64, max(1, C.Xc.shape[0] // 16))), args[2] - args[1]))
+    if not (need_d or need_g):
+        return parts.sum(axis=0)
+    nk = int(np.count_nonzero(slot[args[0][args[1]:args[2]]] >= 0))
+    for r0, c0, P, Q in _blocks(C, C, True, need_d, need_g):
+        nr, nc = max(P.shape[0], Q.shape[0]), max(P.shape[1], Q.shape[1])
+        call = (P, Q, C.Xc, C.sq, r0, c0, *args, inv_scale, slot, v, parts)
+        if _n_tasks(nr, nc, nk, True) > 1:
+            gram_quad_par(*call)
+        else:
+            gram_quad(*call)
+    q = np.zeros(parts.shape[1])
+    for t in range(parts.shape[0]):  # in order: the same sum on any number of threads
+        q += parts[t]
+    return q

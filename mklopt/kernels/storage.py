@@ -329,15 +329,22 @@ class OnTheFlyStorage:
         # Direct groups: computed from the support's features.
         slot = np.where(self._direct, pos, -1)
         groups = fn.plan.groups_of(np.flatnonzero(slot >= 0))
-        if groups.size:
+        narrow, wide = fn.plan.split(groups)
+        if narrow.size:
             XS = np.ascontiguousarray(fn.X[S])
             XST = np.ascontiguousarray(XS.T)
-            args = (XS, XST, vS, *fn.plan.arrays(), self._inv, slot, groups)
-            if groups.size >= 8:
+            args = (XS, XST, vS, *fn.plan.arrays(), self._inv, slot, narrow)
+            if narrow.size >= 8:
                 _groups.quad_forms_by_group(*args, q)
             else:
                 n_chunks = int(min(64, max(1, S.size // 16)))
                 _groups.quad_forms_by_rows(*args, n_chunks, q)
+        plan = fn.plan
+        for g in wide.tolist():
+            qg = _gram.quad(fn.centred(g).take(S), vS, plan.arrays(), g, self._inv, slot)
+            ks_g = plan.kern_idx[plan.kern_ptr[g] : plan.kern_ptr[g + 1]]
+            want = slot[ks_g] >= 0
+            q[slot[ks_g[want]]] = qg[want]
         # Table groups: aggregate v over the distinct values, then V' T_k V.
         for t in self._tables:
             want = pos[t.kernels]

@@ -365,6 +365,48 @@ def test_gram_terms_match_their_twin(rng):
         assert_allclose(d2, D[3], rtol=1e-12, atol=1e-12 * D[3].max())
 
 
+@settings(max_examples=60)
+@given(specs_and_points(max_n=12), st.data())
+def test_gram_quad_forms_match_reference(data, draw):
+    specs, A, _, scales = data
+    n, m = len(A), len(specs)
+    v = draw.draw(arrays(np.float64, n, elements=st.floats(-2, 2, width=64)))
+    S = np.array(sorted(draw.draw(st.sets(st.integers(0, n - 1), min_size=1))), dtype=np.int64)
+    kernels = np.array(
+        sorted(draw.draw(st.sets(st.integers(0, m - 1), min_size=1))), dtype=np.int64
+    )
+    plan = _Plan(specs, A.shape[1])
+    slot = _slots(m, kernels)
+    got = np.zeros(kernels.size)
+    for g in plan.groups_of(kernels).tolist():
+        C = jgr.Centred(A, plan.group_features(g)).take(S)
+        qg = jgr.quad(C, np.ascontiguousarray(v[S]), plan.arrays(), g, 1.0 / scales, slot)
+        ks = plan.kern_idx[plan.kern_ptr[g]:plan.kern_ptr[g + 1]]
+        got[slot[ks[slot[ks] >= 0]]] = qg[slot[ks] >= 0]
+    want = ref.quad_forms_from_specs(specs, A, scales, v, S)[kernels]
+    K = np.abs(ref.kernel_matrices(specs, A, A, scales))
+    scale = ref.quad_forms(K, np.abs(v), S, kernels)
+    assert np.all(np.abs(got - want) <= 1e-12 * scale + 1e-300)
+
+
+def test_gram_quad_parallel_is_serial(rng, monkeypatch):
+    specs = [rbf(0.5), rbf(1.0), poly(2), linear()]
+    X = rng.normal(size=(200, 6))
+    v = rng.normal(size=200)
+    plan = _Plan(specs, 6)
+    slot = _slots(4, np.arange(4))
+    C = jgr.Centred(X, None)
+    serial = jgr.quad(C, v, plan.arrays(), 0, np.ones(4), slot)
+    monkeypatch.setattr(jgr, "PARALLEL_MIN", 0)
+    assert_array_equal(jgr.quad(C, v, plan.arrays(), 0, np.ones(4), slot), serial)
+    py = _py(jgr.gram_quad)
+    P, Q = C.Xc @ C.Xc.T, X @ X.T
+    parts = py(P[:20, :20], Q[:20, :20], C.Xc[:20], C.sq[:20], 0, 0, plan.kern_idx, 0, 4,
+               plan.kind, plan.param, plan.offset, np.ones(4), slot, v[:20], np.zeros((2, 4)))
+    want = ref.quad_forms_from_specs(specs, X[:20], np.ones(4), v[:20], np.arange(20))
+    assert_allclose(parts.sum(axis=0)[np.argsort(plan.kern_idx[:4])], want, rtol=1e-12)
+
+
 @pytest.mark.parametrize("n", [1, 2, 63, 64, 65, 130])
 def test_mirror_slices_matches_numpy(n, rng):
     a = rng.normal(size=(3, n, n))
