@@ -220,7 +220,10 @@ import numpy as np
 import mklopt
 from mklopt import datasets
 from mklopt.kernels import KernelBank, grid
-name, repeats = sys.argv[1], int(sys.argv[2])
+name, repeats, forced = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "products"
+if forced:  # every group through the BLAS products, whatever gram.is_wide says
+    from mklopt._jit import gram
+    gram.WIDE_MIN, gram.WIDE_PER_KERNEL = 1, 0
 if name == "digits":
     from sklearn.datasets import load_digits
     X = load_digits().data[:898].astype(float)
@@ -242,24 +245,30 @@ print(float(np.median(ts)), X.shape[0], X.shape[1], len(specs))
 def bench_builds(repeats, before):
     """Whole dense builds, this tree against ``before``, alternated in child processes."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    trees = {"before": os.path.abspath(before), "after": here}
-    print("| data | n x d, kernels | before | after | after / before |")
-    print("|---|---|---|---|---|")
+    runs = {
+        "before": (os.path.abspath(before), "default"),
+        "after": (here, "default"),
+        "after, all products": (here, "products"),
+    }
+    print("| data | n x d, kernels | before | after | after / before "
+          "| after, every group through products | that / before |")
+    print("|---|---|---|---|---|---|---|")
     for name in ("digits", "satellite"):
-        times = {k: [] for k in trees}
+        times = {k: [] for k in runs}
         shape = ""
         for _ in range(3):
-            for k, tree in trees.items():
+            for k, (tree, mode) in runs.items():
                 env = dict(os.environ, PYTHONPATH=tree)
                 res = subprocess.run(
-                    [sys.executable, "-c", _BUILD_CHILD, name, str(repeats)],
+                    [sys.executable, "-c", _BUILD_CHILD, name, str(repeats), mode],
                     env=env, capture_output=True, text=True, check=True,
                 )
                 t, n, d, m = res.stdout.split()
                 times[k].append(float(t))
                 shape = f"{n} x {d}, {m}"
-        tb, ta = (float(np.median(times[k])) for k in ("before", "after"))
-        print(f"| {name} | {shape} | {1e3 * tb:.0f} ms | {1e3 * ta:.0f} ms | {ta / tb:.2f} |")
+        tb, ta, tp = (float(np.median(times[k])) for k in runs)
+        print(f"| {name} | {shape} | {1e3 * tb:.0f} ms | {1e3 * ta:.0f} ms | {ta / tb:.2f} "
+              f"| {1e3 * tp:.0f} ms | {tp / tb:.2f} |")
 
 
 def main_blas(repeats, before):

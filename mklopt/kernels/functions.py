@@ -228,6 +228,13 @@ class KernelFunctions:
         self._XT = None
         self._centred = {}
 
+    def __getstate__(self):
+        # The centred copies are a cache, rebuilt on first use: not shipped
+        # with a pickled model (or to a Dask worker).
+        state = dict(self.__dict__)
+        state["_centred"] = {}
+        return state
+
     @classmethod
     def from_data(cls, X, specs, normalize="trace"):
         """Kernel functions normalised on the training points ``X``.
