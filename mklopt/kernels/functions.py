@@ -414,10 +414,12 @@ class KernelFunctions:
         ones in plan order.
         """
         narrow, wide = self.plan.split(groups)
-        XA = X_new if X_new is not None else np.ascontiguousarray(self.X[rows])
-        XT = self.XT if cols is None else np.ascontiguousarray(self.XT[:, cols])
-        # Writes every entry of out (zero when no group is narrow).
-        _groups.combined_cross(XA, XT, *self.plan.arrays(), wk, narrow, out)
+        if narrow.size:  # writes every entry of out
+            XA = X_new if X_new is not None else np.ascontiguousarray(self.X[rows])
+            XT = self.XT if cols is None else np.ascontiguousarray(self.XT[:, cols])
+            _groups.combined_cross(XA, XT, *self.plan.arrays(), wk, narrow, out)
+        else:
+            out[...] = 0.0
         for g in wide.tolist():
             C = self.centred(g)
             A = C.take(rows) if X_new is None else C.like(X_new, self.plan.group_features(g))
