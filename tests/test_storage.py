@@ -73,6 +73,20 @@ def banks(X, specs, tmp_path=None):
 @settings(max_examples=60, deadline=None)
 @given(problems(), st.data())
 def test_every_storage_gives_the_dense_verbs(problem, data):
+    _check_verbs(problem, data)
+
+
+@settings(max_examples=30, deadline=None)
+@given(problems(), st.data())
+def test_every_storage_gives_the_dense_verbs_through_products(problem, data):
+    """The same with every direct group through the BLAS products (tables stay tables)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gram, "WIDE_MIN", 1)
+        mp.setattr(gram, "WIDE_PER_KERNEL", 0)
+        _check_verbs(problem, data)
+
+
+def _check_verbs(problem, data):
     X, specs, w = problem
     n = X.shape[0]
     bs = banks(X, specs)
