@@ -346,7 +346,9 @@ class KernelFunctions:
         -------
         ndarray of shape (len(kernels), n_new, n_samples), float64
             ``kappa_k(X_new, X) / scales[k]``; on ``X_new = X`` it reproduces
-            :meth:`matrices` exactly.
+            :meth:`matrices` exactly for the groups summed directly, and to
+            rounding (other blocks of the BLAS products, about 1e-15 of the
+            kernel's largest value) for the groups through the products.
         """
         X_new = self._check_new(X_new)
         ks = (
