@@ -1,7 +1,8 @@
 """Kernels of wide feature groups from one matrix product per group (BLAS).
 
 :mod:`mklopt._jit.groups` sums ``(a_f - b_f)^2`` and ``a_f b_f`` over a
-group's features in scalar loops: ``O(n^2 |F|)`` scalar work per group. For
+group's features in loops (vectorised over a chunk of columns):
+``O(n^2 |F|)`` work per group outside of BLAS. For
 a group with enough features (``wide``, see :func:`is_wide`) this module
 forms the group's inner products instead as one matrix product ``A_c B_c'``
 through numpy's BLAS, in blocks of rows, and derives from each product
@@ -43,9 +44,10 @@ a 0.6-1.2 s build.
 The routines here take the product blocks ``P`` (centred) and ``Q``
 (uncentred) for the rows ``r0 ..`` of ``A`` and the columns ``c0 ..`` of
 ``B``, the centred features and their squared norms ``sq``; the plan
-arrays are those of :mod:`mklopt._jit.groups`. Rows are independent: parallel over the
-rows of a block for large blocks (serial for small ones, see
-:data:`PARALLEL_MIN`), the same answers on any number of threads.
+arrays are those of :mod:`mklopt._jit.groups`. Rows are independent:
+parallel over the rows of a block for large blocks (serial for small
+ones, see :data:`PARALLEL_MIN`), the same answers on any number of
+threads.
 """
 
 import numba
@@ -58,14 +60,15 @@ from .groups import CHUNK, GAUSSIAN, _ipow, _kernel_chunk
 #: A group is evaluated through matrix products when it has at least
 #: ``WIDE_MIN`` features and at least ``WIDE_PER_KERNEL`` features per kernel
 #: (see :func:`is_wide`). The products save the direct path's ``O(|F|)``
-#: scalar (but vectorised) sums per pair; what they cost is a few
-#: multi-threaded calls per group, each of which may wait for the second
-#: core, while both paths apply the kernels alike. Measured on 2 shared
-#: cores, n = 1000 (benchmarks/README.md, "Kernels through BLAS"): with a
-#: Gaussian and a polynomial kernel the products win from 4-8 features
-#: (0.6-0.8x), with the MKBoost grid's 17 kernels they lose up to about
-#: 128 features (1.1-1.5x), and at 512 features they win whatever the
-#: number of kernels.
+#: sums per pair; what they cost is writing and reading back two blocks of
+#: products, and a few multi-threaded calls per group, each of which may
+#: wait for the second core, while both paths apply the kernels alike.
+#: Measured at n = 1000 (benchmarks/README.md, "Kernels through BLAS"): with
+#: a Gaussian and a polynomial kernel the products win from a few features
+#: (0.5-0.9x); with the MKBoost grid's 17 kernels they lose up to 128
+#: features on 2 shared cores (1.1-1.6x) and cross near 64-128 features on
+#: one thread (1.11x at 16, 0.97x at 64, 0.75x at 256); at 512 features
+#: they win whatever the number of kernels (0.4-0.8x).
 WIDE_MIN = 16
 #: See :data:`WIDE_MIN`.
 WIDE_PER_KERNEL = 8
