@@ -53,6 +53,25 @@ def spec_matrix(spec, A, B):
     return a @ b.T
 
 
+def centred_terms(A, B, m):
+    """The twin of ``gram._chunk_terms``: distances and inner products of A's and B's rows.
+
+    Distances are summed directly over the features centred on ``m``
+    (``(a - m) - (b - m)``, the scalar formula); inner products on the
+    uncentred rows. Returns ``(D, G)``.
+    """
+    Ac, Bc = np.asarray(A, float) - m, np.asarray(B, float) - m
+    return sq_dists(Ac, Bc), np.asarray(A, float) @ np.asarray(B, float).T
+
+
+def mirror(out, which):
+    """out[s] = triu(out[s]) + triu(out[s], 1)' for s in which (a copy)."""
+    out = np.array(out, copy=True)
+    for s in which:
+        out[s] = np.triu(out[s]) + np.triu(out[s], 1).T
+    return out
+
+
 def kernel_matrices(specs, A, B, scales):
     """Stack of raw_k(A, B) / scales[k]."""
     return np.stack([spec_matrix(s, A, B) / c for s, c in zip(specs, scales)])

@@ -17,11 +17,13 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from mklopt import KernelBank, MKBoostClassifier, MKLClassifier, solve
+from mklopt._jit import gram
 from mklopt.kernels import grid, linear, poly, rbf
 from mklopt.methods import LevelBundle
 from mklopt.oracles import SVMDual
 from mklopt.persist import load_model, save_model
 from mklopt.stopping import DualityGap, MaxIter, TimeLimit
+from tests import _reference as twin
 
 
 def rel(a, b):
@@ -71,6 +73,20 @@ def banks(X, specs, tmp_path=None):
 @settings(max_examples=60, deadline=None)
 @given(problems(), st.data())
 def test_every_storage_gives_the_dense_verbs(problem, data):
+    _check_verbs(problem, data)
+
+
+@settings(max_examples=30, deadline=None)
+@given(problems(), st.data())
+def test_every_storage_gives_the_dense_verbs_through_products(problem, data):
+    """The same with every direct group through the BLAS products (tables stay tables)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gram, "WIDE_MIN", 1)
+        mp.setattr(gram, "WIDE_PER_KERNEL", 0)
+        _check_verbs(problem, data)
+
+
+def _check_verbs(problem, data):
     X, specs, w = problem
     n = X.shape[0]
     bs = banks(X, specs)
@@ -272,3 +288,94 @@ def test_auto_computes_on_the_fly_when_tables_hold_most_kernels(rng):
     b = solve(SVMDual(dense, y, C=10.0), LevelBundle(), stop=stop)
     assert a.converged and b.converged
     assert rel(a.value, b.value) <= 2e-6
+
+
+# ------------------------------------------- every path against the scalar formulas
+def _close(got, want, rel_tol):
+    """``|got - want| <= rel_tol * max|want|`` per kernel (the leading axis), or overall."""
+    got, want = np.asarray(got, float), np.asarray(want, float)
+    if want.ndim == 3:
+        scale = np.abs(want).max(axis=(1, 2), keepdims=True)
+    else:
+        scale = np.abs(want).max()
+    return bool(np.all(np.abs(got - want) <= rel_tol * np.maximum(scale, 1e-300)))
+
+
+def _features(case, rng):
+    """Points for the product path's edge cases, far from the origin (cancellation)."""
+    X = rng.normal(size=(70, 12)) * 2.0 + 50.0
+    if case == "constant":
+        X[:, 3] = 7.0  # constant features: zero centred columns
+        X[:, 5] = 0.0
+    elif case == "duplicates":
+        X[20:40] = X[:20]  # duplicated points: distances exactly 0
+        X[41] = X[0] + 1e-9  # and a nearly duplicated one (summed directly)
+    return X
+
+
+_WIDE_SPECS = list(grid(12, protocol="mkboost2013")) + [
+    rbf(3.0, list(range(8))), poly(2, list(range(9))), linear(list(range(1, 11))),
+    rbf(2.0, [3]), poly(2, [5]), rbf(1.0, [0, 4]),
+]
+
+
+@pytest.mark.parametrize("case", ["random", "constant", "duplicates"])
+@pytest.mark.parametrize("path", ["default", "product"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_every_path_matches_the_scalar_formulas(case, path, dtype, monkeypatch):
+    """Dense build, on-the-fly rows / combine / blocks, cross and combined cross kernels.
+
+    Groups with many features take the BLAS product path (``"product"``:
+    all of them, single features included; ``"default"``: the wide ones by
+    ``gram.is_wide``, lowered so that the 8-12-feature groups qualify); the old scalar
+    formulas (tests/_reference.py) must agree to 1e-12 of each kernel's
+    largest magnitude (float32 storage: to its precision, 2^-24 relative).
+    """
+    monkeypatch.setattr(gram, "WIDE_MIN", 1 if path == "product" else 8)
+    monkeypatch.setattr(gram, "WIDE_PER_KERNEL", 0 if path == "product" else 0.5)
+    rng = np.random.default_rng(7)
+    X = _features(case, rng)
+    specs = _WIDE_SPECS
+    m = len(specs)
+    scales = twin.raw_traces(specs, X)
+    want = twin.kernel_matrices(specs, X, X, scales)
+    tol = 1e-12 if dtype == np.float64 else 2.0**-24 + 1e-12
+    dense = KernelBank.from_specs(X, specs, storage="dense", dtype=dtype)
+    fly = KernelBank.from_specs(X, specs, storage="on_the_fly")
+    assert np.allclose(dense.scales, scales, rtol=1e-12, atol=0)
+    K = dense.K
+    assert K.dtype == dtype and _close(K, want, tol)
+    assert np.array_equal(K, np.transpose(K, (0, 2, 1)))  # exactly symmetric
+    for k, s in enumerate(specs):
+        if isinstance(s, type(rbf(1.0))):  # unit diagonal, values in (0, 1] before scaling
+            assert np.all(np.diag(K[k]) == dtype(1.0 / dense.scales[k]))
+            assert np.all(K[k] <= dtype(1.0 / dense.scales[k])) and np.all(K[k] >= 0.0)
+    w = np.where(rng.random(m) < 0.5, 0.0, rng.random(m))
+    w[0] = 1.0
+    comb = np.tensordot(w, want, axes=1)
+    idx = np.array([0, 21, 20, 69, 41])
+    assert _close(fly.rows(w, idx), comb[idx], 1e-12)
+    assert _close(fly.combine(w), comb, 1e-12)
+    ks = np.array([0, 13, 16, 19, 20, 3])
+    rows, cols = np.array([5, 25, 5]), np.array([44, 0, 20, 41])
+    assert _close(fly.blocks(ks, rows, cols), want[ks][:, rows][:, :, cols], 1e-12)
+    # Prediction: cross kernels on the training points and on new ones.
+    assert _close(dense.cross(X), want, 1e-12)
+    X_new = np.concatenate([X[:3], rng.normal(size=(4, 12)) * 2.0 + 50.0])
+    cross_want = twin.kernel_matrices(specs, X_new, X, scales)
+    assert _close(fly.cross(X_new), cross_want, 1e-12)
+    cols = np.array([3, 0, 69])
+    assert _close(dense.combine_cross(X_new, w, columns=cols),
+                  np.tensordot(w, cross_want, axes=1)[:, cols], 1e-12)
+    assert _close(fly.combine_cross(X_new, w), np.tensordot(w, cross_want, axes=1), 1e-12)
+    # Quadratic forms v_S' K_k v_S: terms of both signs, so the error is
+    # measured against |v_S|' |K_k| |v_S|.
+    v = rng.normal(size=X.shape[0])
+    S = np.array([0, 2, 20, 21, 33, 41, 55, 69])
+    q_want = twin.quad_forms_from_specs(specs, X, scales, v, S)
+    q_scale = twin.quad_forms(np.abs(want), np.abs(v), S)
+    for b in (dense, fly):
+        q = b.quad_forms(v, S)
+        assert np.all(np.abs(q - q_want) <= max(tol, 1e-12) * q_scale * 4)
+        q = b.quad_forms(v, S, kernels=ks)
+        assert np.all(np.abs(q - q_want[ks]) <= max(tol, 1e-12) * q_scale[ks] * 4)

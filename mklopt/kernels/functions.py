@@ -11,10 +11,14 @@ bank, only the support vectors inside a predictor). From these it evaluates
 * the training matrices on ``X`` itself (:meth:`KernelFunctions.matrices`),
   which a dense bank stores.
 
-All of it goes through the jitted routines of :mod:`mklopt._jit.groups` over a
-columnar plan that groups the specs by feature subset, so that all Gaussian
-widths on one subset share one distance evaluation, and a bank of a million
-kernels is as cheap to plan as a bank of ten.
+All of it goes through a columnar plan that groups the specs by feature
+subset, so that all Gaussian widths on one subset share one distance
+evaluation, and a bank of a million kernels is as cheap to plan as a bank of
+ten. Groups on few features are summed directly by the jitted routines of
+:mod:`mklopt._jit.groups`; groups with many features for their number of
+kernels (:func:`mklopt._jit.gram.is_wide`) take one matrix product per group
+through BLAS (:mod:`mklopt._jit.gram`), on features centred on the mean of
+``X``, which is cached per group.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._jit import gram as _gram
 from .._jit import groups as _groups
 from .._memory import check_memory
 from .._validation import check_choice, check_matrix, check_vector, check_weights
@@ -111,6 +116,8 @@ class _Plan:
         self.group_of = group_of
         self.kind, self.param, self.offset = kind, param, offset
         self.n_groups, self.n_kernels = G, m
+        self.n_group_features = np.diff(self.feat_ptr)
+        self.n_group_kernels = np.diff(self.kern_ptr)
 
     def arrays(self):
         """``(feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset)``."""
@@ -122,6 +129,21 @@ class _Plan:
     def groups_of(self, kernels):
         """Sorted distinct groups of the given kernel indices (int64)."""
         return np.unique(self.group_of[kernels]).astype(np.int64)
+
+    def split(self, groups):
+        """``(narrow, wide)``: the groups summed directly, and those through BLAS.
+
+        Decided by :func:`mklopt._jit.gram.is_wide` on every call (tests
+        lower its thresholds to drive every group through the products).
+        """
+        wide = _gram.is_wide(self.n_group_features[groups], self.n_group_kernels[groups])
+        return groups[~wide], groups[wide]
+
+    def group_features(self, g):
+        """The features of group ``g`` as an index array, or None for all of them."""
+        return None if self.features[g] is None else self.feat_idx[
+            self.feat_ptr[g] : self.feat_ptr[g + 1]
+        ]
 
 
 def _check_indices(idx, name, size, *, allow_empty=False):
@@ -204,6 +226,14 @@ class KernelFunctions:
         self.n_samples, self.n_features = (int(s) for s in self.X.shape)
         self._plan = None
         self._XT = None
+        self._centred = {}
+
+    def __getstate__(self):
+        # The centred copies are a cache, rebuilt on first use: not shipped
+        # with a pickled model (or to a Dask worker).
+        state = dict(self.__dict__)
+        state["_centred"] = {}
+        return state
 
     @classmethod
     def from_data(cls, X, specs, normalize="trace"):
@@ -258,6 +288,26 @@ class KernelFunctions:
             self._XT = np.array(self.X.T, order="C")
         return self._XT
 
+    def centred(self, g):
+        """Group ``g``'s features of ``X`` centred on their mean (a ``gram.Centred``).
+
+        Cached while the cache stays within twice the size of ``X`` plus
+        16 MiB (a grid's all-feature group costs one copy of ``X``); beyond
+        that, built on each call (``O(n |F|)``, small beside the product).
+        """
+        c = self._centred.get(g)
+        if c is None:
+            c = _gram.Centred(self.X, self.plan.group_features(g))
+            used = sum(v.nbytes for v in self._centred.values())
+            if used + c.nbytes <= 2 * self.X.nbytes + 16 * 2**20:
+                self._centred[g] = c
+        return c
+
+    def _wide_new(self, g, X_new):
+        """``(A, B)`` of :mod:`mklopt._jit.gram` for new points against ``X``."""
+        B = self.centred(g)
+        return B.like(X_new, self.plan.group_features(g)), B
+
     def _check_new(self, X_new, name="X_new"):
         X_new = check_matrix(X_new, name)
         if X_new.shape[1] != self.n_features:
@@ -296,7 +346,9 @@ class KernelFunctions:
         -------
         ndarray of shape (len(kernels), n_new, n_samples), float64
             ``kappa_k(X_new, X) / scales[k]``; on ``X_new = X`` it reproduces
-            :meth:`matrices` exactly.
+            :meth:`matrices` exactly for the groups summed directly, and to
+            rounding (other blocks of the BLAS products, about 1e-15 of the
+            kernel's largest value) for the groups through the products.
         """
         X_new = self._check_new(X_new)
         ks = (
@@ -313,8 +365,13 @@ class KernelFunctions:
         )
         uniq, _, slot, groups = self._slots(ks)
         out = np.empty((uniq.size, n_new, n))
-        _groups.kernel_cross(X_new, self.XT, *self.plan.arrays(), 1.0 / self.scales, slot,
-                             groups, out)
+        narrow, wide = self.plan.split(groups)
+        inv = 1.0 / self.scales
+        if narrow.size:
+            _groups.kernel_cross(X_new, self.XT, *self.plan.arrays(), inv, slot, narrow, out)
+        for g in wide.tolist():
+            A, B = self._wide_new(g, X_new)
+            _gram.slices(A, B, False, self.plan.arrays(), g, inv, slot, out)
         if uniq.size == ks.size and np.array_equal(uniq, ks):
             return out
         return out[np.searchsorted(uniq, ks)]
@@ -340,16 +397,37 @@ class KernelFunctions:
         """
         X_new = self._check_new(X_new)
         w = check_weights(w, self.n_kernels, "w")
-        XT = self.XT
+        cols = None
         if columns is not None:
             cols = _check_indices(columns, "columns", self.n_samples, allow_empty=True)
-            XT = np.ascontiguousarray(XT[:, cols])
-        out = np.empty((X_new.shape[0], XT.shape[1]))
+        out = np.empty((X_new.shape[0], self.n_samples if cols is None else cols.size))
         if out.size == 0:
             out[...] = 0.0
             return out
         wk, groups = self.weights_over_scales(w)
-        return _groups.combined_cross(X_new, XT, *self.plan.arrays(), wk, groups, out)
+        return self.combined_cross(X_new, None, wk, groups, out, cols)
+
+    def combined_cross(self, X_new, rows, wk, groups, out, cols=None):
+        """``out = sum_k wk[k] kappa_k(A, X[cols])``, written, without checks.
+
+        ``A`` is ``X_new``, or ``X[rows]`` when ``X_new`` is None (the rows
+        of an on-the-fly storage: the product path then reuses the cached
+        centred rows). The narrow groups are summed first, then the wide
+        ones in plan order.
+        """
+        narrow, wide = self.plan.split(groups)
+        if narrow.size:  # writes every entry of out
+            XA = X_new if X_new is not None else np.ascontiguousarray(self.X[rows])
+            XT = self.XT if cols is None else np.ascontiguousarray(self.XT[:, cols])
+            _groups.combined_cross(XA, XT, *self.plan.arrays(), wk, narrow, out)
+        else:
+            out[...] = 0.0
+        for g in wide.tolist():
+            C = self.centred(g)
+            A = C.take(rows) if X_new is None else C.like(X_new, self.plan.group_features(g))
+            B = C if cols is None else C.take(cols)
+            _gram.combined(A, B, False, self.plan.arrays(), g, wk, out)
+        return out
 
     def matrices(self, kernels=None, dtype=np.float64, out=None):
         """The normalised kernel matrices on ``X`` (exactly symmetric).
@@ -380,8 +458,13 @@ class KernelFunctions:
         slot = np.full(self.n_kernels, -1, dtype=np.int64)
         slot[ks] = np.arange(ks.size)
         groups = self.plan.groups_of(ks)
-        _groups.kernel_sym(self.X, self.XT, *self.plan.arrays(), 1.0 / self.scales, slot,
-                           groups, out)
+        narrow, wide = self.plan.split(groups)
+        inv = 1.0 / self.scales
+        if narrow.size:
+            _groups.kernel_sym(self.X, self.XT, *self.plan.arrays(), inv, slot, narrow, out)
+        for g in wide.tolist():
+            C = self.centred(g)
+            _gram.slices(C, C, True, self.plan.arrays(), g, inv, slot, out)
         return out
 
     def diag(self, w):

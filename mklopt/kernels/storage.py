@@ -25,7 +25,9 @@ Phi_k'``) live in :mod:`mklopt.kernels.feature_maps`.
   matrices normalised without a copy).
 * :class:`OnTheFlyStorage`: nothing ``n x n x m`` is stored; every entry is
   computed from the training features when asked for, in parallel, sharing
-  one distance evaluation per feature group. Groups on one or two features
+  one distance evaluation per feature group (one BLAS product per block of
+  rows for groups with many features, :func:`mklopt._jit.gram.is_wide`, as
+  for the dense build). Groups on one or two features
   whose points take few distinct values (binary, ordinal, integer
   features) are evaluated once on their distinct values and read from a
   small table afterwards, so per-feature kernels cost O(1) per entry.
@@ -36,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import combine as _combine
+from .._jit import gram as _gram
 from .._jit import groups as _groups
 from .functions import KernelFunctions
 
@@ -283,8 +286,7 @@ class OnTheFlyStorage:
     def rows(self, w, idx, out):
         fn = self.fn
         wk, groups = self._direct_weights(w)
-        XA = np.ascontiguousarray(fn.X[idx])
-        _groups.combined_cross(XA, fn.XT, *fn.plan.arrays(), wk, groups, out)
+        fn.combined_cross(None, idx, wk, groups, out)
         codes, Tw = self._active_tables(w)
         if codes is not None:
             _groups.tables_rows(codes, Tw, idx, out)
@@ -296,8 +298,16 @@ class OnTheFlyStorage:
         codes, Tw = self._active_tables(w)
         if codes is None:
             codes, Tw = _NO_CODES, _NO_TABLES
-        # Direct and coded groups in one pass over the upper triangle, then one mirror.
-        _groups.combined_sym(fn.X, fn.XT, *fn.plan.arrays(), wk, groups, codes, Tw, out)
+        narrow, wide = fn.plan.split(groups)
+        # Narrow and coded groups in one pass over the upper triangle, the
+        # wide groups added to it from their products, then one mirror.
+        _groups.combined_sym(fn.X, fn.XT, *fn.plan.arrays(), wk, narrow, codes, Tw, out,
+                             not wide.size)
+        if wide.size:
+            for g in wide.tolist():
+                C = fn.centred(g)
+                _gram.combined(C, C, True, fn.plan.arrays(), g, wk, out)
+            _groups.mirror_upper(out)
         return out
 
     def quad_forms(self, v, support, kernels=None):
@@ -319,15 +329,22 @@ class OnTheFlyStorage:
         # Direct groups: computed from the support's features.
         slot = np.where(self._direct, pos, -1)
         groups = fn.plan.groups_of(np.flatnonzero(slot >= 0))
-        if groups.size:
+        narrow, wide = fn.plan.split(groups)
+        if narrow.size:
             XS = np.ascontiguousarray(fn.X[S])
             XST = np.ascontiguousarray(XS.T)
-            args = (XS, XST, vS, *fn.plan.arrays(), self._inv, slot, groups)
-            if groups.size >= 8:
+            args = (XS, XST, vS, *fn.plan.arrays(), self._inv, slot, narrow)
+            if narrow.size >= 8:
                 _groups.quad_forms_by_group(*args, q)
             else:
                 n_chunks = int(min(64, max(1, S.size // 16)))
                 _groups.quad_forms_by_rows(*args, n_chunks, q)
+        plan = fn.plan
+        for g in wide.tolist():
+            qg = _gram.quad(fn.centred(g).take(S), vS, plan.arrays(), g, self._inv, slot)
+            ks_g = plan.kern_idx[plan.kern_ptr[g] : plan.kern_ptr[g + 1]]
+            want = slot[ks_g] >= 0
+            q[slot[ks_g[want]]] = qg[want]
         # Table groups: aggregate v over the distinct values, then V' T_k V.
         for t in self._tables:
             want = pos[t.kernels]
@@ -346,8 +363,13 @@ class OnTheFlyStorage:
         slot[uniq] = np.arange(uniq.size)
         out = np.empty((uniq.size, rows.size, cols.size))
         if out.size:
-            XA = np.ascontiguousarray(fn.X[rows])
-            XBT = np.ascontiguousarray(fn.X[cols].T)
-            _groups.kernel_cross(XA, XBT, *fn.plan.arrays(), self._inv, slot,
-                                 fn.plan.groups_of(uniq), out)
+            narrow, wide = fn.plan.split(fn.plan.groups_of(uniq))
+            if narrow.size:
+                XA = np.ascontiguousarray(fn.X[rows])
+                XBT = np.ascontiguousarray(fn.X[cols].T)
+                _groups.kernel_cross(XA, XBT, *fn.plan.arrays(), self._inv, slot, narrow, out)
+            for g in wide.tolist():
+                C = fn.centred(g)
+                _gram.slices(C.take(rows), C.take(cols), False, fn.plan.arrays(), g,
+                             self._inv, slot, out)
         return out if np.array_equal(uniq, kernels) else out[inv.ravel()]

@@ -2,8 +2,9 @@
 
 ``mklopt._jit.groups`` evaluates kernels from specs over a columnar plan of
 feature groups (the dense build, on-the-fly rows and quadratic forms, and
-prediction all go through it); ``mklopt._jit.combine`` works on stored
-matrices. Each routine is checked against ``tests/_reference.py`` on specs
+prediction all go through it), summing over features directly;
+``mklopt._jit.gram`` does the same for wide groups from one BLAS product
+per block; ``mklopt._jit.combine`` works on stored matrices. Each routine is checked against ``tests/_reference.py`` on specs
 and points that hypothesis draws, through the compiled and the pure-Python
 bodies, and the parallel routines on one thread against two.
 """
@@ -20,6 +21,7 @@ from hypothesis.extra.numpy import arrays
 from numpy.testing import assert_allclose, assert_array_equal
 
 from mklopt._jit import combine as jc
+from mklopt._jit import gram as jgr
 from mklopt._jit import groups as jg
 from mklopt.kernels import linear, poly, rbf
 from mklopt.kernels.functions import _Plan
@@ -275,6 +277,199 @@ def test_parallel_routines_give_the_same_answers_on_one_thread(rng):
         numba.set_num_threads(threads)
     for a, b in zip(many, one):
         assert_array_equal(a, b)
+
+
+# ------------------------------------------------- product path (_jit.gram)
+def _kernel_atol(K):
+    """1e-12 of each kernel's largest magnitude, broadcastable against K (s, na, nb)."""
+    return 1e-12 * np.abs(K).max(axis=(1, 2), keepdims=True)
+
+
+def _gram_all(specs, A, B, scales, sym):
+    """Every kernel through the product path, group by group; the sym case mirrored."""
+    plan = _Plan(specs, A.shape[1])
+    m = len(specs)
+    slot = _slots(m, np.arange(m, dtype=np.int64))
+    out = np.full((m, len(A), len(B)), np.nan)
+    for g in range(plan.n_groups):
+        Bc = jgr.Centred(B, plan.group_features(g))
+        Ac = Bc if sym else Bc.like(A, plan.group_features(g))
+        jgr.slices(Ac, Bc, sym, plan.arrays(), g, 1.0 / scales, slot, out)
+    if sym:
+        jgr.mirror_slices(out, np.arange(m, dtype=np.int64))
+    return out
+
+
+@given(specs_and_points())
+def test_gram_slices_match_the_scalar_formulas(data):
+    """The product path against the direct sums (the old formula, tests/_reference.py)."""
+    specs, A, B, scales = data
+    want = ref.kernel_matrices(specs, A, B, scales)
+    got = _gram_all(specs, A, B, scales, sym=False)
+    assert np.all(np.abs(got - want) <= _kernel_atol(want))
+    sym = _gram_all(specs, A, A, scales, sym=True)
+    want = ref.kernel_matrices(specs, A, A, scales)
+    assert np.all(np.abs(sym - want) <= _kernel_atol(want))
+    assert_array_equal(sym, np.transpose(sym, (0, 2, 1)))  # exactly symmetric
+    for k, s in enumerate(specs):
+        if type(s).__name__ == "RBF":  # exact unit diagonal, values in (0, 1]
+            assert np.all(np.diag(sym[k]) == 1.0 / scales[k])
+            assert np.all(sym[k] <= 1.0 / scales[k]) and np.all(sym[k] >= 0.0)
+
+
+@given(specs_and_points(), st.data())
+def test_gram_combined_matches_reference(data, draw):
+    specs, A, B, scales = data
+    m = len(specs)
+    w = draw.draw(arrays(np.float64, m, elements=st.sampled_from([0.0, 0.3, 1.0, 2.5])))
+    plan = _Plan(specs, A.shape[1])
+    wk = w / scales
+    out = np.zeros((len(A), len(B)))
+    sym = np.zeros((len(A), len(A)))
+    for g in plan.groups_of(np.flatnonzero(wk)).tolist():
+        Bc = jgr.Centred(B, plan.group_features(g))
+        jgr.combined(Bc.like(A, plan.group_features(g)), Bc, False, plan.arrays(), g, wk, out)
+        C = jgr.Centred(A, plan.group_features(g))
+        jgr.combined(C, C, True, plan.arrays(), g, wk, sym)
+    want = ref.combined(specs, A, B, w, scales)
+    scale = 1e-12 * max(np.abs(want).max(), 1e-300)
+    assert np.all(np.abs(out - want) <= scale)
+    want = ref.combined(specs, A, A, w, scales)
+    iu = np.triu_indices(len(A))
+    assert np.all(np.abs(sym[iu] - want[iu]) <= 1e-12 * max(np.abs(want).max(), 1e-300))
+    assert_array_equal(np.tril(sym, -1), 0.0)  # the upper triangle only was touched
+
+
+def test_gram_terms_match_their_twin(rng):
+    """Distances and products from the products, close pairs and duplicates included."""
+    A = rng.normal(size=(40, 12)) * 3.0 + 100.0  # far from the origin
+    A[5] = A[2]  # a duplicated point: distance exactly 0
+    A[7] = A[3] + 1e-9  # a close pair: summed directly
+    m = A.mean(axis=0)
+    C = jgr.Centred(A, None)
+    assert_allclose(C.m, m, rtol=1e-15)
+    assert_allclose(C.sq, np.sum((A - m) ** 2, axis=1), rtol=1e-13)
+    D, G = ref.centred_terms(A, A, m)
+    plan = _Plan([rbf(1e3), linear()], 12)  # exp(-d / 2e6) ~ 1 - d / 2e6: d to 1e-6 relative
+    out = np.empty((2, 40, 40))
+    jgr.slices(C, C, False, plan.arrays(), 0, np.ones(2), np.arange(2), out)
+    d_got = -2e6 * np.log(out[0])
+    assert_allclose(d_got, D, rtol=1e-6, atol=1e-9)
+    assert out[0, 5, 2] == 1.0 and out[0, 2, 5] == 1.0 and np.all(np.diag(out[0]) == 1.0)
+    assert_allclose(out[1], G, rtol=1e-13)
+    d2 = np.empty(40)
+    P = C.Xc @ C.Xc.T
+    for fn in (jgr._chunk_dists, _py(jgr._chunk_dists)):
+        fn(P[3], C.Xc[3], C.Xc, C.sq[3], C.sq, 0, 40, 3, d2)
+        assert d2[3] == 0.0 and d2[7] == np.sum((C.Xc[7] - C.Xc[3]) ** 2)  # summed directly
+        assert_allclose(d2, D[3], rtol=1e-12, atol=1e-12 * D[3].max())
+
+
+@settings(max_examples=60)
+@given(specs_and_points(max_n=12), st.data())
+def test_gram_quad_forms_match_reference(data, draw):
+    specs, A, _, scales = data
+    n, m = len(A), len(specs)
+    v = draw.draw(arrays(np.float64, n, elements=st.floats(-2, 2, width=64)))
+    S = np.array(sorted(draw.draw(st.sets(st.integers(0, n - 1), min_size=1))), dtype=np.int64)
+    kernels = np.array(
+        sorted(draw.draw(st.sets(st.integers(0, m - 1), min_size=1))), dtype=np.int64
+    )
+    plan = _Plan(specs, A.shape[1])
+    slot = _slots(m, kernels)
+    got = np.zeros(kernels.size)
+    for g in plan.groups_of(kernels).tolist():
+        C = jgr.Centred(A, plan.group_features(g)).take(S)
+        qg = jgr.quad(C, np.ascontiguousarray(v[S]), plan.arrays(), g, 1.0 / scales, slot)
+        ks = plan.kern_idx[plan.kern_ptr[g]:plan.kern_ptr[g + 1]]
+        got[slot[ks[slot[ks] >= 0]]] = qg[slot[ks] >= 0]
+    want = ref.quad_forms_from_specs(specs, A, scales, v, S)[kernels]
+    K = np.abs(ref.kernel_matrices(specs, A, A, scales))
+    scale = ref.quad_forms(K, np.abs(v), S, kernels)
+    assert np.all(np.abs(got - want) <= 1e-12 * scale + 1e-300)
+
+
+def test_gram_quad_parallel_is_serial(rng, monkeypatch):
+    specs = [rbf(0.5), rbf(1.0), poly(2), linear()]
+    X = rng.normal(size=(200, 6))
+    v = rng.normal(size=200)
+    plan = _Plan(specs, 6)
+    slot = _slots(4, np.arange(4))
+    C = jgr.Centred(X, None)
+    serial = jgr.quad(C, v, plan.arrays(), 0, np.ones(4), slot)
+    monkeypatch.setattr(jgr, "PARALLEL_MIN", 0)
+    assert_array_equal(jgr.quad(C, v, plan.arrays(), 0, np.ones(4), slot), serial)
+    py = _py(jgr.gram_quad)
+    P, Q = C.Xc @ C.Xc.T, X @ X.T
+    parts = py(P[:20, :20], Q[:20, :20], C.Xc[:20], C.sq[:20], 0, 0, plan.kern_idx, 0, 4,
+               plan.kind, plan.param, plan.offset, np.ones(4), slot, v[:20], np.zeros((2, 4)))
+    want = ref.quad_forms_from_specs(specs, X[:20], np.ones(4), v[:20], np.arange(20))
+    assert_allclose(parts.sum(axis=0)[np.argsort(plan.kern_idx[:4])], want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 2, 63, 64, 65, 130])
+def test_mirror_slices_matches_numpy(n, rng):
+    a = rng.normal(size=(3, n, n))
+    which = np.array([2, 0], dtype=np.int64)
+    assert_array_equal(jgr.mirror_slices(a.copy(), which), ref.mirror(a, which))
+    assert_array_equal(_py(jgr.mirror_slices)(a.copy(), which), ref.mirror(a, which))
+
+
+def test_gram_parallel_blocks_and_one_thread_agree(rng, monkeypatch):
+    """The parallel twins, one thread, and blocks of any size give the serial answers."""
+    specs = [rbf(0.5), rbf(1.0), rbf(4.0), poly(2), linear([0, 2, 3])]
+    X = rng.normal(size=(150, 5))
+    scales = np.arange(1.0, 6.0)
+
+    def run():
+        got = _gram_all(specs, X, X, scales, sym=True)
+        cross = _gram_all(specs, X[:20], X, scales, sym=False)
+        plan = _Plan(specs, 5)
+        out = np.zeros((150, 150))
+        for g in range(plan.n_groups):
+            C = jgr.Centred(X, plan.group_features(g))
+            jgr.combined(C, C, True, plan.arrays(), g, 1.0 / scales, out)
+        return got, cross, out
+
+    serial = run()
+    monkeypatch.setattr(jgr, "PARALLEL_MIN", 0)  # every block through the parallel twins
+    many = run()
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = run()
+    finally:
+        numba.set_num_threads(threads)
+    monkeypatch.setattr(jgr, "BLOCK_BYTES", 8)  # 64-row blocks
+    blocks = run()
+    for a, b, c, d in zip(serial, many, one, blocks):
+        assert_array_equal(a, b)
+        assert_array_equal(a, c)
+        # Other blocks are other BLAS calls: the same to rounding.
+        assert_allclose(a, d, rtol=0, atol=1e-12 * np.abs(a).max())
+
+
+def test_gram_py_func_paths(rng):
+    specs = [rbf(0.7), poly(2), linear()]
+    A, B = rng.standard_normal((3, 2)), rng.standard_normal((4, 2))
+    plan = _Plan(specs, 2)
+    scales = np.array([3.0, 2.0, 1.5])
+    Bc = jgr.Centred(B, None)
+    Ac = Bc.like(A, None)
+    P, Q = Ac.Xc @ Bc.Xc.T, A @ B.T
+    args = (P, Q, Ac.Xc, Ac.sq, Bc.Xc, Bc.sq, 0, 0, False, plan.kern_idx, 0, 3, plan.kind,
+            plan.param, plan.offset)
+    out = _py(jgr.gram_slices)(*args, 1 / scales, np.arange(3), np.empty((3, 3, 4)), False)
+    assert_allclose(out, ref.kernel_matrices(specs, A, B, scales), rtol=1e-12)
+    par = _py(jgr.gram_slices_par)(*args, 1 / scales, np.arange(3), np.empty((3, 3, 4)), False,
+                                   2)
+    assert_array_equal(par, out)
+    w = np.array([1.0, 0.0, 2.0])
+    comb = _py(jgr.gram_combined)(*args, w / scales, np.zeros((3, 4)))
+    assert_allclose(comb, ref.combined(specs, A, B, w, scales), rtol=1e-12)
+    assert_array_equal(_py(jgr.gram_combined_par)(*args, w / scales, np.zeros((3, 4)), 2), comb)
+    sq = _py(jgr.group_norms)(Bc.Xc, np.empty(4))
+    assert_allclose(sq, np.sum(Bc.Xc**2, axis=1), rtol=1e-15)
 
 
 # --------------------------------------------------------------- combination
