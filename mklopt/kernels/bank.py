@@ -720,7 +720,10 @@ class KernelBank:
         """Single kernels between new points and the training points.
 
         See :meth:`KernelFunctions.cross`; on ``X_new = X_train`` it
-        reproduces the training kernels exactly.
+        reproduces the training kernels, exactly for groups summed directly
+        and to about 1e-15 of each kernel's largest value for the wide
+        groups taken through BLAS products (their rounding depends on the
+        blocks of the product).
         """
         return self._need_functions("cross()").cross(X_new, kernels, max_memory=max_memory)
 
