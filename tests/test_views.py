@@ -169,9 +169,42 @@ def test_view_bad_input():
         bank.view([0, 10])
     with pytest.raises(ValueError, match="normalize"):
         bank.view([0, 1], normalize="max")
-    fm = KernelBank.from_specs(X, [linear()], storage="feature_map")
+    raw = KernelBank.from_matrices(np.ones((1, 10, 10)), normalize="trace")  # keeps factors
     with pytest.raises(ValueError, match="has no views"):
-        fm.view([0, 1])
+        raw.view([0, 1])
+
+
+@pytest.mark.parametrize("normalize", ["trace", "diagonal", None])
+def test_view_of_exact_feature_maps_is_the_bank_of_its_points(normalize):
+    # Linear and polynomial kernels have exact maps: a view equals a bank of its own.
+    X = np.random.default_rng(5).standard_normal((40, 3))
+    specs = [linear(), poly(2), linear(features=[1])]
+    rows = np.arange(0, 40, 3)
+    sub = KernelBank.from_specs(X, specs, normalize=None, storage="feature_map").view(
+        rows, normalize=normalize)
+    own = KernelBank.from_specs(X[rows], specs, normalize=normalize, storage="dense")
+    w = np.array([0.2, 0.5, 0.3])
+    assert sub.storage.name == "feature_map"
+    assert rel(sub.scales, own.scales) <= 1e-12
+    assert rel(sub.combine(w), own.combine(w)) <= 1e-12
+    v = np.linspace(-1.0, 1.0, rows.size)
+    assert rel(sub.quad_forms(v), own.quad_forms(v)) <= 1e-10
+
+
+def test_view_of_nystroem_maps_shares_the_maps():
+    from mklopt.kernels import nystroem
+
+    X = np.random.default_rng(6).standard_normal((60, 3))
+    big = KernelBank.from_specs(X, [rbf(1.0), rbf(3.0)], normalize=None,
+                                storage=nystroem(n_components=20))
+    rows = np.arange(1, 60, 2)
+    sub = big.view(rows, normalize="diagonal")
+    assert sub.functions.maps[0] is big.functions.maps[0]  # fitted once, shared
+    w = np.array([0.6, 0.4])
+    # the view's kernel is the bank's block, each kernel rescaled on the rows
+    blocks = big.blocks([0, 1], rows)
+    want = sum(w[k] * blocks[k] / (np.trace(blocks[k]) / rows.size) for k in range(2))
+    assert rel(sub.combine(w), want) <= 1e-12
 
 
 # ------------------------------------------------------------ the oracle
@@ -273,3 +306,14 @@ def test_auto_method_is_level_up_to_the_threshold_then_the_working_set(monkeypat
         assert isinstance(new, want)
     fitted = MKLClassifier(kernels=specs, method="auto").fit(X, y)  # threshold 50: working set
     assert fitted.converged_ and fitted.gap_ <= 1e-2
+
+
+def test_multiclass_on_one_feature_map_bank():
+    # Exact maps (linear, polynomial): pairs on one map bank give their own banks' models.
+    X, y = datasets.load("satellite")
+    X, y = X[:240], y[:240]
+    specs = [linear(), poly(2), linear(features=[0, 1, 2])]
+    a = _fit(True, X, y, kernels=specs, storage="feature_map", standardize=True)
+    b = _fit(False, X, y, kernels=specs, storage="feature_map", standardize=True)
+    assert np.abs(a.weights_ - b.weights_).max() <= 0.05
+    assert np.mean(a.predict(X) == b.predict(X)) >= 0.98

@@ -545,18 +545,13 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
 
         Each pair then reads its index block through a view with its own
         normalisation (:meth:`KernelBank.view`), which gives the kernels
-        of a bank built on the pair's points. Skipped with one problem,
-        with a ``client`` (each problem's kernels are sharded over the
-        cluster), with feature maps, and under a joblib backend that sends
-        tasks to other machines (the bank would travel with every task).
+        of a bank built on the pair's points (with feature maps: maps
+        fitted once on all points). Skipped with one problem, with a
+        ``client`` (each problem's kernels are sharded over the cluster),
+        and under a joblib backend that sends tasks to other machines (the
+        bank would travel with every task).
         """
-        if (
-            len(rows) < 2
-            or self.client is not None
-            or not isinstance(self.storage, str)
-            or self.storage == "feature_map"
-            or _joblib_backend_is_remote()
-        ):
+        if len(rows) < 2 or self.client is not None or _joblib_backend_is_remote():
             return plan
         plan.bank = KernelBank.from_specs(
             X,

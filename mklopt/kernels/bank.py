@@ -545,13 +545,15 @@ class KernelBank:
             On a dense bank, a bank whose storage is a
             :class:`~mklopt.kernels.views.ViewStorage` of this one (it keeps
             this bank's array alive); on a bank computed on the fly, a bank
-            computed on the fly from ``X[rows]``.
+            computed on the fly from ``X[rows]``; on feature maps, the rows
+            of the maps, which were fitted once on all points
+            (:meth:`FeatureMapFunctions.view`).
 
         Raises
         ------
         ValueError
-            For storages that have no views (feature maps, sharded banks,
-            user matrices kept raw on disk with factors).
+            For storages that have no views (sharded banks, user matrices
+            kept raw on disk with factors).
 
         Examples
         --------
@@ -586,6 +588,9 @@ class KernelBank:
             storage = ViewStorage(st, idx, self.scales / scales)
         elif isinstance(st, OnTheFlyStorage) and fn is not None:
             storage = OnTheFlyStorage(fn)
+        elif isinstance(st, FeatureMapStorage):
+            fn = self.functions.view(idx, normalize=normalize)
+            storage = FeatureMapStorage(fn)
         else:
             raise ValueError(
                 f"a bank with storage={st.name!r} has no views; build the bank of the "

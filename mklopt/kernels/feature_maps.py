@@ -805,6 +805,43 @@ class FeatureMapFunctions:
         return FeatureMapFunctions(self.specs, self.scales, self.X[idx], self.kinds, self.maps,
                                    self.landmarks)
 
+    def view(self, rows, normalize="trace"):
+        """The same maps on the points ``X[rows]``, normalised on those points.
+
+        What :meth:`mklopt.KernelBank.view` gives one binary problem of a
+        multiclass fit: the maps (landmarks, random features) were fitted
+        once on all points and are shared; the map of the rows is read
+        from this one (no re-evaluation), and each kernel is scaled to unit
+        trace (or mean diagonal) on the rows, as
+        :meth:`from_data` on ``X[rows]`` with these maps would.
+
+        Parameters
+        ----------
+        rows : ndarray of int64, ascending and distinct
+        normalize : {"trace", "diagonal", None}, default="trace"
+
+        Returns
+        -------
+        FeatureMapFunctions
+        """
+        idx = _check_indices(rows, "rows", self.n_samples)
+        check_choice(normalize, "normalize", ("trace", "diagonal", None))
+        # The raw map of the rows: undo this bank's own scaling.
+        root = np.repeat(np.sqrt(self.scales), self.ranks)
+        phi = self._own_map()[:, idx] * root[:, None]
+        scales = np.ones(self.n_kernels)
+        if normalize is not None:
+            tr = _segment_sums(phi, self.offsets)
+            if normalize == "diagonal":
+                tr = tr / idx.size
+            scales = np.where(tr > 0.0, tr, 1.0)
+            phi *= np.repeat(1.0 / np.sqrt(scales), self.ranks)[:, None]
+        fn = FeatureMapFunctions(self.specs, scales, self.X[idx], self.kinds, self.maps,
+                                 self.landmarks)
+        phi.flags.writeable = False
+        fn._own = phi
+        return fn
+
     def subset(self, kernels):
         """Only the given kernels (in that order), with their scales and maps."""
         idx = _check_indices(kernels, "kernels", self.n_kernels).tolist()
