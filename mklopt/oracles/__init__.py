@@ -2,6 +2,7 @@
 
 from ._problem import DualProblem
 from ._warnings import ConvergenceWarning
+from .logistic_dual import LogisticDual
 from .one_class import OneClassDual
 from .ridge_dual import RidgeDual
 from .svm_dual import SVMDual
@@ -9,6 +10,6 @@ from .svr_dual import SVRDual
 from .weak_learners import WeakLearners
 
 __all__ = [
-    "SVMDual", "SVRDual", "OneClassDual", "RidgeDual", "WeakLearners", "DualProblem",
-    "ConvergenceWarning",
+    "SVMDual", "SVRDual", "OneClassDual", "RidgeDual", "LogisticDual", "WeakLearners",
+    "DualProblem", "ConvergenceWarning",
 ]
