@@ -558,13 +558,19 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
             client=self.client,
         )
         try:
+            new_method = plan.new_method
             if self.loss == "logistic":
                 oracle = LogisticDual(bank, y, C=plan.C, tol=plan.inner_tol)
+                if isinstance(new_method, partial) and new_method.func is Chain:
+                    # The tight-tol chain ends with the SVM's exact active-set
+                    # step, a QP the logistic dual is not: Level alone
+                    # certifies (the driver tightens the inner tol with it).
+                    new_method = LevelBundle
             elif self.loss == "hinge":
                 oracle = SVMDual(bank, y, C=plan.C, tol=plan.inner_tol)
             else:
                 raise ValueError(f"loss must be 'hinge' or 'logistic', got {self.loss!r}")
-            result = solve(oracle, plan.new_method(), stop=self._stop(plan),
+            result = solve(oracle, new_method(), stop=self._stop(plan),
                            callback=self.callback)
         finally:
             if self.client is not None:

@@ -56,6 +56,17 @@ def test_mkl_runs_with_the_new_losses_are_certified():
     assert len(hinge.support_) < len(clf.support_) == len(y)
 
 
+def test_tight_tol_runs_level_alone_for_the_logistic_loss():
+    # below tol = 1e-4 the hinge classifier chains Level with the SVM's exact
+    # active-set step; the logistic dual is no QP, so Level certifies alone
+    X, t, y = data(7, n=50)
+    specs = [rbf(1.0), poly(2)]
+    clf = MKLClassifier(kernels=specs, loss="logistic", tol=1e-5).fit(X, y)
+    assert clf.converged_ and clf.gap_ <= 1e-5
+    reg = MKLRegressor(kernels=specs, loss="squared", tol=1e-6).fit(X, t)
+    assert reg.converged_ and reg.gap_ <= 1e-6
+
+
 def test_default_losses_are_unchanged():
     assert MKLRegressor().loss == "epsilon_insensitive"
     assert MKLClassifier().loss == "hinge"
