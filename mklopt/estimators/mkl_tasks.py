@@ -224,7 +224,8 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
     Attributes
     ----------{_COMMON_ATTRS}
     dual_coef_ : ndarray
-        ``beta_i = alpha_i - alpha*_i`` on the support vectors.
+        ``beta_i = alpha_i - alpha*_i`` on the support vectors (with
+        ``loss="squared"``, the ridge dual's ``beta``: every point).
     y_mean_, y_scale_ : float
         Target standardisation (0 and 1 with ``standardize=False``).
 
