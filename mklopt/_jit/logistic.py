@@ -94,42 +94,56 @@ def logistic_gap(y, f, alpha, C, b):
 
 
 @njit(**JIT)
+def _intercept_slope(y, f, b):
+    """Derivative and second derivative in ``b`` of ``sum_i log(1 + exp(-y_i (f_i + b)))``."""
+    g = 0.0
+    h = 0.0
+    for i in range(y.shape[0]):
+        s = _sigmoid(-y[i] * (f[i] + b))
+        g -= y[i] * s
+        h += s * (1.0 - s)
+    return g, h
+
+
+@njit(**JIT)
 def logistic_intercept(y, f, b0, max_iter):
     """The offset ``b`` minimising ``sum_i log(1 + exp(-y_i (f_i + b)))``, from ``b0``.
 
-    Newton's method with step halving (the function is convex in ``b``
-    and, with both labels present, bounded below). Returns ``b``.
+    The derivative ``g(b) = -sum_i y_i sigma(-y_i (f_i + b))`` increases
+    from ``-n_+`` to ``n_-``, so with both labels present it has one root,
+    inside ``[-max f - R, -min f + R]`` for ``R = log(n) + 40`` (there every
+    term is saturated). Newton's method from ``b0`` with that bracket,
+    updated at every point, and bisection when a Newton step leaves it (the
+    loss is nearly linear far from the root, where Newton overshoots).
+    Returns ``b``.
     """
     n = y.shape[0]
-    b = b0
-    obj = 0.0
+    fmin = f[0]
+    fmax = f[0]
     for i in range(n):
-        obj += _softplus(-y[i] * (f[i] + b))
+        fmin = min(fmin, f[i])
+        fmax = max(fmax, f[i])
+    R = np.log(n) + 40.0
+    lo = -fmax - R
+    hi = -fmin + R
+    b = min(max(b0, lo), hi)
     for _ in range(max_iter):
-        g = 0.0
-        h = 0.0
-        for i in range(n):
-            s = _sigmoid(-y[i] * (f[i] + b))
-            g -= y[i] * s
-            h += s * (1.0 - s)
-        if h <= 0.0:
+        g, h = _intercept_slope(y, f, b)
+        if g == 0.0:
             break
-        step = g / h
-        t = 1.0
-        moved = False
-        for _ in range(60):
-            bn = b - t * step
-            new = 0.0
-            for i in range(n):
-                new += _softplus(-y[i] * (f[i] + bn))
-            if new <= obj:
-                moved = bn != b
-                b = bn
-                obj = new
+        if g > 0.0:
+            hi = b
+        else:
+            lo = b
+        bn = b - g / h if h > 0.0 else 0.5 * (lo + hi)
+        if not lo < bn < hi:
+            bn = 0.5 * (lo + hi)
+            if not lo < bn < hi:
                 break
-            t *= 0.5
-        if not moved or abs(t * step) <= 1e-15 * (1.0 + abs(b)):
+        if abs(bn - b) <= 1e-15 * (1.0 + abs(b)):
+            b = bn
             break
+        b = bn
     return b
 
 
@@ -282,7 +296,7 @@ def logistic_solve(K, y, C, alpha, f, with_offset, tol, max_iter, check_every):
         bs = 0.0
         for i in range(n):
             bs -= y[i] * (y[i] * f[i] + L[i])
-        b = logistic_intercept(y, f, bs / n, 100)
+        b = logistic_intercept(y, f, bs / n, 200)
     gap, primal = logistic_gap(y, f, alpha, C, b)
     it = 0
     while gap > tol * primal and it < max_iter:
@@ -389,7 +403,7 @@ def logistic_solve(K, y, C, alpha, f, with_offset, tol, max_iter, check_every):
                 for k in range(n):
                     f[k] += (K[k, p] - K[k, o]) * dv
         if with_offset:
-            b = logistic_intercept(y, f, b, 100)
+            b = logistic_intercept(y, f, b, 200)
         gap, primal = logistic_gap(y, f, alpha, C, b)
         if not moved:
             # the chosen step no longer changes alpha: tol is below what

@@ -65,6 +65,16 @@ def test_intercept_matches_scipy(p):
     assert b == pytest.approx(rb, abs=1e-5 * (1.0 + abs(rb)))
 
 
+def test_intercept_from_a_saturated_start():
+    # all margins large at b0: the loss is nearly linear in b and a damped
+    # Newton step from there overshot to b = -60 and stopped (hypothesis)
+    y = np.r_[1.0, -np.ones(11)]
+    f = np.full(12, 4.0)
+    b = logistic_intercept(y, f, 3.0, 200)
+    # one positive in twelve at a common f: sigma(f + b) = 1/12
+    assert b == pytest.approx(-4.0 - np.log(11.0), abs=1e-12)
+
+
 @settings(max_examples=200)
 @given(A=reals(0.0, 100.0), g=reals(-50.0, 50.0), C=log_uniform(1e-2, 1e3),
        u=reals(0.0, 1.0), uo=reals(0.0, 1.0), s=st.sampled_from([-1.0, 1.0]),
