@@ -230,7 +230,13 @@ def newton_1d(A, g, C, xp0, xo0, s, other, lb, ub):
             xn = _split(lo, hi, C)
             if not lo < xn < hi:
                 break  # the bracket is at the resolution of float64
-        if abs(xn - x) <= 1e-15 * min(xn, C - xn):
+        # converged when the step is below the resolution of both variables
+        # (a tiny partner sets the scale: its curvature makes the steps small)
+        scale = min(xn, C - xn)
+        if other:
+            xo = min(max(xo0 + s * (xn - xp0), lb), ub)
+            scale = min(scale, xo, C - xo)
+        if abs(xn - x) <= 1e-15 * scale:
             x = xn
             break
         x = xn

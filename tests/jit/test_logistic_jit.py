@@ -99,6 +99,13 @@ def test_newton_1d_reaches_a_root_far_below_the_start():
     assert x == pytest.approx(1.0 / (1.0 + np.exp(50.0)), rel=1e-12)
 
 
+def test_newton_1d_with_a_tiny_partner():
+    # the partner's curvature (1 / 6e-132) makes every Newton step tiny
+    # against the pivot: convergence is judged on both variables' scales
+    x = newton_1d(0.0, 0.0, 1.0, 1.25e-113, 5.84e-132, 1.0, True, FLOOR, CEIL)
+    assert x == pytest.approx(0.5, rel=1e-12)
+
+
 @st.composite
 def dual_problems(draw):
     X = draw(points(draw(st.integers(4, 25)), 3))
