@@ -155,3 +155,24 @@ def test_py_func_twin_runs_the_same_steps():
         out.append((fn(K, y, 2.0, a, f, False, 1e-12, 10**5, 15), a))
     assert out[0][0][0] == out[1][0][0]
     np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("C", [10.0, 100.0])
+def test_pairs_do_not_stall_from_a_far_start(C):
+    # Unit-trace linear kernel on sonar, offset, start at the zero-kernel
+    # optimum C n_{-y}/n (a warm start far from this optimum): the
+    # second-order pair alone stalled here on a variable pinned at 1e-280 C
+    from mklopt.datasets import load
+
+    X, y = load("sonar")
+    idx = np.random.default_rng(0).choice(len(y), size=80, replace=False)
+    X, y = X[idx], y[idx].astype(float)
+    X = (X - X.mean(0)) / X.std(0)
+    K = np.ascontiguousarray(X @ X.T / np.trace(X @ X.T) * 80)
+    n_pos = (y > 0).sum()
+    alpha = np.where(y > 0, (80 - n_pos) / 80, n_pos / 80) * C
+    f = logistic_init_f(K, y, alpha, np.empty(80))
+    it, gap, primal, b = logistic_solve(K, y, C, alpha, f, True, 1e-10, 10**5, 80)
+    assert gap <= 1e-10 * primal and it < 10**5
+    ra, rb = ref.logistic_dual(K, y, C, True)
+    assert b == pytest.approx(rb, abs=1e-6)  # the full-Newton twin's offset
