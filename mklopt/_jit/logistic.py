@@ -25,10 +25,13 @@ selection does (Fan, Chen and Lin 2005), one end the maximal violator of
 ``F`` and the other the largest Newton decrease, with the entropy's
 curvature in the denominator, and minimises exactly along the direction
 that keeps ``y'alpha`` fixed (a two-variable sub-problem, as in Yu et
-al.'s section 4 for maximum entropy). The maximal violating pair alone is
-not enough: a pair with one variable next to its end of the box barely
-moves, and on nearly separable data that stalled the method. Each step
-updates ``f`` with one or two columns of ``K``: ``O(n)``.
+al.'s section 4 for maximum entropy). The maximal violating pair is solved
+too, and taken instead when its exact decrease is clearly larger: each
+choice alone stalls in some case (a pair with one variable next to its end
+of the box barely moves; a variable pinned at its end looks worthless to
+the quadratic model that rates the second-order pair), see the comments in
+:func:`logistic_solve`. Each step updates ``f`` with one or two columns of
+``K``: ``O(n)``.
 
 *Stopping rule.* Every ``check_every`` steps the primal-dual gap of the
 current point is computed exactly (:func:`logistic_gap`): with
