@@ -88,6 +88,7 @@ _PARAMS = (
     "kernels",
     "method",
     "C",
+    "loss",
     "p",
     "groups",
     "tol",
@@ -152,7 +153,7 @@ _MAP_KINDS = ("function", "exact", "nystroem", "fourier")
 _TASK_ESTIMATORS = {"MKLRegressor": MKLRegressor, "MKLOneClass": MKLOneClass}
 _TASK_PARAMS = {
     "MKLRegressor": tuple(p for p in _PARAMS if p != "standardize") + ("epsilon", "standardize"),
-    "MKLOneClass": tuple(p for p in _PARAMS if p not in ("C", "standardize"))
+    "MKLOneClass": tuple(p for p in _PARAMS if p not in ("C", "loss", "standardize"))
     + ("nu", "standardize"),
 }
 
@@ -658,6 +659,8 @@ def _check_params(path, params, estimator="MKLClassifier"):
         ),
         "normalize": lambda v: v in (None, "trace", "diagonal"),
         "p": lambda v: v == "inf" or number(v),
+        # files written before the parameter existed have no "loss" (the default)
+        "loss": lambda v: isinstance(v, str),
         "standardize": lambda v: v in ("auto", True, False),
         # A name, or a feature map as JSON (checked when the classifier is built).
         "storage": lambda v: (isinstance(v, str) and v in STORAGES) or isinstance(v, dict),

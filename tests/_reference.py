@@ -193,3 +193,99 @@ def gather_blocks(K, kernels, rows, cols):
     """K[kernels[j]][rows][:, cols], in float64."""
     K = np.asarray(K)
     return np.stack([K[k][np.ix_(rows, cols)] for k in kernels]).astype(float)
+
+
+# --- dual logistic regression (mklopt._jit.logistic) ---
+
+
+def _softplus(t):
+    return np.logaddexp(0.0, t)
+
+
+def logistic_gap(y, f, alpha, C, b):
+    """(gap, primal) of the point: the Fenchel-Young sum and the primal value, vectorised."""
+    m = y * (f + b)
+    a = alpha / C
+    ent = -a * np.log(a) - (1 - a) * np.log1p(-a)
+    loss = _softplus(-m)
+    gap = np.sum(C * (loss - ent) + alpha * y * f)
+    return max(float(gap), 0.0), float(C * loss.sum() + 0.5 * np.sum(alpha * y * f))
+
+
+def logistic_intercept(y, f):
+    """argmin_b sum log(1 + exp(-y (f + b))) by scipy's bounded scalar search."""
+    from scipy.optimize import minimize_scalar
+
+    res = minimize_scalar(lambda b: _softplus(-y * (f + b)).sum(), bracket=(-1.0, 1.0),
+                          method="brent", options={"xtol": 1e-14})
+    return float(res.x)
+
+
+def newton_1d(A, g, C, xp0, xo0, s, other, lb, ub):
+    """The sub-problem's minimiser by bracketing phi' (Brent's root finder)."""
+    from scipy.optimize import brentq
+
+    lo, hi = lb, ub
+    if other:
+        if s > 0:
+            lo, hi = max(lo, xp0 - (xo0 - lb)), min(hi, xp0 + (ub - xo0))
+        else:
+            lo, hi = max(lo, xp0 - (ub - xo0)), min(hi, xp0 + (xo0 - lb))
+
+    def dphi(x):
+        d = x - xp0
+        out = A * d + g + np.log(x) - np.log(C - x)
+        if other:
+            xo = min(max(xo0 + s * d, lb), ub)
+            out += s * (np.log(xo) - np.log(C - xo))
+        return out
+
+    if dphi(lo) >= 0:
+        return lo
+    if dphi(hi) <= 0:
+        return hi
+    return brentq(dphi, lo, hi, xtol=1e-300, rtol=1e-15, maxiter=500)
+
+
+def logistic_dual(K, y, C, with_offset):
+    """(alpha, b) of the dual logistic problem by full Newton on its optimality system.
+
+    ``alpha = C sigmoid(-y (K (alpha y) + b))`` (and ``y'alpha = 0`` with an
+    offset), solved with the Jacobian ``[[I + D Q, D y], [y', 0]]``,
+    ``D = C sigma (1 - sigma)``, and a step-halving search on the residual.
+    """
+    from scipy.special import expit
+
+    n = y.size
+    Q = (y[:, None] * y[None, :]) * K
+    z = np.zeros(n + 1)  # (alpha, b)
+
+    def resid(z):
+        a, b = z[:n], z[n]
+        r = a - C * expit(-y * (K @ (a * y) + b))
+        return np.r_[r, y @ a] if with_offset else r
+
+    for _ in range(200):
+        a, b = z[:n], z[n]
+        s = expit(-y * (K @ (a * y) + b))
+        D = C * s * (1 - s)
+        r = resid(z)
+        if with_offset:
+            J = np.zeros((n + 1, n + 1))
+            J[:n, :n] = np.eye(n) + D[:, None] * Q
+            J[:n, n] = D * y
+            J[n, :n] = y
+        else:
+            J = np.eye(n) + D[:, None] * Q
+        step = np.linalg.solve(J, -r)
+        if not with_offset:
+            step = np.r_[step, 0.0]
+        t, nr = 1.0, np.linalg.norm(r)
+        while t > 1e-10 and np.linalg.norm(resid(z + t * step)) >= nr:
+            t *= 0.5
+        if t <= 1e-10:
+            break
+        z = z + t * step
+        if np.linalg.norm(t * step) <= 1e-15 * (1 + np.linalg.norm(z)):
+            break
+    return z[:n], float(z[n])

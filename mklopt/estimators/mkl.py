@@ -15,7 +15,7 @@ from .._validation import check_int, check_real
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion
 from ..methods import Chain, LevelBundle, get_method
-from ..oracles import SVMDual
+from ..oracles import LogisticDual, SVMDual
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._ovo import ClassifierBase, pair_label, set_pair_attributes
 from ._params import check_estimator_client, check_storage_params, resolve_kernel_specs
@@ -195,6 +195,13 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         unit mean diagonal on the training set, as a Gaussian kernel has;
         ``C`` then means what it means in ``sklearn.svm.SVC`` (see
         :doc:`/estimators`, "C and the normalisation").
+    loss : {"hinge", "logistic"}, default="hinge"
+        ``"hinge"``: the SVM (:class:`~mklopt.oracles.SVMDual`).
+        ``"logistic"``: kernel logistic regression,
+        ``C sum_i log(1 + exp(-y_i (f(x_i) + b))) + |f|^2 / 2`` per kernel
+        combination (:class:`~mklopt.oracles.LogisticDual`, whose ``tol``
+        is ``inner_tol``), which gives :meth:`predict_proba` for two
+        classes. Every training point is then a support vector.
     p : float, optional
         Norm of Lp-MKL, ``1 < p <= inf`` (``np.inf``: the sum of the kernels,
         the uniform-weight baseline). Required with ``method="lp"`` and refused with
@@ -382,6 +389,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         kernels="all_features",
         method="auto",
         C=1.0,
+        loss="hinge",
         p=None,
         groups=None,
         tol=1e-2,
@@ -401,6 +409,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         self.kernels = kernels
         self.method = method
         self.C = C
+        self.loss = loss
         self.p = p
         self.groups = groups
         self.tol = tol
@@ -416,6 +425,42 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         self.callback = callback
         self.n_jobs = n_jobs
         self.client = client
+
+    @property
+    def predict_proba(self):
+        """Class probabilities of a two-class ``loss="logistic"`` model, shape (n, 2).
+
+        The model's own probabilities: ``P(classes_[1] | x)`` is the sigmoid
+        of :meth:`decision_function`, the logistic model's log-odds (no
+        calibration is fitted). Only with ``loss="logistic"`` (otherwise the
+        attribute does not exist, as for ``SVC(probability=False)``) and two
+        classes: with more, the one-vs-one pairwise probabilities would need
+        a coupling step (Wu, Lin and Weng 2004) that is not implemented, and
+        a ``ValueError`` says so.
+        """
+        if self.loss != "logistic":
+            raise AttributeError(
+                f"predict_proba is available with loss='logistic' only (loss={self.loss!r}: "
+                "the hinge loss gives no probabilities)"
+            )
+
+        def predict_proba(X):
+            if len(getattr(self, "classes_", ())) > 2:
+                raise ValueError(
+                    f"predict_proba supports two classes; this model has {len(self.classes_)} "
+                    "(one-vs-one pairwise probabilities are not coupled). Use predict or "
+                    "decision_function, or fit one model per class against the rest"
+                )
+            d = np.asarray(self.decision_function(X), dtype=np.float64)
+            p1 = np.empty_like(d)
+            # the sigmoid without overflow on either side
+            pos = d >= 0.0
+            p1[pos] = 1.0 / (1.0 + np.exp(-d[pos]))
+            e = np.exp(d[~pos])
+            p1[~pos] = e / (1.0 + e)
+            return np.column_stack([1.0 - p1, p1])
+
+        return predict_proba
 
     # ---- parameter validation ----------------------------------------------
     def _resolve_specs(self, n_features):
@@ -496,6 +541,8 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         return lambda: _fresh_method(m)
 
     def _prepare_fit(self, X):
+        if self.loss not in ("hinge", "logistic"):
+            raise ValueError(f"loss must be 'hinge' or 'logistic', got {self.loss!r}")
         tol = check_real(self.tol, "tol", low=0.0, strict_low=True)
         C = check_real(self.C, "C", low=0.0, strict_low=True)
         max_iter = check_int(self.max_iter, "max_iter", low=1)
@@ -577,8 +624,19 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
                 client=self.client,
             )
         try:
-            oracle = SVMDual(bank, y, C=plan.C, tol=plan.inner_tol)
-            result = solve(oracle, plan.new_method(), stop=self._stop(plan),
+            new_method = plan.new_method
+            if self.loss == "logistic":
+                oracle = LogisticDual(bank, y, C=plan.C, tol=plan.inner_tol)
+                if isinstance(new_method, partial) and new_method.func is Chain:
+                    # The tight-tol chain ends with the SVM's exact active-set
+                    # step, a QP the logistic dual is not: Level alone
+                    # certifies (the driver tightens the inner tol with it).
+                    new_method = LevelBundle
+            elif self.loss == "hinge":
+                oracle = SVMDual(bank, y, C=plan.C, tol=plan.inner_tol)
+            else:
+                raise ValueError(f"loss must be 'hinge' or 'logistic', got {self.loss!r}")
+            result = solve(oracle, new_method(), stop=self._stop(plan),
                            callback=self.callback)
         finally:
             if self.client is not None:

@@ -20,7 +20,7 @@ from .._validation import check_int, check_real
 from ..datasets import _scaling
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion, rbf
-from ..oracles import OneClassDual, SVRDual
+from ..oracles import OneClassDual, RidgeDual, SVRDual
 from ..oracles.one_class import _check_nu
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._ovo import set_pair_attributes
@@ -42,6 +42,8 @@ __all__ = ["MKLRegressor", "MKLOneClass"]
 # widths sigma = s * sqrt(n_features); s = 1 is about scikit-learn's
 # gamma="scale" (gamma = 1 / (2 sigma^2) = 1 / (2 n_features)).
 _ONE_CLASS_WIDTHS = (0.125, 0.25, 0.5, 1.0)
+# MKLRegressor's losses: epsilon-SVR (SVRDual) and kernel ridge (RidgeDual).
+_REGRESSION_LOSSES = ("epsilon_insensitive", "squared")
 
 
 class _TaskMKL(BaseEstimator):
@@ -194,8 +196,11 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
     :class:`~mklopt.oracles.SVRDual` with an outer method, until the
     relative duality gap is below ``tol`` (SimpleMKL's regression
     formulation, Rakotomamonjy et al. 2008, section 5.1, generalised to
-    every formulation of DESIGN section 1). ``predict`` returns
-    ``f(x) = sum_i beta_i K(x_i, x) + b``, mapped back to the targets' units.
+    every formulation of DESIGN section 1). With ``loss="squared"`` the
+    model is kernel ridge regression with an offset instead
+    (:class:`~mklopt.oracles.RidgeDual`, solved exactly at every weight
+    vector). ``predict`` returns ``f(x) = sum_i beta_i K(x_i, x) + b``,
+    mapped back to the targets' units.
 
     Parameters
     ----------{_COMMON_DOC}
@@ -210,12 +215,19 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
     epsilon : float, default=0.1
         Width of the insensitive tube, >= 0, in units of the targets'
         standard deviation when ``standardize=True`` (the targets are then
-        standardised too), in units of ``y`` otherwise.
+        standardised too), in units of ``y`` otherwise. Not used with
+        ``loss="squared"``.
+    loss : {{"epsilon_insensitive", "squared"}}, default="epsilon_insensitive"
+        ``"epsilon_insensitive"``: epsilon-SVR. ``"squared"``: kernel ridge
+        regression, ``(C/2) sum_i (y_i - f(x_i) - b)^2 + |f|^2 / 2`` per
+        kernel combination (ridge ``1/C``; see the losses page of the
+        documentation); ``inner_tol`` is then not used.
 
     Attributes
     ----------{_COMMON_ATTRS}
     dual_coef_ : ndarray
-        ``beta_i = alpha_i - alpha*_i`` on the support vectors.
+        ``beta_i = alpha_i - alpha*_i`` on the support vectors (with
+        ``loss="squared"``, the ridge dual's ``beta``: every point).
     y_mean_, y_scale_ : float
         Target standardisation (0 and 1 with ``standardize=False``).
 
@@ -246,6 +258,7 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
         method="auto",
         C=100.0,
         epsilon=0.1,
+        loss="epsilon_insensitive",
         p=None,
         groups=None,
         tol=1e-2,
@@ -264,6 +277,7 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
         self.method = method
         self.C = C
         self.epsilon = epsilon
+        self.loss = loss
         self.p = p
         self.groups = groups
         self.tol = tol
@@ -298,6 +312,10 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
         t = check_targets(y, X.shape[0], name)
         C = check_real(self.C, "C", low=0.0, strict_low=True)
         eps = check_real(self.epsilon, "epsilon", low=0.0)
+        if self.loss not in _REGRESSION_LOSSES:
+            raise ValueError(
+                f"loss must be one of {', '.join(map(repr, _REGRESSION_LOSSES))}, got {self.loss!r}"
+            )
         plan = self._check_common(X)
         if self.standardize:
             self.y_mean_ = float(t.mean())
@@ -306,7 +324,13 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
         else:
             self.y_mean_, self.y_scale_ = 0.0, 1.0
         t = (t - self.y_mean_) / self.y_scale_
-        self._fit_oracle(X, lambda bank, tol: SVRDual(bank, t, C=C, epsilon=eps, tol=tol), plan)
+        if self.loss == "squared":
+            def make(bank, tol):
+                return RidgeDual(bank, t, C=C)
+        else:
+            def make(bank, tol):
+                return SVRDual(bank, t, C=C, epsilon=eps, tol=tol)
+        self._fit_oracle(X, make, plan)
         return self
 
     def predict(self, X):
