@@ -2,6 +2,7 @@
 
 from ._problem import DualProblem
 from ._warnings import ConvergenceWarning
+from .composite import CompositeAnswer, CompositeOracle
 from .one_class import OneClassDual
 from .svm_dual import SVMDual
 from .svr_dual import SVRDual
@@ -9,4 +10,5 @@ from .weak_learners import WeakLearners
 
 __all__ = [
     "SVMDual", "SVRDual", "OneClassDual", "WeakLearners", "DualProblem", "ConvergenceWarning",
+    "CompositeOracle", "CompositeAnswer",
 ]
