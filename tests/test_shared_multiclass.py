@@ -260,3 +260,24 @@ def test_shared_refuses_the_exact_step_and_skips_the_chain():
     # A tight tol would chain Level into ActiveSet; shared runs Level alone.
     clf = MKLClassifier(kernels=SPECS, tol=1e-5, multiclass="shared").fit(X, y)
     assert clf.gap_ <= 1e-5
+
+
+def test_shared_fit_reads_views_of_one_bank(monkeypatch):
+    # The pairs of a shared fit read their blocks of one bank on all points.
+    X, y = _three_classes(n_per=8)
+    built, viewed = [], []
+    from_specs, view = KernelBank.from_specs, KernelBank.view
+
+    def count_build(*args, **kw):
+        built.append(kw.get("normalize"))
+        return from_specs(*args, **kw)
+
+    def count_view(self, rows, normalize=None):
+        viewed.append(len(rows))
+        return view(self, rows, normalize=normalize)
+
+    monkeypatch.setattr(KernelBank, "from_specs", staticmethod(count_build))
+    monkeypatch.setattr(KernelBank, "view", count_view)
+    MKLClassifier(kernels=SPECS, multiclass="shared").fit(X, y)
+    assert built == [None]  # one raw bank
+    assert viewed == [16, 16, 16]  # one normalised view per pair
