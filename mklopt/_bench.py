@@ -104,6 +104,15 @@ PROTOCOLS = {
         "Lp, scale curves n = 1k..16k, shuttle (50,000 points), sonar with 1e5 and 1e6 kernels; "
         "each case in its own process, with peak memory (select with --cases)",
     ),
+    "kloft2010": Protocol(
+        methods=(),
+        C=None,
+        help="Kloft et al. 2010 (Lp-norm MKL poster): the two-Gaussian toy problem (test error "
+        "against the share of noise features, p = 1, 4/3, 2, 4, inf) and fit time against n "
+        "with 50 Gaussian kernels on letter (SVC, SimpleMKL, Lp-MKL with p = 1, 4/3, 2, 3, "
+        "inf); select with --cases toy times, sizes with --sizes, draws with --repeats "
+        "(default 5)",
+    ),
 }
 
 

@@ -37,7 +37,33 @@ class UserError(Exception):
 # ----------------------------------------------------------------------------
 # bench (the protocols are mklopt._bench.PROTOCOLS)
 # ----------------------------------------------------------------------------
+def _bench_kloft(args):
+    """``--protocol kloft2010``: the poster's two experiments (see mklopt._bench_kloft)."""
+    from . import _bench_kloft  # imported only here: it needs scikit-learn for its SVC
+
+    cases = args.cases or ["toy", "times"]
+    bad = [c for c in cases if c not in ("toy", "times")]
+    if bad:
+        raise UserError(f"unknown case(s) {', '.join(bad)}; --protocol kloft2010 runs toy, times")
+    repeats = 5 if args.repeats is None else args.repeats
+    if repeats < 1:
+        raise UserError("--repeats must be at least 1")
+    sizes = tuple(args.sizes) if args.sizes else _bench_kloft.TIME_SIZES
+    if min(sizes) < 10:
+        raise UserError("--sizes must be at least 10 points each")
+    _bench_kloft.main(out=os.path.join(args.out, "kloft2010"), repeats=repeats, sizes=sizes,
+                      experiments=cases, quiet=args.quiet)
+    print(f"wrote {args.out}/kloft2010", file=sys.stderr)
+    return 0
+
+
 def _bench(args):
+    if args.sizes and args.protocol != "kloft2010":
+        raise UserError("--sizes belongs to --protocol kloft2010")
+    if args.protocol == "kloft2010":
+        return _bench_kloft(args)
+    if args.repeats is None:
+        args.repeats = 1
     if args.protocol == "scale":
         bad = _bench_scale.unknown_cases(args.cases or [])
         if bad:
@@ -420,13 +446,20 @@ def build_parser():
     b.add_argument(
         "--repeats",
         type=int,
-        default=1,
-        help="timed repeats per solve; the median is reported (default: 1)",
+        default=None,
+        help="timed repeats per solve; the median is reported (default: 1); with "
+        "--protocol kloft2010 the draws of the toy problem and the timed repeats (default: 5)",
     )
     b.add_argument(
         "--cases", nargs="+", metavar="CASE",
         help="with --protocol scale: the cases to run (default: all), e.g. letter-level "
-        "letter-svc curve-on_the_fly-4000 shuttle-level sonar-100000",
+        "letter-svc curve-on_the_fly-4000 shuttle-level sonar-100000; with --protocol "
+        "kloft2010: toy, times or both (default)",
+    )
+    b.add_argument(
+        "--sizes", nargs="+", type=int, metavar="N",
+        help="with --protocol kloft2010: training sizes of the timing experiment "
+        "(default: 250 500 1000)",
     )
     b.add_argument(
         "--n-jobs",

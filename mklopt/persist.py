@@ -101,6 +101,7 @@ _PARAMS = (
     "storage",
     "cache_size",
     "max_memory",
+    "multiclass",
 )
 
 # array name -> (allowed dtype kinds, ndim); shapes are checked together below.
@@ -152,10 +153,26 @@ _MAP_KINDS = ("function", "exact", "nystroem", "fourier")
 # for regression). Files of these estimators are format version 2 at least.
 _TASK_ESTIMATORS = {"MKLRegressor": MKLRegressor, "MKLOneClass": MKLOneClass}
 _TASK_PARAMS = {
-    "MKLRegressor": tuple(p for p in _PARAMS if p != "standardize") + ("epsilon", "standardize"),
-    "MKLOneClass": tuple(p for p in _PARAMS if p not in ("C", "loss", "standardize"))
+    "MKLRegressor": tuple(p for p in _PARAMS if p not in ("standardize", "multiclass"))
+    + ("epsilon", "standardize"),
+    "MKLOneClass": tuple(p for p in _PARAMS if p not in ("C", "loss", "standardize", "multiclass"))
     + ("nu", "standardize"),
 }
+# Fitted attributes that a shared-weight multiclass model holds once for all
+# pairs (one joint run); the file keeps one row per pair, repeated.
+_SHARED_RUN = ("weights_", "n_iter_", "n_oracle_calls_", "gap_", "converged_")
+
+
+def _is_shared(clf):
+    """Whether ``clf`` learnt one weight vector for several pairs (``multiclass="shared"``)."""
+    return getattr(clf, "multiclass", "ovo") == "shared" and len(clf.models_) > 1
+
+
+def _per_pair(clf, name):
+    """Attribute ``name`` with one entry per pair, as the file stores it."""
+    if _is_shared(clf) and name in _SHARED_RUN:
+        return [getattr(clf, name)] * len(clf.models_)
+    return pair_values(clf, name)
 
 
 class ModelFormatError(ValueError):
@@ -412,12 +429,12 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
         "pairs": np.asarray([[0, 1]] if task else clf.pairs_, dtype=np.int64).reshape(
             n_pairs, 2
         ),
-        "weights": np.asarray(pair_values(clf, "weights_"), dtype=np.float64).reshape(n_pairs, m),
+        "weights": np.asarray(_per_pair(clf, "weights_"), dtype=np.float64).reshape(n_pairs, m),
         "intercept": np.array([mdl.bias for mdl in clf.models_], dtype=np.float64),
-        "n_iter": np.asarray(pair_values(clf, "n_iter_"), dtype=np.int64),
-        "n_oracle_calls": np.asarray(pair_values(clf, "n_oracle_calls_"), dtype=np.int64),
-        "gap": np.asarray(pair_values(clf, "gap_"), dtype=np.float64),
-        "converged": np.asarray(pair_values(clf, "converged_"), dtype=bool),
+        "n_iter": np.asarray(_per_pair(clf, "n_iter_"), dtype=np.int64),
+        "n_oracle_calls": np.asarray(_per_pair(clf, "n_oracle_calls_"), dtype=np.int64),
+        "gap": np.asarray(_per_pair(clf, "gap_"), dtype=np.float64),
+        "converged": np.asarray(_per_pair(clf, "converged_"), dtype=bool),
         "sv_offsets": np.asarray(sv_off, dtype=np.int64),
         "sv_X": (np.concatenate(sv_X, axis=0) if sv_X else np.empty((0, d))).astype(np.float64),
         "sv_index": np.concatenate(sv_index).astype(np.int64),
@@ -464,6 +481,11 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
             saved[name] = _storage_to_json(value)
         elif name == "p" and _is_inf(value):
             saved[name] = "inf"  # p = inf (the sum kernel); JSON has no infinity
+        elif name == "multiclass":
+            # Written only when shared, so that one-vs-one files stay readable
+            # by versions that do not know the parameter.
+            if value == "shared":
+                saved[name] = value
         else:
             saved[name] = _jsonable(value, name)
     meta = {
@@ -662,6 +684,7 @@ def _check_params(path, params, estimator="MKLClassifier"):
         # files written before the parameter existed have no "loss" (the default)
         "loss": lambda v: isinstance(v, str),
         "standardize": lambda v: v in ("auto", True, False),
+        "multiclass": lambda v: v in ("ovo", "shared"),
         # A name, or a feature map as JSON (checked when the classifier is built).
         "storage": lambda v: (isinstance(v, str) and v in STORAGES) or isinstance(v, dict),
     }
@@ -864,16 +887,22 @@ def _build(a, meta, specs):
     clf.kernel_specs_ = list(specs)
     clf.n_kernels_ = len(specs)
     clf.intercept_ = np.ascontiguousarray(a["intercept"])
-    set_pair_attributes(
-        clf,
-        weights_=np.ascontiguousarray(a["weights"]),
-        support_=supports,
-        dual_coef_=coefs,
-        n_iter_=a["n_iter"],
-        n_oracle_calls_=a["n_oracle_calls"],
-        gap_=a["gap"],
-        converged_=a["converged"],
-    )
+    run = {
+        "weights_": np.ascontiguousarray(a["weights"]),
+        "n_iter_": a["n_iter"],
+        "n_oracle_calls_": a["n_oracle_calls"],
+        "gap_": a["gap"],
+        "converged_": a["converged"],
+    }
+    if params.get("multiclass") == "shared" and P > 1:
+        if not np.all(a["weights"] == a["weights"][0]):
+            raise ValueError("a shared-weight model has the same weights for every pair")
+        # One joint run: its values once, as the fitted estimator has them.
+        run = {k: v[:1] for k, v in run.items()}
+        set_pair_attributes(clf, **run)
+        clf.support_, clf.dual_coef_ = supports, coefs
+    else:
+        set_pair_attributes(clf, **run, support_=supports, dual_coef_=coefs)
     if meta["estimator"] in _TASK_ESTIMATORS:
         fitted = meta["_fitted"]
         clf.x_mean_, clf.x_scale_ = fitted["x_mean"], fitted["x_scale"]

@@ -317,3 +317,9 @@ def test_multiclass_on_one_feature_map_bank():
     b = _fit(False, X, y, kernels=specs, storage="feature_map", standardize=True)
     assert np.abs(a.weights_ - b.weights_).max() <= 0.05
     assert np.mean(a.predict(X) == b.predict(X)) >= 0.98
+
+
+def test_shared_multiclass_refuses_the_logistic_loss():
+    X, y = datasets.load("satellite")
+    with pytest.raises(ValueError, match="multiclass='shared' runs the hinge loss only"):
+        MKLClassifier(multiclass="shared", loss="logistic").fit(X[:60], y[:60])

@@ -144,6 +144,12 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
         are the training rows of problem ``k``), before any is solved: the
         place to build what all of them read, such as one kernel bank for
         all pairs. Returns the plan the problems receive.
+    ``_fit_pairs(self, tasks, n_jobs, n_tasks) -> list of models``
+        Optional. Fit all binary problems from the argument tuples of
+        ``_fit_binary`` that ``tasks`` yields, returning the models in the
+        same order; by default each tuple goes to ``_fit_binary``, in
+        parallel with ``n_jobs``. Overridden when the problems are solved
+        together (shared kernel weights).
     ``_finish_fit(self, plan, models, rows)``
         Optional. Set the estimator-specific fitted attributes (for example
         ``weights_`` with one row per pair, see :func:`set_pair_attributes`)
@@ -189,6 +195,16 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
 
     #: Whether ``_fit_binary`` receives the problem's training rows before its extras.
     _fit_binary_takes_rows = False
+
+    def _fit_pairs(self, tasks, n_jobs, n_tasks):
+        """Models of all binary problems, in the order of ``tasks`` (default: one by one).
+
+        ``tasks`` yields the argument tuples of ``_fit_binary``. The default
+        fits them independently, in parallel with ``n_jobs``; a subclass
+        whose problems are coupled (one weight vector for all pairs)
+        overrides it to solve them together.
+        """
+        return parallel_map(self._fit_binary, tasks, n_jobs, n_tasks=n_tasks)
 
     def _finish_fit(self, plan, models, rows):
         """Set estimator-specific fitted attributes (default: nothing)."""
@@ -264,7 +280,7 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
 
         # The pairs are independent: with n_jobs (or a joblib backend such
         # as Dask) they run as parallel tasks, with the same results.
-        fitted = parallel_map(self._fit_binary, tasks(), n_jobs, n_tasks=len(pairs))
+        fitted = self._fit_pairs(tasks(), n_jobs, len(pairs))
         models = [None] * len(pairs)
         for p, model in zip(order, fitted):
             models[p] = model

@@ -15,7 +15,7 @@ from .._validation import check_int, check_real
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion
 from ..methods import Chain, LevelBundle, get_method
-from ..oracles import LogisticDual, SVMDual
+from ..oracles import CompositeOracle, LogisticDual, SVMDual
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._ovo import ClassifierBase, pair_label, set_pair_attributes
 from ._params import check_estimator_client, check_storage_params, resolve_kernel_specs
@@ -70,6 +70,8 @@ class _Plan:
     #: problem reads its block of (``KernelBank.view``), or None: each
     #: problem builds its own.
     bank: object = None
+    #: One weight vector for all binary problems (``multiclass="shared"``).
+    shared: bool = False
 
 
 def _joblib_backend_is_remote():
@@ -121,6 +123,24 @@ def _run_attributes(models, rows=None):
         "history_": [r.history for r in results],
         "result_": results,
     }
+
+
+#: Fitted attributes that describe a run (one per pair, or one for a shared fit).
+_RUN_KEYS = ("n_iter_", "n_oracle_calls_", "gap_", "converged_", "history_", "result_")
+
+
+def _check_multiclass(value):
+    """True for ``multiclass="shared"``, False for ``"ovo"``; anything else is refused."""
+    if not isinstance(value, str):
+        raise TypeError(
+            f"multiclass must be 'ovo' or 'shared', got {type(value).__name__} {value!r}"
+        )
+    if value not in ("ovo", "shared"):
+        raise ValueError(
+            f"multiclass must be 'ovo' (kernel weights per pair of classes) or 'shared' "
+            f"(one weight vector for all pairs), got {value!r}"
+        )
+    return value == "shared"
 
 
 def _check_oracle_kind(cls, label):
@@ -289,6 +309,20 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         problem is solved; the fitted model needs no cluster to predict.
         The answers equal the single-process ones. Cannot be combined with
         ``n_jobs``. Clones (``sklearn.base.clone``) share the client.
+    multiclass : {"ovo", "shared"}, default="ovo"
+        How more than two classes are learnt; both train one binary SVM per
+        pair of classes and predict by their vote. ``"ovo"``: every pair
+        learns its own kernel weights, independently (``weights_`` has one
+        row per pair). ``"shared"``: one weight vector ``w`` for all pairs,
+        minimising the sum ``J(w) = sum_p J_p(w)`` of the pairs' MKL
+        objectives, solved as one problem by the outer method against
+        :class:`mklopt.oracles.CompositeOracle` (``weights_`` has shape
+        ``(n_kernels,)``; ``gap_``, ``n_iter_`` and the like describe the one
+        joint run). ``"shared"`` solves the pairs one after the other at
+        every step, so ``n_jobs`` does not apply to it, and it cannot run the
+        exact active-set step (``method="active_set"`` or a chain ending in
+        it): with ``tol < 1e-4`` the level method runs alone. With two
+        classes both are the same problem.
 
     Attributes
     ----------
@@ -308,7 +342,8 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         Their number ``m``.
     weights_ : ndarray of shape (n_kernels,) or (n_pairs, n_kernels)
         Effective kernel weights found (one row per one-vs-one pair when
-        there are more than two classes).
+        there are more than two classes and ``multiclass="ovo"``; one vector
+        for all pairs with ``multiclass="shared"``).
     pairs_ : ndarray of shape (n_pairs, 2)
         Class indices of each binary problem (the second is its +1 class).
     support_ : ndarray of int or list of them
@@ -319,17 +354,21 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
     intercept_ : ndarray of shape (n_pairs,)
         Bias of each binary decision function.
     n_iter_ : int or ndarray of shape (n_pairs,)
-        Outer iterations run.
+        Outer iterations run (one number for the joint run of
+        ``multiclass="shared"``, as for the four attributes below).
     n_oracle_calls_ : int or ndarray of shape (n_pairs,)
-        SVM solves run.
+        Oracle calls run (with ``multiclass="shared"`` each call solves
+        every pair once).
     gap_ : float or ndarray of shape (n_pairs,)
-        Final relative duality gap.
+        Final relative duality gap (of the summed objective when shared).
     converged_ : bool or ndarray of shape (n_pairs,)
         Whether the gap criterion was met.
     history_ : tuple of Progress or list of them
         One row per oracle call.
     result_ : Result or list of Result
-        The full record of each run (see :class:`mklopt.Result`).
+        The full record of each run (see :class:`mklopt.Result`; a shared
+        run's ``alpha`` is the pairs' dual vectors concatenated in pair
+        order and its ``bias`` NaN, the pairs' biases being ``intercept_``).
     models_ : list
         Internal per-pair models used by ``predict``.
 
@@ -349,8 +388,11 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
 
     *Multiclass.* With ``c > 2`` classes one binary MKL problem is solved
     per pair of classes (``c (c - 1) / 2`` of them, each on the samples of
-    its two classes, each with its own kernel weights), and ``predict``
-    takes a majority vote, breaking ties by the summed decision values.
+    its two classes; with ``multiclass="ovo"`` each with its own kernel
+    weights, with ``"shared"`` all with one), and ``predict`` takes a
+    majority vote, breaking ties by the summed decision values. The base
+    kernels are evaluated once on all training points and every pair reads
+    its block of them, normalised on the pair's own points.
 
     *Prediction cost.* Each binary decision evaluates only the selected
     kernels between the new points and that problem's support vectors:
@@ -405,6 +447,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         callback=None,
         n_jobs=None,
         client=None,
+        multiclass="ovo",
     ):
         self.kernels = kernels
         self.method = method
@@ -425,6 +468,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         self.callback = callback
         self.n_jobs = n_jobs
         self.client = client
+        self.multiclass = multiclass
 
     @property
     def predict_proba(self):
@@ -567,16 +611,30 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         check_estimator_client(self.client, self.n_jobs)
         if self.callback is not None and not callable(self.callback):
             raise TypeError("callback must be callable, taking one mklopt.Progress row")
+        shared = _check_multiclass(self.multiclass)
+        if shared and self.loss != "hinge":
+            raise ValueError(
+                f"multiclass='shared' runs the hinge loss only (loss={self.loss!r}); use "
+                "multiclass='ovo' for the logistic loss"
+            )
         specs = self._resolve_specs(X.shape[1])
         new_method = self._method_factory(specs)
-        if resolve_method_name(self.method, len(specs)) == "level" and tol < _CHAIN_BELOW:
+        if shared and getattr(new_method(), "needs_problem", False):
+            raise ValueError(
+                "multiclass='shared' cannot run a method with the exact active-set step "
+                "(it solves one dual with one equality constraint; the shared problem has "
+                "one per pair); use e.g. method='level'"
+            )
+        if (resolve_method_name(self.method, len(specs)) == "level" and tol < _CHAIN_BELOW
+                and not shared):
             # A tight tol: Level finds the active kernels, the exact step certifies.
             new_method = partial(Chain, LevelBundle(), "active_set",
                                  switch=max(_CHAIN_SWITCH, tol))
 
             if self.inner_tol is None:
                 inner_tol = _INNER_TOL_MAX
-        return _Plan(C, tol, max_iter, inner_tol, threshold, deadline, specs, new_method)
+        return _Plan(C, tol, max_iter, inner_tol, threshold, deadline, specs, new_method,
+                     shared=shared)
 
     # ---- one binary problem ------------------------------------------------
     def _stop(self, plan):
@@ -610,19 +668,39 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         )
         return plan
 
-    def _fit_binary(self, plan, X, y, rows=None):
+    def _pair_bank(self, plan, X, rows):
+        """The kernels of one binary problem: a view of the shared bank, or its own."""
         if plan.bank is not None:
-            bank = plan.bank.view(rows, normalize=self.normalize)
-        else:
-            bank = KernelBank.from_specs(
-                X,
-                plan.specs,
-                storage=self.storage,
-                normalize=self.normalize,
-                cache_size=self.cache_size,
-                max_memory=self.max_memory,
-                client=self.client,
-            )
+            return plan.bank.view(rows, normalize=self.normalize)
+        return KernelBank.from_specs(
+            X,
+            plan.specs,
+            storage=self.storage,
+            normalize=self.normalize,
+            cache_size=self.cache_size,
+            max_memory=self.max_memory,
+            client=self.client,
+        )
+
+    @staticmethod
+    def _binary_model(plan, bank, y, w, alpha, bias, result):
+        alpha = np.asarray(alpha, dtype=np.float64)
+        support = np.flatnonzero(alpha > 0.0).astype(np.int64)
+        dual_coef = alpha[support] * y[support]
+        predictor = KernelExpansion.from_solution(
+            bank.functions, w, alpha * y, float(bias), threshold=plan.threshold
+        )
+        return _BinaryMKL(
+            predictor=predictor,
+            weights=w,
+            support=support,
+            dual_coef=dual_coef,
+            bias=float(bias),
+            result=result,
+        )
+
+    def _fit_binary(self, plan, X, y, rows=None):
+        bank = self._pair_bank(plan, X, rows)
         try:
             new_method = plan.new_method
             if self.loss == "logistic":
@@ -642,20 +720,38 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
             if self.client is not None:
                 bank.storage.close()  # the model keeps only the kernel functions
         w = np.asarray(result.weights, dtype=np.float64)
-        alpha = np.asarray(result.alpha, dtype=np.float64)
-        support = np.flatnonzero(alpha > 0.0).astype(np.int64)
-        dual_coef = alpha[support] * y[support]
-        predictor = KernelExpansion.from_solution(
-            bank.functions, w, alpha * y, float(result.bias), threshold=plan.threshold
-        )
-        return _BinaryMKL(
-            predictor=predictor,
-            weights=w,
-            support=support,
-            dual_coef=dual_coef,
-            bias=float(result.bias),
-            result=result,
-        )
+        return self._binary_model(plan, bank, y, w, result.alpha, result.bias, result)
+
+    def _fit_pairs(self, tasks, n_jobs, n_tasks):
+        """Independent pairs (``"ovo"``), or one joint run for all of them (``"shared"``)."""
+        tasks = list(tasks)
+        if n_tasks < 2 or not tasks[0][0].shared:
+            return super()._fit_pairs(tasks, n_jobs, n_tasks)
+        plan = tasks[0][0]
+        banks = [self._pair_bank(plan, Xp, rows) for _, Xp, _, rows in tasks]
+        try:
+            parts = [SVMDual(bank, yp, C=plan.C, tol=plan.inner_tol)
+                     for bank, (_, _, yp, _) in zip(banks, tasks, strict=True)]
+            # One w for all pairs: the outer method minimises sum_p J_p(w).
+            oracle = CompositeOracle(parts)
+            result = solve(oracle, plan.new_method(), stop=self._stop(plan),
+                           callback=self.callback)
+            w = np.asarray(result.weights, dtype=np.float64)
+            models = []
+            for part, bank, a, (_, _, yp, _) in zip(
+                parts, banks, oracle.split(result.alpha), tasks, strict=True
+            ):
+                # The run keeps the best point's alpha but no per-pair bias:
+                # re-solve each pair at w from its alpha (already optimal there,
+                # so SMO stops at once) for the bias of its decision function.
+                part.tol = plan.inner_tol
+                ans = part(w, warm_start=a, need_q=False)
+                models.append(self._binary_model(plan, bank, yp, w, ans.alpha, ans.bias, result))
+        finally:
+            if self.client is not None:
+                for bank in banks:
+                    bank.storage.close()
+        return models
 
     def _decision_binary(self, model, X):
         return model.predictor(X)
@@ -665,16 +761,32 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         self.n_kernels_ = len(plan.specs)
         results = [mdl.result for mdl in models]
         self.intercept_ = np.array([mdl.bias for mdl in models])
-        set_pair_attributes(self, **_run_attributes(models, rows))
-        conv = np.array([r.converged for r in results], dtype=bool)
-        if not conv.all():
-            bad = [
-                f"{pair_label(self.classes_, i, j)}: {r.reason}, "
-                f"rel. gap {r.rel_gap:.3g}"
-                for (i, j), r in zip(self.pairs_, results)
-                if not r.converged
-            ]
-            what = "the MKL problem" if len(models) == 1 else f"{len(bad)} of {len(models)} pairs"
+        attrs = _run_attributes(models, rows)
+        shared = plan.shared and len(models) > 1
+        if shared:
+            # One joint run: its weights and record once, the pairs' SVMs per pair.
+            results = results[:1]
+            set_pair_attributes(
+                self, **{k: attrs[k][:1] for k in ("weights_", *_RUN_KEYS)}
+            )
+            self.support_ = attrs["support_"]
+            self.dual_coef_ = attrs["dual_coef_"]
+        else:
+            set_pair_attributes(self, **attrs)
+        if not all(r.converged for r in results):
+            if shared:
+                r = results[0]
+                what = "the shared problem of all pairs"
+                bad = [f"{r.reason}, rel. gap {r.rel_gap:.3g}"]
+            else:
+                bad = [
+                    f"{pair_label(self.classes_, i, j)}: {r.reason}, "
+                    f"rel. gap {r.rel_gap:.3g}"
+                    for (i, j), r in zip(self.pairs_, results)
+                    if not r.converged
+                ]
+                what = ("the MKL problem" if len(models) == 1
+                        else f"{len(bad)} of {len(models)} pairs")
             warnings.warn(
                 f"{type(self).__name__} did not reach the relative gap tol={plan.tol:g} for "
                 f"{what} ({'; '.join(bad)}); raise max_iter or time_limit, or loosen tol",

@@ -2,6 +2,7 @@
 
 from ._problem import DualProblem
 from ._warnings import ConvergenceWarning
+from .composite import CompositeAnswer, CompositeOracle
 from .logistic_dual import LogisticDual
 from .one_class import OneClassDual
 from .ridge_dual import RidgeDual
@@ -11,5 +12,5 @@ from .weak_learners import WeakLearners
 
 __all__ = [
     "SVMDual", "SVRDual", "OneClassDual", "RidgeDual", "LogisticDual", "WeakLearners",
-    "DualProblem", "ConvergenceWarning",
+    "DualProblem", "ConvergenceWarning", "CompositeOracle", "CompositeAnswer",
 ]
