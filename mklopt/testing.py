@@ -16,7 +16,7 @@ from scipy.optimize import linprog
 
 from ._optional import require
 from ._types import OracleAnswer
-from .domains import GroupSimplex, LpBall, Simplex
+from .domains import ElasticNet, GroupSimplex, LpBall, Simplex
 
 __all__ = ["PiecewiseLinearOracle", "SmoothQuadraticOracle"]
 
@@ -24,6 +24,22 @@ __all__ = ["PiecewiseLinearOracle", "SmoothQuadraticOracle"]
 def _cvxpy():
     """cvxpy, for the exact optima of the smooth oracle (a test extra)."""
     return require("cvxpy", "the exact optimum of SmoothQuadraticOracle")
+
+
+def elastic_net_metric(n_kernels, lam):
+    r"""``A^{-1}`` of the conic form of the elastic-net support function.
+
+    With ``r_k = sqrt(q_k)`` and ``A = (1 - lam) 11' + lam I``, the support
+    function of :class:`~mklopt.domains.ElasticNet` is
+    ``h(q) = max_{u >= 0} 2 r'u - u'Au``, whose Lagrange dual (the sign
+    constraint's multiplier) is ``min_{z >= r} z'A^{-1}z``. So an exact
+    optimum ``max_alpha 1'alpha - h(q(alpha)) / 2`` is the second-order cone
+    program ``max 1'alpha - z'A^{-1}z / 2`` subject to
+    ``||L_k'v(alpha)|| <= z_k``. ``A^{-1}`` follows from Sherman-Morrison,
+    for ``0 < lam <= 1`` (``lam = 0`` is L1-MKL and is solved as such).
+    """
+    c = 1.0 - lam
+    return (np.eye(n_kernels) - c / (lam + n_kernels * c) * np.ones((n_kernels, n_kernels))) / lam
 
 
 def _solve_tight(prob):
@@ -173,9 +189,13 @@ class SmoothQuadraticOracle:
         cp = _cvxpy()
         L = [np.linalg.cholesky(Mk) for Mk in self.M]
         a = cp.Variable(self.n_samples)
-        if isinstance(domain, Simplex):
+        if isinstance(domain, Simplex) or (isinstance(domain, ElasticNet) and domain.lam == 0.0):
             return self.exact_l1_optimum()
-        if isinstance(domain, LpBall):
+        if isinstance(domain, ElasticNet):
+            z = cp.Variable(self.n_kernels)
+            cons = [cp.norm(Lk.T @ a) <= z[k] for k, Lk in enumerate(L)]
+            obj = self.s @ a - cp.quad_form(z, elastic_net_metric(self.n_kernels, domain.lam)) / 2
+        elif isinstance(domain, LpBall):
             t = cp.Variable(self.n_kernels)
             cons = [cp.sum_squares(Lk.T @ a) <= t[k] for k, Lk in enumerate(L)]
             obj = self.s @ a - cp.norm(t, domain.p_star) / 2

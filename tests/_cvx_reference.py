@@ -9,7 +9,8 @@ plain NumPy; ``exact_optimum`` solves the dual of each formulation
 import numpy as np
 
 from mklopt.datasets import load
-from mklopt.domains import GroupSimplex, LpBall, Simplex
+from mklopt.domains import ElasticNet, GroupSimplex, LpBall, Simplex
+from mklopt.testing import elastic_net_metric
 
 
 def small_problem(name="sonar", n=60, seed=0, rows=None):
@@ -54,6 +55,8 @@ def exact_optimum(K, y, C, domain):
     a = cp.Variable(n)
     v = cp.multiply(a, y)
     cons = [a >= 0, a <= 1, y @ a == 0]
+    if isinstance(domain, ElasticNet) and domain.lam == 0.0:
+        domain = Simplex(len(L))  # the same set of optimal values (L1-MKL)
     if isinstance(domain, Simplex):
         t = cp.Variable()
         cons += [cp.sum_squares(Lk.T @ v) <= t for Lk in L]
@@ -66,6 +69,10 @@ def exact_optimum(K, y, C, domain):
         r = cp.Variable(domain.n_groups)
         cons += [cp.norm(Lk.T @ v) <= r[domain.group_of[k]] for k, Lk in enumerate(L)]
         obj = cp.sum(a) - C * cp.square(cp.sum(r)) / 2
+    elif isinstance(domain, ElasticNet):
+        z = cp.Variable(len(L))
+        cons += [cp.norm(Lk.T @ v) <= z[k] for k, Lk in enumerate(L)]
+        obj = cp.sum(a) - C * cp.quad_form(z, elastic_net_metric(len(L), domain.lam)) / 2
     else:  # pragma: no cover
         raise TypeError(domain)
     prob = cp.Problem(cp.Maximize(obj), cons)
@@ -125,6 +132,8 @@ def exact_problem_optimum(K, problem, domain):
     v = S @ a
     cons = [a >= 0, a <= problem.upper, problem.signs @ a == problem.total]
     lin = -problem.linear @ a
+    if isinstance(domain, ElasticNet) and domain.lam == 0.0:
+        domain = Simplex(len(L))  # the same set of optimal values (L1-MKL)
     if isinstance(domain, Simplex):
         t = cp.Variable()
         cons += [cp.sum_squares(Lk.T @ v) <= t for Lk in L]
@@ -137,6 +146,10 @@ def exact_problem_optimum(K, problem, domain):
         r = cp.Variable(domain.n_groups)
         cons += [cp.norm(Lk.T @ v) <= r[domain.group_of[k]] for k, Lk in enumerate(L)]
         obj = lin - cp.square(cp.sum(r)) / 2
+    elif isinstance(domain, ElasticNet):
+        z = cp.Variable(len(L))
+        cons += [cp.norm(Lk.T @ v) <= z[k] for k, Lk in enumerate(L)]
+        obj = lin - cp.quad_form(z, elastic_net_metric(len(L), domain.lam)) / 2
     else:  # pragma: no cover
         raise TypeError(domain)
     prob = cp.Problem(cp.Maximize(obj), cons)

@@ -20,12 +20,13 @@ from ._base import (
 
 __all__ = ["METHODS", "PRESETS", "MethodBase", "Preset", "add_preset", "get_method",
            "get_preset", "method_names", "register", "Subgradient", "Boosting",
-           "CuttingPlane", "LevelBundle", "MirrorDescent", "AnalyticLp", "KernelWorkingSet",
+           "CuttingPlane", "LevelBundle", "MirrorDescent", "AnalyticLp", "AnalyticElasticNet",
+           "KernelWorkingSet",
            "ActiveSet", "Chain", "SPG"]
 
 # one import per method (each registers itself) ------------------------------
 from .active_set import ActiveSet  # noqa: E402
-from .analytic_lp import AnalyticLp  # noqa: E402
+from .analytic_lp import AnalyticElasticNet, AnalyticLp  # noqa: E402
 from .boosting import Boosting  # noqa: E402
 from .chain import Chain  # noqa: E402
 from .cutting_plane import CuttingPlane  # noqa: E402

@@ -135,6 +135,7 @@ class AnalyticLp(MethodBase):
         return t / np.linalg.norm(t, p)
 
 
+@register("elastic_net")
 class AnalyticElasticNet(MethodBase):
     r"""Interleaved closed-form update for elastic-net MKL (:class:`~mklopt.domains.ElasticNet`).
 
@@ -166,9 +167,9 @@ class AnalyticElasticNet(MethodBase):
     ``"stationary"``. Every answer is offered as a candidate best point with
     the gap ``(h(q) - w'q) / 2 >= 0`` of the domain.
 
-    The class is not in the method registry (the conformance kit's toy
-    oracles have no exact optimum for this domain yet); pass an instance,
-    e.g. ``MKLClassifier(method=AnalyticElasticNet(0.5))``.
+    It is registered as ``"elastic_net"``; the estimators run it for
+    ``elastic_net=lam`` (e.g. ``MKLClassifier(elastic_net=0.5)``), or take
+    an instance, ``MKLClassifier(method=AnalyticElasticNet(0.5))``.
 
     References
     ----------
@@ -185,8 +186,6 @@ class AnalyticElasticNet(MethodBase):
     >>> bool(res.converged and ElasticNet(4, 0.5).contains(res.weights))
     True
     """
-
-    name = "elastic_net"
 
     def __init__(self, lam=0.5):
         self.lam = lam

@@ -24,7 +24,8 @@ ALL_DUAL = sorted(
 # Methods that answer on any oracle (no dual problem read): the toy-oracle contract.
 DUAL_METHODS = [cls for cls in ALL_DUAL if not cls().needs_problem]
 # The L1 methods (their default formulation is the simplex), for chains.
-L1_NAMES = sorted(cls.name for cls in ALL_DUAL if cls is not Chain and cls.name != "lp")
+L1_NAMES = sorted(cls.name for cls in ALL_DUAL
+                  if cls is not Chain and cls.name not in ("lp", "elastic_net"))
 
 
 def make(cls):
@@ -113,7 +114,13 @@ GROUPS = [[0, 1, 2], [3, 4]]
 
 
 def _methods():
-    from mklopt.methods import ActiveSet, AnalyticLp, KernelWorkingSet, MirrorDescent
+    from mklopt.methods import (
+        ActiveSet,
+        AnalyticElasticNet,
+        AnalyticLp,
+        KernelWorkingSet,
+        MirrorDescent,
+    )
 
     out = [(cls.__name__, cls) for cls in DUAL_METHODS
            if cls not in (AnalyticLp, KernelWorkingSet)]
@@ -121,6 +128,7 @@ def _methods():
         ("MirrorDescent-groups", lambda: MirrorDescent(groups=GROUPS)),
         ("AnalyticLp-p2", lambda: AnalyticLp(p=2.0)),
         ("AnalyticLp-p1.5", lambda: AnalyticLp(p=1.5)),
+        ("AnalyticElasticNet-0.9", lambda: AnalyticElasticNet(0.9)),
         ("KernelWorkingSet", lambda: KernelWorkingSet(size=2)),
         # the exact step reads the oracle's DualProblem (SVR: answers carry
         # beta, the problem 2n variables; the oracle maps one to the other)
@@ -138,20 +146,23 @@ def _task(task):
 
 @functools.cache
 def _exact(task, kind, arg):
-    from mklopt.domains import GroupSimplex, LpBall, Simplex
+    from mklopt.domains import ElasticNet, GroupSimplex, LpBall, Simplex
     from tests._cvx_reference import exact_problem_optimum
 
     K, oracle = _task(task)
     dom = {"l1": lambda: Simplex(K.shape[0]), "lp": lambda: LpBall(K.shape[0], arg),
+           "enet": lambda: ElasticNet(K.shape[0], arg),
            "groups": lambda: GroupSimplex(GROUPS, K.shape[0])}[kind]()
     return exact_problem_optimum(K, oracle.problem, dom)
 
 
 def _key(dom):
-    from mklopt.domains import GroupSimplex, LpBall
+    from mklopt.domains import ElasticNet, GroupSimplex, LpBall
 
     if isinstance(dom, LpBall):
         return ("lp", dom.p)
+    if isinstance(dom, ElasticNet):
+        return ("enet", dom.lam)
     if isinstance(dom, GroupSimplex):
         return ("groups", None)
     return ("l1", None)
