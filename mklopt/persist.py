@@ -91,6 +91,7 @@ _PARAMS = (
     "loss",
     "p",
     "groups",
+    "elastic_net",
     "tol",
     "max_iter",
     "inner_tol",
@@ -481,6 +482,11 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
             saved[name] = _storage_to_json(value)
         elif name == "p" and _is_inf(value):
             saved[name] = "inf"  # p = inf (the sum kernel); JSON has no infinity
+        elif name == "elastic_net":
+            # Written only when set, so that other files stay readable by
+            # versions that do not know the parameter (as multiclass below).
+            if value is not None:
+                saved[name] = _jsonable(value, name)
         elif name == "multiclass":
             # Written only when shared, so that one-vs-one files stay readable
             # by versions that do not know the parameter.

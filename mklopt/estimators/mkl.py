@@ -54,6 +54,20 @@ def resolve_method_name(method, n_kernels):
     return method
 
 
+#: Registered methods that run elastic-net MKL, with the constructor argument
+#: that receives the estimator's ``elastic_net`` (the mixing parameter lam).
+ELASTIC_NET_METHODS = {"elastic_net": "lam", "spg": "elastic_net"}
+
+
+def _method_name_for(method, n_kernels, elastic_net):
+    """The registry name to run: ``"auto"`` with ``elastic_net`` set is the analytic step."""
+    if elastic_net is not None and isinstance(method, str) and method == "auto":
+        # Level and the working set only know the simplex; the analytic
+        # step is the elastic-net method that needs no tuning.
+        return "elastic_net"
+    return resolve_method_name(method, n_kernels)
+
+
 @dataclass
 class _Plan:
     """Validated parameters of one ``fit`` (scratch state, dropped after it)."""
@@ -205,7 +219,9 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         with more, where pricing every kernel at every call would dominate.
         ``"level"`` (extended level method), ``"cutting_plane"`` / ``"silp"``,
         ``"subgradient"`` / ``"simplemkl"``, ``"mirror"`` (mirror descent,
-        optionally on groups), ``"lp"`` (analytic Lp-MKL update), or any
+        optionally on groups), ``"lp"`` (analytic Lp-MKL update),
+        ``"elastic_net"`` (analytic elastic-net update, with
+        ``elastic_net``), ``"spg"`` (spectral projected gradient), or any
         name in :data:`mklopt.methods.METHODS`; or an instance such as
         ``LevelBundle(lam=0.8)``, which is copied and started afresh for
         every binary problem (the instance you pass is never modified).
@@ -231,6 +247,16 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         the mixed (l-inf, l1) formulation, or ``"features"`` for one group
         per feature set of the kernel specs (e.g. all kernels on feature 3
         form one group). Without it mirror descent solves L1-MKL.
+    elastic_net : float, optional
+        Elastic-net MKL with mixing parameter ``lam`` in ``[0, 1]``: the
+        block-norm regulariser ``((1 - lam) (sum_k ||f_k||)^2 + lam sum_k
+        ||f_k||^2) / 2`` (:class:`~mklopt.domains.ElasticNet`), L1-MKL at
+        ``lam = 0`` and the SVM on the sum of the kernels at ``lam = 1``.
+        Runs on ``method="auto"`` (which then means ``"elastic_net"``, the
+        interleaved analytic step,
+        :class:`~mklopt.methods.analytic_lp.AnalyticElasticNet`),
+        ``"elastic_net"`` (where it is required) or ``"spg"``; every other
+        method is refused. The gap certificate is the elastic-net one.
     tol : float, default=1e-2
         Relative duality gap at which a run counts as converged. With
         ``method="level"`` (or ``"auto"`` resolving to it) and ``tol < 1e-4`` the run is
@@ -434,6 +460,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         loss="hinge",
         p=None,
         groups=None,
+        elastic_net=None,
         tol=1e-2,
         max_iter=500,
         inner_tol=None,
@@ -455,6 +482,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         self.loss = loss
         self.p = p
         self.groups = groups
+        self.elastic_net = elastic_net
         self.tol = tol
         self.max_iter = max_iter
         self.inner_tol = inner_tol
@@ -531,8 +559,11 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         return groups
 
     def _method_factory(self, specs):
-        """Validate method/p/groups; return a function making a fresh method."""
-        m = resolve_method_name(self.method, len(specs))
+        """Validate method/p/groups/elastic_net; return a function making a fresh method."""
+        enet = getattr(self, "elastic_net", None)
+        if enet is not None:
+            enet = check_real(enet, "elastic_net", low=0.0, high=1.0)
+        m = _method_name_for(self.method, len(specs), enet)
         if isinstance(m, str):
             try:
                 cls = get_method(m)
@@ -558,6 +589,20 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
                     "groups is only used by the grouped formulation (method='mirror'); "
                     f"remove it for {label}"
                 )
+            enet_arg = ELASTIC_NET_METHODS.get(cls.name)
+            if enet is not None:
+                if enet_arg is None:
+                    names = ", ".join(repr(n) for n in ELASTIC_NET_METHODS)
+                    raise ValueError(
+                        f"elastic_net={self.elastic_net!r} needs a method that runs elastic-net "
+                        f"MKL ({names}, or 'auto' for 'elastic_net'); {label} solves another "
+                        "formulation"
+                    )
+                kwargs[enet_arg] = enet
+            elif cls.name == "elastic_net":
+                raise ValueError(
+                    f"elastic_net is required with {label} (the mixing parameter lam in [0, 1])"
+                )
             try:
                 # The method owns its parameters' checks (1 < p <= inf, groups a partition).
                 cls(**kwargs).check_params(n_kernels=len(specs))
@@ -576,8 +621,8 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
                 f"{type(m).__name__}"
             )
         _check_oracle_kind(type(m), type(m).__name__)
-        for name in ("p", "groups"):
-            if getattr(self, name) is not None:
+        for name in ("p", "groups", "elastic_net"):
+            if getattr(self, name, None) is not None:
                 raise ValueError(
                     f"{name} cannot be combined with a method instance; set it on the "
                     f"instance itself (e.g. {type(m).__name__}({name}=...))"
@@ -625,8 +670,8 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
                 "(it solves one dual with one equality constraint; the shared problem has "
                 "one per pair); use e.g. method='level'"
             )
-        if (resolve_method_name(self.method, len(specs)) == "level" and tol < _CHAIN_BELOW
-                and not shared):
+        if (_method_name_for(self.method, len(specs), self.elastic_net) == "level"
+                and tol < _CHAIN_BELOW and not shared):
             # A tight tol: Level finds the active kernels, the exact step certifies.
             new_method = partial(Chain, LevelBundle(), "active_set",
                                  switch=max(_CHAIN_SWITCH, tol))

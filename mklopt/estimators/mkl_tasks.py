@@ -149,9 +149,11 @@ _COMMON_DOC = """
         :data:`mklopt.methods.METHODS` working on dual
         oracles (``"level"``, ``"silp"``, ``"simplemkl"``, ``"mirror"``,
         ``"lp"``, ...), as for :class:`~mklopt.MKLClassifier`.
-    p, groups
-        Lp norm (with ``method="lp"``) and kernel groups (with
-        ``method="mirror"``), as for :class:`~mklopt.MKLClassifier`.
+    p, groups, elastic_net
+        Lp norm (with ``method="lp"``), kernel groups (with
+        ``method="mirror"``) and the elastic-net mixing parameter ``lam`` in
+        ``[0, 1]`` (with ``method="auto"``, ``"elastic_net"`` or ``"spg"``),
+        as for :class:`~mklopt.MKLClassifier`.
     tol : float, default=1e-2
         Relative duality gap at which the run counts as converged.
     max_iter : int, default=500
@@ -261,6 +263,7 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
         loss="epsilon_insensitive",
         p=None,
         groups=None,
+        elastic_net=None,
         tol=1e-2,
         max_iter=500,
         inner_tol=None,
@@ -280,6 +283,7 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
         self.loss = loss
         self.p = p
         self.groups = groups
+        self.elastic_net = elastic_net
         self.tol = tol
         self.max_iter = max_iter
         self.inner_tol = inner_tol
@@ -404,6 +408,7 @@ class MKLOneClass(OutlierMixin, _TaskMKL):
         nu=0.5,
         p=None,
         groups=None,
+        elastic_net=None,
         tol=1e-2,
         max_iter=500,
         inner_tol=None,
@@ -421,6 +426,7 @@ class MKLOneClass(OutlierMixin, _TaskMKL):
         self.nu = nu
         self.p = p
         self.groups = groups
+        self.elastic_net = elastic_net
         self.tol = tol
         self.max_iter = max_iter
         self.inner_tol = inner_tol
