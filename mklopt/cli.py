@@ -241,6 +241,13 @@ def _task_options(args):
         raise UserError("--p is only used with --method lp")
     if args.method != "mirror" and args.groups is not None:
         raise UserError("--groups is only used with --method mirror")
+    _check_elastic_net(args)
+
+
+def _check_elastic_net(args):
+    """``--method elastic_net`` has no default mixing parameter: ask for it by its flag."""
+    if args.method == "elastic_net" and args.elastic_net is None:
+        raise UserError("--method elastic_net needs --elastic-net LAM (a number in [0, 1])")
 
 
 def _fit_task(args):
@@ -266,6 +273,7 @@ def _fit_task(args):
         max_iter=args.max_iter,
         p=(2.0 if args.p is None else args.p) if args.method == "lp" else None,
         groups=args.groups,
+        elastic_net=args.elastic_net,
         time_limit=args.time_limit,
         standardize=not args.no_standardize,
     )
@@ -325,6 +333,7 @@ def _fit(args):
         raise UserError("--p is only used with --method lp")
     if args.method != "mirror" and args.groups is not None:
         raise UserError("--groups is only used with --method mirror")
+    _check_elastic_net(args)
     kernels = "grid" if args.kernels == "grid" else "all_features"
     p = (2.0 if args.p is None else args.p) if args.method == "lp" else None
     clf = MKLClassifier(
@@ -336,6 +345,7 @@ def _fit(args):
         max_iter=args.max_iter,
         p=p,
         groups=args.groups,
+        elastic_net=args.elastic_net,
         time_limit=args.time_limit,
     )
     t0 = time.perf_counter()
@@ -530,7 +540,8 @@ def build_parser():
         "(0, 1] (default: 0.5)",
     )
     f.add_argument(
-        "--p", type=float, default=None, help="norm of Lp-MKL for --method lp, 1 < p <= inf (default: 2)"
+        "--p", type=float, default=None,
+        help="norm of Lp-MKL for --method lp, 1 < p <= inf (default: 2)",
     )
     f.add_argument(
         "--groups",
@@ -538,6 +549,14 @@ def build_parser():
         default=None,
         help="with --method mirror: one kernel group per feature set (the mixed "
         "l-inf/l1 formulation)",
+    )
+    f.add_argument(
+        "--elastic-net",
+        type=float,
+        default=None,
+        metavar="LAM",
+        help="elastic-net MKL with mixing parameter LAM in [0, 1] (0: L1-MKL, 1: the sum "
+        "kernel), with --method auto, elastic_net or spg",
     )
     f.add_argument("--tol", type=float, default=1e-2, help="relative duality gap (default: 0.01)")
     f.add_argument("--max-iter", type=int, default=500, help="outer iterations (default: 500)")

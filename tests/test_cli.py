@@ -227,6 +227,21 @@ def test_fit_multiclass_grid_and_methods(tmp_path, capsys):
     assert clf.scaler_mean_ is None and clf.get_params()["standardize"] is False
 
 
+def test_fit_elastic_net(data, tmp_path, capsys):
+    model = tmp_path / "enet.npz"
+    code, out, err = _run(capsys, "fit", data["train"], "--label", "diagnosis",
+                          "--elastic-net", "0.5", "--model", model)
+    assert code == 0, err
+    clf, meta = load_model(model)
+    assert clf.get_params()["elastic_net"] == 0.5 and meta["params"]["elastic_net"] == 0.5
+    code, out, err = _run(capsys, "fit", data["train"], "--label", "diagnosis",
+                          "--method", "elastic_net", "--model", model)
+    assert code != 0 and "--elastic-net LAM" in err
+    code, out, err = _run(capsys, "fit", data["train"], "--label", "diagnosis",
+                          "--method", "level", "--elastic-net", "0.5", "--model", model)
+    assert code != 0 and "'elastic_net', 'spg'" in err
+
+
 def test_fit_errors(data, tmp_path, capsys):
     model = tmp_path / "m.npz"
     bad = [
