@@ -15,7 +15,7 @@ import numpy as np
 
 from .._jit.projections import project_simplex
 from .._validation import check_choice, check_real
-from ..domains import Simplex
+from ..domains import ElasticNet, LpBall, Simplex, check_norm
 from ._base import MethodBase, register
 
 __all__ = ["Subgradient"]
@@ -33,10 +33,12 @@ class _State:
 
 @register("subgradient", "simplemkl")
 class Subgradient(MethodBase):
-    r"""Gradient descent on the simplex: SimpleMKL's reduced gradient or projected subgradient.
+    r"""Gradient descent for MKL: SimpleMKL's reduced gradient or projected subgradient.
 
     Minimises ``J(w) = max_{alpha in Q} f(w, alpha)`` over the simplex (L1-MKL)
-    using the subgradient ``grad J(w) = -q(alpha*(w)) / 2`` (DESIGN section 1).
+    using the subgradient ``grad J(w) = -q(alpha*(w)) / 2`` (Rakotomamonjy et
+    al. 2008, eq. 11). The projected variant also runs on the Lp ball and on
+    the elastic-net set, through their Euclidean projections.
 
     Parameters
     ----------
@@ -54,6 +56,13 @@ class Subgradient(MethodBase):
     zero_tol : float, default=1e-10
         Weights below ``zero_tol * max(w)`` are set to zero after a step
         (SimpleMKL's numerical clean-up), then ``w`` is renormalised.
+    norm : float, default=1.0
+        1 is L1-MKL (the simplex). With ``direction="projected"`` it may be
+        an Lp norm ``1 < p <= inf`` (:class:`~mklopt.domains.LpBall`).
+    elastic_net : float, optional
+        With ``direction="projected"``: elastic-net MKL with this mixing
+        parameter in ``[0, 1]`` (:class:`~mklopt.domains.ElasticNet`;
+        ``norm`` must then be 1).
 
     Notes
     -----
@@ -75,7 +84,12 @@ class Subgradient(MethodBase):
     ``"line_search_stalled"``; tighten the oracle's ``tol`` to go further.
 
     The projected variant keeps the best point found; its iterates need not
-    decrease ``J``.
+    decrease ``J``. Its step uses the norm of the gradient in the set's
+    tangent directions: ``g - mean(g)`` on the simplex (whose points keep
+    ``sum(w) = 1``), ``g`` itself on the Lp ball and the elastic-net set,
+    which are full-dimensional. The reduced gradient needs the simplex's
+    single equality constraint and runs on it alone; for the other
+    formulations with line searches see :class:`~mklopt.methods.SPG`.
 
     Examples
     --------
@@ -94,11 +108,14 @@ class Subgradient(MethodBase):
     True
     """
 
-    def __init__(self, direction="reduced", line_search_tol=0.1, step_scale=1.0, zero_tol=1e-10):
+    def __init__(self, direction="reduced", line_search_tol=0.1, step_scale=1.0, zero_tol=1e-10,
+                 norm=1.0, elastic_net=None):
         self.direction = direction
         self.line_search_tol = line_search_tol
         self.step_scale = step_scale
         self.zero_tol = zero_tol
+        self.norm = norm
+        self.elastic_net = elastic_net
 
     # ---- hooks ---------------------------------------------------------------
     def check_params(self, n_kernels=None):
@@ -106,18 +123,50 @@ class Subgradient(MethodBase):
         check_real(self.line_search_tol, "line_search_tol", low=0.0, high=1.0, strict_low=True)
         check_real(self.step_scale, "step_scale", low=0.0, strict_low=True)
         check_real(self.zero_tol, "zero_tol", low=0.0, high=1.0)
+        l1 = (isinstance(self.norm, (int, float, np.number)) and not isinstance(self.norm, bool)
+              and self.norm == 1)
+        if not l1:
+            check_norm(self.norm, "norm")
+        if self.elastic_net is not None:
+            check_real(self.elastic_net, "elastic_net", low=0.0, high=1.0)
+            if not l1:
+                raise ValueError(
+                    "elastic_net is a formulation of its own; leave norm at 1 "
+                    f"(got norm={self.norm!r})"
+                )
+        if self.direction == "reduced" and (not l1 or self.elastic_net is not None):
+            raise ValueError(
+                "the reduced gradient runs on the simplex only (L1-MKL); use "
+                "direction='projected' for norm or elastic_net"
+            )
+
+    def _domain(self, m):
+        if self.elastic_net is not None:
+            return ElasticNet(m, self.elastic_net)
+        if self.norm == 1:
+            return Simplex(m)
+        return LpBall(m, self.norm)
 
     def _start(self, oracle, w0=None, answer=None):
-        domain = Simplex(oracle.n_kernels)
-        run = self._reduced if self.direction == "reduced" else self._projected
+        domain = self._domain(oracle.n_kernels)
         s = _State(steps=None)
-        s.steps = run(s, domain.initial() if w0 is None else self._clean(w0), answer)
+        if self.direction == "reduced":
+            s.steps = self._reduced(s, domain.initial() if w0 is None else self._clean(w0), answer)
+        else:
+            s.steps = self._projected(s, domain, domain.initial() if w0 is None else w0, answer)
         s.query = next(s.steps)
         return domain, s
 
     def _resume(self, oracle, handover):
-        # Descend from the handed-over point, whose answer gives the first gradient.
-        return self._start(oracle, np.array(handover.weights, dtype=np.float64), handover.answer)
+        # Descend from the handed-over point, whose answer gives the first
+        # gradient; the projected variant first projects it onto its own set
+        # (and then needs the answer there).
+        w = np.array(handover.weights, dtype=np.float64)
+        if self.direction == "reduced":
+            return self._start(oracle, w, handover.answer)
+        w0 = self._domain(oracle.n_kernels).project(w)
+        same = float(np.max(np.abs(w0 - w))) <= 1e-12
+        return self._start(oracle, w0, handover.answer if same else None)
 
     def _ask(self, s):
         return s.query
@@ -248,21 +297,31 @@ class Subgradient(MethodBase):
             ans = yield w
             s.iteration_done = True
 
-    def _projected(self, s, w, ans):
+    def _projected(self, s, domain, w, ans):
+        simplex = isinstance(domain, Simplex)
         t = 0
         while True:
             if ans is None:
                 ans = yield w
             t += 1
             g = np.asarray(ans.grad, dtype=np.float64)
-            gn = float(np.linalg.norm(g - g.mean()))
+            # On the simplex only moves with sum zero are feasible, so the
+            # step is scaled by the gradient's part in that hyperplane.
+            gn = float(np.linalg.norm(g - g.mean() if simplex else g))
             if gn <= 0.0:
                 self._finish("stationary", converged=True)
                 s.iteration_done = True
                 yield w
                 return
+            # eta_t = R / (||g_t|| sqrt(t)) with R = sqrt(2), the diameter of
+            # the simplex. The other sets lie in the unit box of the positive
+            # orthant; the same R keeps one scale for all of them (step_scale
+            # tunes it), and the projection keeps every iterate feasible.
             eta = self.step_scale * math.sqrt(2.0) / (gn * math.sqrt(t))
             x = np.ascontiguousarray(w - eta * g)
-            w = project_simplex(x, 1.0, np.empty_like(x))
+            if simplex:
+                w = project_simplex(x, 1.0, np.empty_like(x))
+            else:
+                w = domain.project(x)
             s.iteration_done = True
             ans = None

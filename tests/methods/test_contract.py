@@ -120,6 +120,7 @@ def _methods():
         AnalyticLp,
         KernelWorkingSet,
         MirrorDescent,
+        Subgradient,
     )
 
     out = [(cls.__name__, cls) for cls in DUAL_METHODS
@@ -129,6 +130,10 @@ def _methods():
         ("AnalyticLp-p2", lambda: AnalyticLp(p=2.0)),
         ("AnalyticLp-p1.5", lambda: AnalyticLp(p=1.5)),
         ("AnalyticElasticNet-0.9", lambda: AnalyticElasticNet(0.9)),
+        # projected subgradient through the projections of the other sets
+        ("Subgradient-projected-p2", lambda: Subgradient(direction="projected", norm=2.0)),
+        ("Subgradient-projected-enet0.5",
+         lambda: Subgradient(direction="projected", elastic_net=0.5)),
         ("KernelWorkingSet", lambda: KernelWorkingSet(size=2)),
         # the exact step reads the oracle's DualProblem (SVR: answers carry
         # beta, the problem 2n variables; the oracle maps one to the other)

@@ -3,6 +3,7 @@ import pytest
 from hypothesis import given, settings
 
 from mklopt import solve
+from mklopt.domains import ElasticNet, LpBall
 from mklopt.methods import Subgradient, get_method
 from mklopt.stopping import DualityGap, MaxIter
 from tests._strategies import smooth_quadratic_oracles
@@ -109,3 +110,60 @@ def test_reduced_gradient_stops_honestly_at_a_kink():
             # the last row is the stalled point's value, never below the best
             assert res.history[-1].upper == res.value
     assert stalled > 0
+
+
+# ------------------------------------------------- projected, other formulations
+FORMULATIONS = [dict(norm=1.5), dict(norm=2.0), dict(norm=np.inf), dict(elastic_net=0.0),
+                dict(elastic_net=0.3), dict(elastic_net=0.7), dict(elastic_net=1.0)]
+
+
+def _ids(kw):
+    return "-".join(f"{k}={v}" for k, v in kw.items())
+
+
+@pytest.mark.parametrize("kw", FORMULATIONS, ids=_ids)
+@pytest.mark.parametrize("seed", range(3))
+def test_projected_runs_on_lp_and_elastic_net_to_the_conic_optimum(kw, seed):
+    oracle = SmoothQuadraticOracle.random(7, 5, seed=seed)
+    method = Subgradient(direction="projected", **kw)
+    res = solve(oracle, method, stop=DualityGap(1e-6) | MaxIter(5000))
+    assert res.converged, (res.reason, res.rel_gap)
+    dom = method.domain
+    expected = ElasticNet if "elastic_net" in kw else LpBall
+    assert type(dom) is expected
+    assert all(dom.contains(p.weights, tol=1e-9) for p in res.history)
+    exact = oracle.exact_optimum(dom)  # cvxpy + Clarabel
+    slack = 1e-6 * abs(exact)  # Clarabel's accuracy on these problems
+    assert res.lower <= exact + slack
+    assert exact - slack <= res.value <= exact + res.gap + slack
+
+
+@pytest.mark.parametrize("kw", [dict(norm=2.0), dict(elastic_net=0.5)], ids=_ids)
+def test_projected_on_a_small_svm_is_certified(kw):
+    from tests.methods import _enet_reference as R
+    from tests.methods import _svm_problems as P
+
+    method = Subgradient(direction="projected", **kw)
+    res = solve(P.oracle(), method, stop=DualityGap(1e-4) | MaxIter(3000))
+    assert res.converged, (res.reason, res.rel_gap)
+    if "norm" in kw:
+        exact = P.exact(LpBall(5, kw["norm"]), f"lp{kw['norm']}")
+    else:
+        exact = R.exact_svm(*P.problem(), P.C, kw["elastic_net"])
+    assert res.lower <= exact + P.slack(exact)
+    assert exact - P.slack(exact) <= res.value <= exact + res.gap + P.slack(exact)
+
+
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (dict(norm=2.0), "reduced gradient runs on the simplex only"),
+        (dict(elastic_net=0.5), "reduced gradient runs on the simplex only"),
+        (dict(direction="projected", norm=2.0, elastic_net=0.5), "leave norm at 1"),
+        (dict(direction="projected", elastic_net=1.5), "elastic_net must be <= 1"),
+        (dict(direction="projected", norm=0.5), "norm must be > 1"),
+    ],
+)
+def test_bad_formulation_parameters(kw, match):
+    with pytest.raises(ValueError, match=match):
+        Subgradient(**kw).check_params()
