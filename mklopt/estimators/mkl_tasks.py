@@ -2,9 +2,9 @@
 
 Both run the outer methods of :mod:`mklopt.methods` unchanged, against the
 :class:`~mklopt.oracles.SVRDual` and :class:`~mklopt.oracles.OneClassDual`
-oracles (DESIGN section 9), and share the parameters of
-:class:`~mklopt.MKLClassifier` (kernels, method, p, groups, tolerances,
-storage). Unlike the classifier they standardise the features with the
+oracles (any dual oracle runs under any outer method), and share the parameters of
+:class:`~mklopt.MKLClassifier` (kernels, method, p, groups, elastic_net,
+tolerances, storage). Unlike the classifier they standardise the features with the
 training statistics by default, so that the default kernel grid (whose
 widths are meant for standardised features) gives a real model on raw data.
 """
@@ -198,7 +198,7 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
     :class:`~mklopt.oracles.SVRDual` with an outer method, until the
     relative duality gap is below ``tol`` (SimpleMKL's regression
     formulation, Rakotomamonjy et al. 2008, section 5.1, generalised to
-    every formulation of DESIGN section 1). With ``loss="squared"`` the
+    every formulation of the formulations page). With ``loss="squared"`` the
     model is kernel ridge regression with an offset instead
     (:class:`~mklopt.oracles.RidgeDual`, solved exactly at every weight
     vector). ``predict`` returns ``f(x) = sum_i beta_i K(x_i, x) + b``,
@@ -349,7 +349,7 @@ class MKLOneClass(OutlierMixin, _TaskMKL):
     ``sum_k w_k K_k`` by minimising ``J(w)`` of
     :class:`~mklopt.oracles.OneClassDual` with an outer method, until the
     relative duality gap is below ``tol`` (Schoelkopf et al. 2001, eq. 6,
-    as the inner problem of DESIGN section 9). The decision function is
+    as the inner problem of the MKL formulation). The decision function is
     ``f(x) = sum_i alpha_i K(x_i, x) - rho``: positive for inliers.
 
     Parameters

@@ -36,9 +36,10 @@ class Subgradient(MethodBase):
     r"""Gradient descent for MKL: SimpleMKL's reduced gradient or projected subgradient.
 
     Minimises ``J(w) = max_{alpha in Q} f(w, alpha)`` over the simplex (L1-MKL)
-    using the subgradient ``grad J(w) = -q(alpha*(w)) / 2`` (Rakotomamonjy et
-    al. 2008, eq. 11). The projected variant also runs on the Lp ball and on
-    the elastic-net set, through their Euclidean projections.
+    using the subgradient ``grad J(w) = -q(alpha*(w)) / 2`` (SimpleMKL's
+    gradient, Rakotomamonjy et al. 2008; see the formulations page). The
+    projected variant also runs on the Lp ball and on the elastic-net set,
+    through their Euclidean projections.
 
     Parameters
     ----------
