@@ -154,3 +154,17 @@ def test_regressor_and_one_class_take_elastic_net(data, tmp_path):
         assert load_model(path)[0].get_params()["elastic_net"] == 0.5
     with pytest.raises(ValueError, match="'elastic_net', 'spg'"):
         MKLRegressor(method="level", elastic_net=0.5, **common).fit(X[:, 2:], t)
+
+
+@pytest.mark.parametrize("multiclass", ["ovo", "shared"])
+def test_three_classes_run_the_elastic_net_per_pair_or_shared(data, multiclass):
+    X, _ = data
+    y = np.array(["a", "b", "c"])[np.arange(len(X)) % 3]
+    clf = MKLClassifier(kernels=SPECS, elastic_net=0.5, multiclass=multiclass, tol=1e-3,
+                        standardize=False).fit(X, y)
+    W = np.atleast_2d(clf.weights_)
+    assert np.all(clf.converged_)
+    dom = ElasticNet(len(SPECS), 0.5)
+    assert all(dom.contains(w, tol=1e-9) for w in W)
+    # the optimum is on the boundary sum_k beta_k(w) = 1 (J falls as weights grow)
+    assert all(dom.beta(w).sum() == pytest.approx(1.0, abs=1e-9) for w in W)
