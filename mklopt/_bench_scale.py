@@ -1,4 +1,4 @@
-"""The scale benchmark: kernels that are never stored (DESIGN section 8).
+"""The scale benchmark: kernels that are never stored (see docs/large.md).
 
 Cases (each runs in its own process, so that its peak resident memory is its
 own; numba is warmed up on a small problem before anything is timed):

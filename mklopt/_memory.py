@@ -1,4 +1,4 @@
-"""The one memory policy of mklopt (DESIGN section 7).
+"""The one memory policy of mklopt (see the bad-input rules of docs/estimators.md).
 
 Every allocation that grows with the problem (a dense kernel bank, a copy of
 user matrices, cross-kernel blocks, row caches) is checked here *before* it

@@ -27,7 +27,7 @@ class OracleAnswer:
         The weights the oracle was called with.
     value : float
         ``J(w) = f(w, alpha)``, the SVM dual objective at the returned
-        ``alpha`` (DESIGN section 1).
+        ``alpha`` (see the formulations of docs/formulations.md).
     grad : ndarray of shape (n_kernels,) or None
         ``-q / 2``, a subgradient of ``J`` at ``w``.
     q : ndarray of shape (n_kernels,) or None
@@ -43,7 +43,7 @@ class OracleAnswer:
     n_solver_iter : int
         Iterations of the inner solver.
     linear_term : float
-        The linear term ``l(alpha)`` of the oracle's dual (DESIGN section 9):
+        The linear term ``l(alpha)`` of the oracle's dual (docs/new_oracle.md):
         ``1' alpha`` for the SVM, ``y' beta - epsilon |beta|_1`` for
         epsilon-SVR, 0 for one-class. Every formulation's dual value ``D``
         reads it, so dual values never touch ``alpha``.
@@ -231,7 +231,7 @@ class MethodReport:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Handover:
-    """What one method hands to the next in a chain (DESIGN section 10).
+    """What one method hands to the next in a chain (see docs/composing.md).
 
     Attributes
     ----------
@@ -266,7 +266,7 @@ class Oracle(Protocol):
 
 @runtime_checkable
 class OuterMethod(Protocol):
-    """The ask/tell protocol every outer method follows (DESIGN section 4).
+    """The ask/tell protocol every outer method follows (see docs/new_method.md).
 
     This is all :func:`mklopt.solve` uses; a class with these five members
     runs under the driver without subclassing anything

@@ -1,4 +1,4 @@
-"""Input checks shared by every public entry point (DESIGN section 7).
+"""Input checks shared by every public entry point (see the bad-input rules of docs/estimators.md).
 
 Each helper names the offending argument and says what to do, so that bad
 input never reaches jitted code (where it would surface as a numba

@@ -1,7 +1,7 @@
 """The numba options every jitted kernel uses.
 
 ``fastmath`` stays off: its no-NaN/no-inf assumptions would let the checks of
-DESIGN section 7 be optimised away.
+the bad-input rules of docs/estimators.md be optimised away.
 
 ``JIT_CONTRACT`` allows only the contraction of ``a * b + c`` into one
 fused multiply-add (LLVM's ``contract`` flag; no other fast-math

@@ -1,8 +1,8 @@
 """Sequential minimal optimisation for the dual problems of every MKL oracle.
 
-One solver serves classification, epsilon-SVR and one-class (DESIGN
-section 9). The problem, in libsvm's form (Fan, Chen and Lin, JMLR 6, 2005,
-eq. 1; see :class:`mklopt.oracles.DualProblem`), is
+One solver serves classification, epsilon-SVR and one-class (the common
+dual form of docs/new_oracle.md). The problem, in libsvm's form (Fan, Chen
+and Lin, JMLR 6, 2005, eq. 1; see :class:`mklopt.oracles.DualProblem`), is
 
     min_a  1/2 a'Qa + p'a   s.t.  s'a = total,  0 <= a_t <= upper_t,
     Q_tu = s_t s_u K[rows_t, rows_u],

@@ -1,4 +1,4 @@
-"""Checks of the data given to the estimators (DESIGN section 7).
+"""Checks of the data given to the estimators (see the bad-input rules of docs/estimators.md).
 
 ``X`` becomes a C-contiguous float64 matrix, class labels a 1-D array and
 regression targets a 1-D float64 array, with errors that name the argument

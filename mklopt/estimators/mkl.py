@@ -31,7 +31,7 @@ _INNER_TOL_MAX = 1e-3
 _INNER_TOL_MIN = 1e-8
 # Below this tol the default method="level" runs as Chain("level", "active_set"):
 # Level to a gap of _CHAIN_SWITCH, then the exact step certifies tol
-# (DESIGN section 10). The SMO tolerance then follows the gap (the driver's
+# (see docs/composing.md). The SMO tolerance then follows the gap (the driver's
 # inner tolerance), so it starts at _INNER_TOL_MAX.
 _CHAIN_BELOW = 1e-4
 _CHAIN_SWITCH = 1e-2

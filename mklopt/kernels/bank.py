@@ -1,6 +1,6 @@
 """KernelBank: a bank's kernel functions and the storage its oracles read.
 
-A bank has two parts (DESIGN section 8):
+A bank has two parts (see docs/large.md):
 
 * its **kernel functions** (:class:`~mklopt.kernels.KernelFunctions`): specs,
   normalisation constants computed on the training set, and the training

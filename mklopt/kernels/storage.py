@@ -1,6 +1,6 @@
 """Where a bank's kernels live: stored matrices, or computed from the features.
 
-Every consumer reads kernels through the same few verbs (DESIGN section 8):
+Every consumer reads kernels through the same few verbs (see docs/large.md):
 
 ``diag(w)``
     the diagonal of the combined kernel ``K(w) = sum_k w_k K_k``;

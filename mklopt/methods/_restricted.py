@@ -1,7 +1,7 @@
 """The MKL problem restricted to a few kernels and dual variables, solved exactly.
 
 Written against :class:`~mklopt.oracles.DualProblem`, so it serves every
-oracle of DESIGN section 9: with the problem's signs ``s``, kernel rows,
+oracle of the common dual form of docs/new_oracle.md: with the problem's signs ``s``, kernel rows,
 linear term ``p``, bounds ``upper`` and equality ``s'a = total``, and
 ``q_k(a) = v'K_k v``, ``v = sum_t s_t a_t e_{rows_t}``, the restricted dual is
 
@@ -36,7 +36,7 @@ Variables are scaled by ``1 / max(upper)`` so that the box is ``[0, 1]``.
 References
 ----------
 J. S. Nath et al., NIPS 2009 (the mixed-norm dual, eqs. 4-6); the L1 case is
-its single-group special case, as in DESIGN section 1.
+its single-group special case, as in the formulations of docs/formulations.md.
 """
 
 from __future__ import annotations

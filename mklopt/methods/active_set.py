@@ -1,4 +1,4 @@
-"""An exact active-set step for L1-MKL and the mixed-norm formulation (DESIGN section 10).
+"""An exact active-set step for L1-MKL and the mixed-norm formulation (see docs/composing.md).
 
 References
 ----------

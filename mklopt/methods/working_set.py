@@ -12,7 +12,7 @@ only now and then.
 * When the inner method's gap on ``W`` is small enough, the best point is
   *priced*: one oracle call computes ``q`` for every kernel at its ``alpha``.
   That gives the certified L1 duality gap over the whole bank,
-  ``(max_k q_k - w'q) / 2`` (DESIGN section 1), and the kernels outside
+  ``(max_k q_k - w'q) / 2`` (see the formulations of docs/formulations.md), and the kernels outside
   ``W`` that violate it (``q_k > w'q``) are added to ``W``, the largest
   first, before the inner method restarts.
 

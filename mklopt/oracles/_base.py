@@ -1,4 +1,4 @@
-"""What every MKL dual oracle shares (DESIGN section 9).
+"""What every MKL dual oracle shares (see the common dual form of docs/new_oracle.md).
 
 An oracle fixes a :class:`~mklopt.oracles.DualProblem` (signs, kernel rows,
 linear term ``p``, bounds, equality) and answers, for kernel weights ``w``,

@@ -1,6 +1,6 @@
 """The dual problem an MKL oracle solves, in the one form its SMO core reads.
 
-Every oracle of DESIGN section 9 maximises ``l(a) - 1/2 sum_k w_k q_k(a)``
+Every oracle of the common dual form of docs/new_oracle.md maximises ``l(a) - 1/2 sum_k w_k q_k(a)``
 over a set that does not depend on ``w``. Written as libsvm writes its three
 problems (Fan, Chen and Lin, JMLR 6, 2005, eq. 1), that is
 

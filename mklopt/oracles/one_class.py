@@ -1,4 +1,4 @@
-"""The one-class (nu) dual oracle of MKL (DESIGN section 9)."""
+"""The one-class (nu) dual oracle of MKL (see the common dual form of docs/new_oracle.md)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class OneClassDual(DualOracle):
     .. math:: J(w) = \max_{0 \le \alpha \le 1/(\nu n),\ 1^T\alpha = 1}
               - \tfrac12 \sum_k w_k\, \alpha^T K_k \alpha,
 
-    i.e. DESIGN section 9 with ``l = 0`` and ``v = alpha``: the outer
+    i.e. the common dual form of docs/new_oracle.md with ``l = 0`` and ``v = alpha``: the outer
     problem picks the kernel combination under which the data's mean
     embedding, restricted to the ``nu`` fraction that may be outliers, is
     smallest. ``bias`` is ``-rho``, libsvm's offset for these scaled

@@ -1,4 +1,4 @@
-"""The SVM dual oracle of MKL: ``w -> (J(w), -q/2)`` (DESIGN section 2)."""
+"""The SVM dual oracle of MKL: ``w -> (J(w), -q/2)`` (see docs/new_oracle.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The epsilon-SVR dual oracle of MKL (DESIGN section 9)."""
+"""The epsilon-SVR dual oracle of MKL (see the common dual form of docs/new_oracle.md)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class SVRDual(DualOracle):
               y^T\beta - \varepsilon \|\beta\|_1
               - \tfrac12 \sum_k w_k\, \beta^T K_k \beta,
 
-    i.e. DESIGN section 9 with ``l(beta) = y'beta - epsilon |beta|_1`` and
+    i.e. the common dual form of docs/new_oracle.md with ``l(beta) = y'beta - epsilon |beta|_1`` and
     ``v = beta``. As libsvm does, SMO works on the ``2n`` variables
     ``(alpha, alpha*)`` in ``[0, C]`` with signs ``(+1, -1)`` and linear term
     ``p = (epsilon - y, epsilon + y)`` (both read kernel row ``i``; see

@@ -1,4 +1,4 @@
-"""The boosting oracle: one SVM per kernel on a weighted sample (DESIGN section 2).
+"""The boosting oracle: one SVM per kernel on a weighted sample (see docs/mkboost.md).
 
 MKBoost (Xia & Hoi) does not move kernel weights. Each boosting round asks
 for a *sample* of training indices, drawn with replacement from the current
