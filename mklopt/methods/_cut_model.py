@@ -85,7 +85,7 @@ def solve_ecos(data, attempts, what):
     """
     c, G, h, dims, A, b = data
     direct = isinstance(G, Csc) and _ecos is not None
-    if isinstance(G, Csc) and not direct:  # pragma: no cover - no C extension to call
+    if isinstance(G, Csc) and not direct:  # no C extension to call: scipy.sparse it is
         G, A = G.to_scipy(), A.to_scipy()
     for opts in attempts:
         try:

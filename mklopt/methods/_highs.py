@@ -36,6 +36,7 @@ path.
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
@@ -142,6 +143,39 @@ def _answer_ok(c, A_ub, b_ub, A_eq, b_eq, lb, ub, x, y_ub, value):
     return abs(float(c @ x) - value) <= _CHECK_TOL * (1.0 + abs(value))
 
 
+#: HiGHS objects whose :class:`CutLP` has been garbage collected, kept for
+#: the next one: creating an object and setting its options costs about as
+#: much as a warm step, and a one-vs-one fit runs dozens of short runs.
+_POOL = []
+_POOL_SIZE = 8
+
+
+def _new_highs():
+    """A HiGHS object with :class:`CutLP`'s options, from the pool when one is there."""
+    try:
+        return _POOL.pop()  # atomic under the GIL, so safe across threads
+    except IndexError:
+        pass
+    hs = _h._Highs()
+    hs.setOptionValue("output_flag", False)
+    hs.setOptionValue("solver", "simplex")
+    hs.setOptionValue("simplex_strategy", 1)  # dual simplex, as a warm start wants
+    hs.setOptionValue("presolve", "off")
+    hs.setOptionValue("primal_feasibility_tolerance", _CUT_LP_FEAS_TOL)
+    hs.setOptionValue("dual_feasibility_tolerance", _CUT_LP_FEAS_TOL)
+    return hs
+
+
+def _recycle(hs):
+    """Return a HiGHS object to the pool, without its model (options are kept)."""
+    if len(_POOL) < _POOL_SIZE:
+        try:
+            hs.clearModel()
+        except Exception:  # pragma: no cover - then it is simply not reused
+            return
+        _POOL.append(hs)
+
+
 class CutLP:
     """The cutting-plane LP of :class:`~mklopt.methods._cut_model.CutModel` in one HiGHS model.
 
@@ -165,12 +199,19 @@ class CutLP:
     def __init__(self, n_kernels):
         self.n_kernels = int(n_kernels)
         self._hs = None
+        self._recycle = None  # returns self._hs to the pool when self is collected
         self._rows = 0  # cuts passed to HiGHS
         self._open = np.zeros(self.n_kernels, dtype=bool)  # columns with upper bound inf
         self.n_failures = 0  # answers discarded (a count for tests and diagnostics)
 
     def reset(self):
-        """Drop the HiGHS model; the next :meth:`solve` builds it afresh (a cold start)."""
+        """Drop the HiGHS model; the next :meth:`solve` builds it afresh (a cold start).
+
+        The dropped object is not reused: after a failure its state is unknown.
+        """
+        if self._recycle is not None:
+            self._recycle.detach()
+            self._recycle = None
         self._hs = None
         self._rows = 0
         self._open[:] = False
@@ -197,16 +238,11 @@ class CutLP:
         M.index_ = np.arange(m, dtype=np.int32)
         M.value_ = np.ones(m)
         lp.a_matrix_ = M
-        hs = _h._Highs()
-        hs.setOptionValue("output_flag", False)
-        hs.setOptionValue("solver", "simplex")
-        hs.setOptionValue("simplex_strategy", 1)  # dual simplex, as a warm start wants
-        hs.setOptionValue("presolve", "off")
-        hs.setOptionValue("primal_feasibility_tolerance", _CUT_LP_FEAS_TOL)
-        hs.setOptionValue("dual_feasibility_tolerance", _CUT_LP_FEAS_TOL)
+        hs = _new_highs()
         if hs.passModel(lp) != _h.HighsStatus.kOk:
             raise RuntimeError("HiGHS refused the model")
         self._hs = hs
+        self._recycle = weakref.finalize(self, _recycle, hs)
         self._rows = 0
         self._open[:] = False
         self._index = np.arange(n, dtype=np.int32)
