@@ -99,7 +99,7 @@ def solve_ecos(data, attempts, what):
         except (ValueError, ArithmeticError) as exc:  # ECOS raises on bad data
             log.debug("ECOS raised %s on %s", exc, what)
             continue
-        if out["info"]["exitFlag"] in _ECOS_OK and np.all(np.isfinite(out["x"])):
+        if out["info"]["exitFlag"] in _ECOS_OK and np.isfinite(out["x"]).all():
             return out
         log.debug("ECOS exit flag %s on %s", out["info"]["exitFlag"], what)
     return None
@@ -136,6 +136,7 @@ class CutModel:
         self._top = np.empty(max(int(capacity), 1), dtype=np.int64)
         self._qmax = np.zeros(self.n_kernels)
         self._smax = 0.0
+        self._rows_of_s = {}  # s_j -> the cuts with that s (finds repeated answers)
         # The LP kept in one HiGHS model across steps (rows added per cut).
         self._lp = _highs.CutLP(self.n_kernels)
 
@@ -160,10 +161,10 @@ class CutModel:
             raise ValueError(f"q must have shape ({self.n_kernels},), got {q.shape}")
         if not (math.isfinite(s) and np.isfinite(q).all()):
             raise ValueError("a cut must be finite (got NaN or inf in s or q)")
-        if self.n_cuts:
-            for j in (self.s == s).nonzero()[0]:  # almost always none: a repeat has the same s
-                if np.array_equal(self._Q[j], q):
-                    return False
+        same_s = self._rows_of_s.setdefault(s, [])
+        for j in same_s:  # almost always none: a repeated answer has the same s exactly
+            if np.array_equal(self._Q[j], q):
+                return False
         if self.n_cuts == self._s.shape[0]:
             cap = 2 * self._s.shape[0]
             s_new = np.empty(cap)
@@ -173,6 +174,7 @@ class CutModel:
             Q_new[: self.n_cuts] = self._Q
             top_new[: self.n_cuts] = self._top
             self._s, self._Q, self._top = s_new, Q_new, top_new
+        same_s.append(self.n_cuts)
         self._s[self.n_cuts] = s
         self._Q[self.n_cuts] = q
         self._top[self.n_cuts] = q.argmax()
