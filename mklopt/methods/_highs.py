@@ -204,6 +204,15 @@ class CutLP:
         self._open = np.zeros(self.n_kernels, dtype=bool)  # columns with upper bound inf
         self.n_failures = 0  # answers discarded (a count for tests and diagnostics)
 
+    def __getstate__(self):
+        # A HiGHS object cannot be pickled or deep-copied: a copy (a used
+        # method passed on, a chain's copy of its stages) starts cold and
+        # passes every cut again at its first solve.
+        state = self.__dict__.copy()
+        state.update(_hs=None, _recycle=None, _rows=0,
+                     _open=np.zeros(self.n_kernels, dtype=bool))
+        return state
+
     def reset(self):
         """Drop the HiGHS model; the next :meth:`solve` builds it afresh (a cold start).
 

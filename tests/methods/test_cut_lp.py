@@ -269,3 +269,27 @@ def test_projection_without_the_c_extension(monkeypatch):
     ref = model.project_level(w0, level, w_hat)
     monkeypatch.setattr(cm, "_ecos", None)
     np.testing.assert_allclose(model.project_level(w0, level, w_hat), ref, atol=1e-12)
+
+
+@pytest.mark.parametrize("copier", ["pickle", "deepcopy"])
+def test_a_used_method_can_still_be_copied(copier):
+    # The HiGHS object is not copied: the copy starts cold and goes on from
+    # the same cuts to the same optimum.
+    import copy
+    import pickle
+
+    oracle = SmoothQuadraticOracle.random(7, dim=5, seed=2)
+    method = LevelBundle()
+    solve(oracle, method, stop=MaxIter(6))
+    model = method._run.state.model
+    twin = pickle.loads(pickle.dumps(model)) if copier == "pickle" else copy.deepcopy(model)
+    assert twin._lp._hs is None and twin.n_cuts == model.n_cuts
+    lower, w = model.minimize()
+    lower_t, w_t = twin.minimize()
+    assert lower_t == pytest.approx(lower, abs=1e-9 * (1 + abs(lower)))
+    assert twin.value(w_t) == pytest.approx(model.value(w), abs=1e-8 * (1 + abs(lower)))
+    assert twin._lp._rows == twin.n_cuts
+    again = pickle.loads(pickle.dumps(method)) if copier == "pickle" else copy.deepcopy(method)
+    res = solve(SmoothQuadraticOracle.random(7, dim=5, seed=2), again,
+                stop=DualityGap(1e-6) | MaxIter(60))
+    assert res.converged
