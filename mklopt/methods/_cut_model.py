@@ -283,7 +283,7 @@ class CutModel:
             w = np.zeros(self.n_kernels)
             w[W] = x
             w = _onto_simplex(w)
-        on = (w > 0).nonzero()[0]  # w is 0 outside W
+        on = W[w[W] > 0]
         self._W = on if on.size else W
         if tot > 0:
             # dual_value(lam_n), reusing u = Q'lam_n from the last pricing
