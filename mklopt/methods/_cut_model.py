@@ -31,11 +31,17 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import NamedTuple
 
 import ecos
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
+
+try:  # ECOS's C extension, which ecos.solve calls after checking scipy.sparse inputs
+    import _ecos
+except ImportError:  # pragma: no cover - depends on the ecos build
+    _ecos = None
 
 from .._jit.projections import project_simplex
 from . import _highs
@@ -55,22 +61,45 @@ _ECOS_LP_OPTS = dict(feastol=1e-10, abstol=1e-10, reltol=1e-10, max_iters=100, v
 _ECOS_RETRY = dict(feastol=1e-6, abstol=1e-6, reltol=1e-6, max_iters=200, verbose=False)
 
 
+class Csc(NamedTuple):
+    """A matrix in compressed sparse column form, as ECOS's C extension takes it."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple
+
+    def to_scipy(self):
+        """The same matrix as a ``scipy.sparse.csc_matrix``."""
+        return sp.csc_matrix((self.data, self.indices, self.indptr), shape=self.shape)
+
+
 def solve_ecos(data, attempts, what):
     """ECOS on ``data = (c, G, h, dims, A, b)``, trying the option sets ``attempts`` in turn.
 
-    Returns ECOS's output of the first attempt that ends optimal (or optimal
-    to reduced accuracy) with a finite ``x``, or None when none does; ECOS
-    errors on bad data count as failed attempts. ``what`` names the problem
-    in the debug log.
+    ``G`` and ``A`` are scipy.sparse matrices or :class:`Csc` arrays (then
+    passed to ECOS's C extension directly). Returns ECOS's output of the
+    first attempt that ends optimal (or optimal to reduced accuracy) with a
+    finite ``x``, or None when none does; ECOS errors on bad data count as
+    failed attempts. ``what`` names the problem in the debug log.
     """
     c, G, h, dims, A, b = data
+    direct = isinstance(G, Csc) and _ecos is not None
+    if isinstance(G, Csc) and not direct:  # no C extension to call: scipy.sparse it is
+        G, A = G.to_scipy(), A.to_scipy()
     for opts in attempts:
         try:
-            out = ecos.solve(c, G, h, dims, A, b, **opts)
+            if direct:
+                # What ecos.solve does after its checks of scipy.sparse inputs,
+                # on arrays built in CSC form (no scipy.sparse constructor).
+                out = _ecos.csolve((G.shape[0], G.shape[1], A.shape[0]), c, G.data, G.indices,
+                                   G.indptr, h, dims, A.data, A.indices, A.indptr, b, **opts)
+            else:
+                out = ecos.solve(c, G, h, dims, A, b, **opts)
         except (ValueError, ArithmeticError) as exc:  # ECOS raises on bad data
             log.debug("ECOS raised %s on %s", exc, what)
             continue
-        if out["info"]["exitFlag"] in _ECOS_OK and np.all(np.isfinite(out["x"])):
+        if out["info"]["exitFlag"] in _ECOS_OK and np.isfinite(out["x"]).all():
             return out
         log.debug("ECOS exit flag %s on %s", out["info"]["exitFlag"], what)
     return None
@@ -102,6 +131,14 @@ class CutModel:
         self._W = np.zeros(0, dtype=np.int64)  # kernel working set of the sub-problems
         self._s = np.empty(max(int(capacity), 1))
         self._Q = np.empty((max(int(capacity), 1), self.n_kernels))
+        # Per cut, its steepest kernel (seeds the LP's working set); per
+        # kernel, max_j |q_jk| (the scale of the LP answer's check).
+        self._top = np.empty(max(int(capacity), 1), dtype=np.int64)
+        self._qmax = np.zeros(self.n_kernels)
+        self._smax = 0.0
+        self._rows_of_s = {}  # s_j -> the cuts with that s (finds repeated answers)
+        # The LP kept in one HiGHS model across steps (rows added per cut).
+        self._lp = _highs.CutLP(self.n_kernels)
 
     # ---- storage ---------------------------------------------------------------
     @property
@@ -119,23 +156,30 @@ class CutModel:
         nothing to the model; skipping it keeps the sub-problems small.
         """
         q = np.asarray(q, dtype=np.float64)
+        s = float(s)
         if q.shape != (self.n_kernels,):
             raise ValueError(f"q must have shape ({self.n_kernels},), got {q.shape}")
-        if not (math.isfinite(float(s)) and np.all(np.isfinite(q))):
+        if not (math.isfinite(s) and np.isfinite(q).all()):
             raise ValueError("a cut must be finite (got NaN or inf in s or q)")
-        if self.n_cuts:
-            same = self.s == float(s)
-            if np.any(same) and np.any(np.all(self.Q[same] == q, axis=1)):
+        same_s = self._rows_of_s.setdefault(s, [])
+        for j in same_s:  # almost always none: a repeated answer has the same s exactly
+            if np.array_equal(self._Q[j], q):
                 return False
         if self.n_cuts == self._s.shape[0]:
             cap = 2 * self._s.shape[0]
             s_new = np.empty(cap)
             Q_new = np.empty((cap, self.n_kernels))
+            top_new = np.empty(cap, dtype=np.int64)
             s_new[: self.n_cuts] = self._s
             Q_new[: self.n_cuts] = self._Q
-            self._s, self._Q = s_new, Q_new
-        self._s[self.n_cuts] = float(s)
+            top_new[: self.n_cuts] = self._top
+            self._s, self._Q, self._top = s_new, Q_new, top_new
+        same_s.append(self.n_cuts)
+        self._s[self.n_cuts] = s
         self._Q[self.n_cuts] = q
+        self._top[self.n_cuts] = q.argmax()
+        np.maximum(self._qmax, np.abs(q), out=self._qmax)
+        self._smax = max(self._smax, abs(s))
         self.n_cuts += 1
         return True
 
@@ -148,7 +192,7 @@ class CutModel:
         """The model ``g(w) = max_j f(w, alpha_j)`` (``-inf`` without cuts)."""
         if self.n_cuts == 0:
             return -np.inf
-        return float(np.max(self.cut_values(w)))
+        return float(self.cut_values(w).max())
 
     # ---- the LP: min_{w in simplex} g(w) -------------------------------------------
     def minimize(self, precision=0.0):
@@ -211,7 +255,11 @@ class CutModel:
         """:meth:`minimize` with the restricted-LP solver ``lp``; None when it fails."""
         Q = self.Q
         # Seed: the previous working set plus, for every cut, its steepest kernel.
-        W = np.union1d(self._W, np.argmax(Q, axis=1))
+        # The set is a mask over the kernels (cheaper than sorted-set functions).
+        inW = np.zeros(self.n_kernels, dtype=bool)
+        inW[self._W] = True
+        inW[self._top[: self.n_cuts]] = True
+        W = inW.nonzero()[0]
         for _ in range(self.n_kernels + 1):
             sol = lp(W)
             if sol is None:
@@ -220,20 +268,26 @@ class CutModel:
             tot = lam.sum()
             if not tot > 0:
                 break
-            u = Q.T @ (lam / tot)
+            lam_n = lam / tot
+            u = Q.T @ lam_n
             thr = u[W].max()
-            viol = np.flatnonzero(u > thr + 1e-10 * max(1.0, abs(thr)))
-            viol = np.setdiff1d(viol, W, assume_unique=False)
+            viol = ((u > thr + 1e-10 * max(1.0, abs(thr))) & ~inW).nonzero()[0]
             if viol.size == 0:
                 break
             add = viol[np.argsort(u[viol])[::-1][: max(8, W.size // 4)]]
-            W = np.union1d(W, add)
-        w = np.zeros(self.n_kernels)
-        w[W] = x
-        w = _onto_simplex(w)
-        self._W = W[w[W] > 0] if np.any(w[W] > 0) else W
+            inW[add] = True
+            W = inW.nonzero()[0]
+        if x.shape[0] == self.n_kernels:  # the warm LP answers for every kernel
+            w = _onto_simplex(x)
+        else:
+            w = np.zeros(self.n_kernels)
+            w[W] = x
+            w = _onto_simplex(w)
+        on = W[w[W] > 0]
+        self._W = on if on.size else W
         if tot > 0:
-            lower = self.dual_value(lam / tot)
+            # dual_value(lam_n), reusing u = Q'lam_n from the last pricing
+            lower = float(lam_n @ self.s) - 0.5 * float(u.max())
         else:  # no multipliers (a degenerate solve): the model's minimum, rounded down
             lower = min(fun, self.value(w))
         return lower, w
@@ -278,8 +332,15 @@ class CutModel:
         """HiGHS on the LP restricted to the kernels ``W``: ``(value, w_W, lam)``.
 
         ``lam >= 0`` are the cut multipliers; only their direction matters
-        (the bound is recomputed from them in :meth:`dual_value`).
+        (the bound is recomputed from them in :meth:`dual_value`). From the
+        warm model (:class:`~mklopt.methods._highs.CutLP`) the weights come
+        for every kernel, 0 outside ``W``, instead of ``w_W``.
         """
+        # The model kept across steps first: no set-up, a warm basis. Its
+        # weights cover every kernel (0 outside W).
+        warm = self._lp.solve(self.s, self.Q, W, float(self._qmax[W].max()), self._smax)
+        if warm is not None:
+            return warm
         mw, J = W.size, self.n_cuts
         c = np.zeros(mw + 1)
         c[mw] = 1.0
@@ -346,8 +407,9 @@ class CutModel:
         #     w = P_simplex(w0 + Q'mu / 2),
         # so a kernel outside W that gets weight there shows W was too small.
         Q = self.Q
-        W = np.union1d(self._W, np.flatnonzero(fallback > 0))
-        W = np.union1d(W, np.flatnonzero(w0 > 0))
+        inW = (fallback > 0) | (w0 > 0)  # the working set as a mask over the kernels
+        inW[self._W] = True
+        W = inW.nonzero()[0]
         for _ in range(self.n_kernels + 1):
             sol = self._solve_level_socp(W, w0, level)
             if sol is None:
@@ -357,10 +419,11 @@ class CutModel:
             if W.size == self.n_kernels:
                 break
             kkt = project_simplex(w0 + 0.5 * (Q.T @ mu), 1.0, np.empty(self.n_kernels))
-            new = np.setdiff1d(np.flatnonzero(kkt > 1e-12), W)
-            if new.size == 0:
+            new = (kkt > 1e-12) & ~inW
+            if not new.any():
                 break
-            W = np.union1d(W, new)
+            inW |= new
+            W = inW.nonzero()[0]
         x = _clear_interior(x)
         w = np.zeros(self.n_kernels)
         w[W] = x
@@ -393,40 +456,34 @@ class CutModel:
         cone ``(t, w - w0)``. Returns the data and the cut scales.
         """
         m, J = W.size, self.n_cuts
-        Q = self.Q[:, W]
-        w0 = w0[W]
-        scale = 0.5 * np.max(np.abs(Q), axis=1)
+        QW = self.Q[:, W].T  # (m, J): column k of G holds row k of it
+        scale = 0.5 * np.abs(QW).max(axis=0)
         scale[scale <= 0.0] = 1.0
-        rows_cut = (-0.5 / scale)[:, None] * Q  # (J, m): -q_j'w/2 <= l - s_j, scaled
-        # Build G column-wise (CSC): column k < m holds -1 at row k (w_k >= 0),
-        # the cut coefficients at rows m..m+J-1 and -1 at row m+J+1+k (cone);
+        # Build G column-wise (CSC) straight into ECOS's arrays: column k < m
+        # holds -1 at row k (w_k >= 0), the scaled cut coefficients
+        # -q_jk / (2 scale_j) at rows m..m+J-1 and -1 at row m+J+1+k (cone);
         # column m (t) holds -1 at row m+J (cone head).
         nnz_col = J + 2
-        indptr = np.empty(m + 2, dtype=np.int64)
-        indptr[: m + 1] = np.arange(m + 1) * nnz_col
-        indptr[m + 1] = m * nnz_col + 1
-        indices = np.empty(m * nnz_col + 1, dtype=np.int64)
-        data = np.empty(m * nnz_col + 1)
-        blk_i = indices[: m * nnz_col].reshape(m, nnz_col)
-        blk_d = data[: m * nnz_col].reshape(m, nnz_col)
+        nnz = m * nnz_col + 1
+        indptr = np.arange(0, (m + 1) * nnz_col + 1, nnz_col, dtype=np.int64)
+        indptr[m + 1] = nnz
+        indices = np.empty(nnz, dtype=np.int64)
+        data = np.full(nnz, -1.0)  # the -1 entries; the cut block is written below
+        blk_i = indices[:-1].reshape(m, nnz_col)
         k = np.arange(m)
         blk_i[:, 0] = k
-        blk_d[:, 0] = -1.0
-        blk_i[:, 1 : J + 1] = m + np.arange(J)[None, :]
-        blk_d[:, 1 : J + 1] = rows_cut.T
-        blk_i[:, J + 1] = m + J + 1 + k
-        blk_d[:, J + 1] = -1.0
+        blk_i[:, 1 : J + 1] = np.arange(m, m + J)
+        blk_i[:, J + 1] = k + (m + J + 1)
         indices[-1] = m + J
-        data[-1] = -1.0
+        np.multiply(QW, -0.5 / scale, out=data[:-1].reshape(m, nnz_col)[:, 1 : J + 1])
         n_rows = m + J + 1 + m
-        G = sp.csc_matrix((data, indices, indptr), shape=(n_rows, m + 1))
+        G = Csc(data, indices, indptr, (n_rows, m + 1))
         h = np.zeros(n_rows)
         h[m : m + J] = (level - self.s) / scale
-        h[m + J + 1 :] = -w0
-        A = sp.csc_matrix(
-            (np.ones(m), np.zeros(m, dtype=np.int64), np.r_[np.arange(m + 1), m]),
-            shape=(1, m + 1),
-        )
+        h[m + J + 1 :] = -w0[W]
+        indptr_a = np.arange(m + 2, dtype=np.int64)
+        indptr_a[m + 1] = m
+        A = Csc(np.ones(m), np.zeros(m, dtype=np.int64), indptr_a, (1, m + 1))
         b = np.ones(1)
         c = np.zeros(m + 1)
         c[m] = 1.0
@@ -474,13 +531,17 @@ def _onto_simplex(x):
     combine every kernel). Anything farther off is projected.
     """
     x = np.ascontiguousarray(x, dtype=np.float64)
-    if not np.all(np.isfinite(x)):
+    total = float(x.sum())
+    if not math.isfinite(total) and not np.isfinite(x).all():  # one sum finds NaN and inf
         raise FloatingPointError("a sub-problem returned a non-finite point")
+    near = 1e-9 * max(1, x.size)
+    if x.min() >= 0.0 and abs(total - 1.0) <= near and total > 0:
+        return x / total  # on the simplex by construction (non-negative, sum 1 to rounding)
     w = np.maximum(x, 0.0)
     total = w.sum()
-    if abs(total - 1.0) <= 1e-9 * max(1, w.size) and total > 0:
+    if abs(total - 1.0) <= near and total > 0:
         w /= total
     else:
         w = project_simplex(x, 1.0, np.empty_like(x))
-    assert w.min() >= 0.0 and abs(w.sum() - 1.0) <= 1e-9 * max(1, w.size), "not on the simplex"
+    assert w.min() >= 0.0 and abs(w.sum() - 1.0) <= near, "not on the simplex"
     return w

@@ -21,9 +21,22 @@ That module is private to SciPy, so it is used defensively:
 
 Presolve is off: on LPs this small it costs more than it saves, and the
 dual simplex starts from the slack basis either way.
+
+:class:`CutLP` keeps one HiGHS model of the cutting-plane LP across the
+steps of a run instead: each new cut is added as a row, kernels enter or
+leave the working set through their column bounds, and the dual simplex
+starts from the previous optimal basis (after one new cut it typically needs
+a few pivots). Setting up a model, its options and its matrix, which the
+one-shot call repeats every step, is then paid once per run. Its answers
+are checked like :func:`solve_dense_lp`'s; on any failure the model is
+dropped (the next solve rebuilds it cold) and the caller uses the one-shot
+path.
 """
 
 from __future__ import annotations
+
+import math
+import weakref
 
 import numpy as np
 
@@ -34,10 +47,14 @@ try:  # SciPy >= 1.15 vendors HiGHS's bindings here (private to SciPy)
 except (ImportError, AttributeError):  # pragma: no cover - depends on the SciPy build
     _h = None
 
-__all__ = ["available", "solve_dense_lp"]
+__all__ = ["available", "solve_dense_lp", "CutLP"]
 
 #: Relative feasibility slack accepted in an answer's check.
 _CHECK_TOL = 1e-9
+#: HiGHS's primal and dual feasibility tolerances in :class:`CutLP`. At
+#: HiGHS's default (1e-7) the cut rows of a converging run end up violated
+#: by 1e-8 of their scale, which the 1e-9 check above rejects.
+_CUT_LP_FEAS_TOL = 1e-10
 
 
 def available():
@@ -124,3 +141,213 @@ def _answer_ok(c, A_ub, b_ub, A_eq, b_eq, lb, ub, x, y_ub, value):
     if np.any(y_ub > tol):
         return False
     return abs(float(c @ x) - value) <= _CHECK_TOL * (1.0 + abs(value))
+
+
+#: HiGHS objects whose :class:`CutLP` has been garbage collected, kept for
+#: the next one: creating an object and setting its options costs about as
+#: much as a warm step, and a one-vs-one fit runs dozens of short runs.
+_POOL = []
+_POOL_SIZE = 8
+
+
+def _new_highs():
+    """A HiGHS object with :class:`CutLP`'s options, from the pool when one is there."""
+    try:
+        return _POOL.pop()  # atomic under the GIL, so safe across threads
+    except IndexError:
+        pass
+    hs = _h._Highs()
+    hs.setOptionValue("output_flag", False)
+    hs.setOptionValue("solver", "simplex")
+    hs.setOptionValue("simplex_strategy", 1)  # dual simplex, as a warm start wants
+    hs.setOptionValue("presolve", "off")
+    hs.setOptionValue("primal_feasibility_tolerance", _CUT_LP_FEAS_TOL)
+    hs.setOptionValue("dual_feasibility_tolerance", _CUT_LP_FEAS_TOL)
+    return hs
+
+
+def _recycle(hs):
+    """Return a HiGHS object to the pool, without its model (options are kept)."""
+    if len(_POOL) < _POOL_SIZE:
+        try:
+            hs.clearModel()
+        except Exception:  # pragma: no cover - then it is simply not reused
+            return
+        _POOL.append(hs)
+
+
+class CutLP:
+    """The cutting-plane LP of :class:`~mklopt.methods._cut_model.CutModel` in one HiGHS model.
+
+    ``min t  s.t.  1'w = 1,  s_j - q_j'w / 2 <= t (every cut j),  w >= 0``,
+    with the kernels outside a working set ``W`` held at 0. The model lives
+    across calls: :meth:`solve` adds the cuts not yet passed as rows and
+    changes the bounds of the kernels that entered or left ``W``, then
+    reruns the dual simplex from the last optimal basis.
+
+    Parameters
+    ----------
+    n_kernels : int
+        Number of kernels ``m`` (columns ``0..m-1``; column ``m`` is ``t``).
+
+    Notes
+    -----
+    Row 0 is ``1'w = 1``; row ``1 + j`` is cut ``j`` as
+    ``-q_j'w / 2 - t <= -s_j`` (the coefficients of the one-shot path).
+    """
+
+    def __init__(self, n_kernels):
+        self.n_kernels = int(n_kernels)
+        self._hs = None
+        self._recycle = None  # returns self._hs to the pool when self is collected
+        self._rows = 0  # cuts passed to HiGHS
+        self._open = np.zeros(self.n_kernels, dtype=bool)  # columns with upper bound inf
+        self.n_failures = 0  # answers discarded (a count for tests and diagnostics)
+
+    def __getstate__(self):
+        # A HiGHS object cannot be pickled or deep-copied: a copy (a used
+        # method passed on, a chain's copy of its stages) starts cold and
+        # passes every cut again at its first solve.
+        state = self.__dict__.copy()
+        state.update(_hs=None, _recycle=None, _rows=0,
+                     _open=np.zeros(self.n_kernels, dtype=bool))
+        return state
+
+    def reset(self):
+        """Drop the HiGHS model; the next :meth:`solve` builds it afresh (a cold start).
+
+        The dropped object is not reused: after a failure its state is unknown.
+        """
+        if self._recycle is not None:
+            self._recycle.detach()
+            self._recycle = None
+        self._hs = None
+        self._rows = 0
+        self._open[:] = False
+
+    def _build(self):
+        m = self.n_kernels
+        n = m + 1
+        lp = _h.HighsLp()
+        lp.num_col_ = n
+        lp.num_row_ = 1
+        cost = np.zeros(n)
+        cost[m] = 1.0
+        lp.col_cost_ = cost
+        lp.col_lower_ = np.r_[np.zeros(m), -_h.kHighsInf]
+        # Every kernel starts closed (fixed at 0); solve opens the working set.
+        lp.col_upper_ = np.r_[np.zeros(m), _h.kHighsInf]
+        lp.row_lower_ = np.ones(1)
+        lp.row_upper_ = np.ones(1)
+        M = lp.a_matrix_
+        M.format_ = _h.MatrixFormat.kRowwise
+        M.num_col_ = n
+        M.num_row_ = 1
+        M.start_ = np.array([0, m], dtype=np.int32)
+        M.index_ = np.arange(m, dtype=np.int32)
+        M.value_ = np.ones(m)
+        lp.a_matrix_ = M
+        hs = _new_highs()
+        if hs.passModel(lp) != _h.HighsStatus.kOk:
+            raise RuntimeError("HiGHS refused the model")
+        self._hs = hs
+        self._recycle = weakref.finalize(self, _recycle, hs)
+        self._rows = 0
+        self._open[:] = False
+        self._index = np.arange(n, dtype=np.int32)
+        self._start1 = np.zeros(1, dtype=np.int32)
+
+    def solve(self, s, Q, W, q_max, s_max):
+        """The LP on the cuts ``(s, Q)`` restricted to the kernels ``W``.
+
+        Parameters
+        ----------
+        s : ndarray of shape (n_cuts,)
+        Q : ndarray of shape (n_cuts, n_kernels)
+            All cuts so far; the rows already passed must not have changed.
+        W : ndarray of int
+            The working set, without repeats.
+        q_max, s_max : float
+            ``max |Q[:, W]|`` and ``max |s|``, the scale of the answer's check.
+
+        Returns
+        -------
+        (value, w, lam) or None
+            The optimal value, the weights (of every kernel, exactly 0
+            outside ``W``) and the cut multipliers ``lam >= 0``; ``None``
+            when the bindings are unavailable, HiGHS reports no optimum or
+            the answer fails its check (the model is then dropped, so the
+            next call starts cold).
+        """
+        if _h is None:
+            return None
+        m = self.n_kernels
+        J = s.shape[0]
+        try:
+            if self._hs is None:
+                self._build()
+            hs = self._hs
+            k = J - self._rows
+            if k > 0:
+                self._add_rows(s, Q, k)
+            mask = np.zeros(m, dtype=bool)
+            mask[W] = True
+            if not np.array_equal(mask, self._open):
+                changed = (mask != self._open).nonzero()[0]
+                up = np.where(mask[changed], _h.kHighsInf, 0.0)
+                hs.changeColsBounds(changed.size, changed.astype(np.int32), np.zeros(changed.size),
+                                    up)
+                self._open = mask
+            hs.run()
+            if hs.getModelStatus() != _h.HighsModelStatus.kOptimal:
+                raise RuntimeError("no optimum")
+            sol = hs.getSolution()
+            x = np.array(sol.col_value, dtype=np.float64)
+            lam = np.array(sol.row_dual[1:], dtype=np.float64)
+            value = float(hs.getObjectiveValue())
+        except Exception:  # a changed private API or a failed solve: one-shot path
+            return self._fail()
+        # The check of solve_dense_lp on this LP's structure, in few array
+        # operations: finite, 1'w = 1, w >= 0, every cut <= t, multipliers
+        # of the right sign (to 1e-9 of the problem's scale), and the value
+        # equal to t.
+        w = x[:m]
+        w *= mask  # kernels outside W sit at their bound 0 (exactly, unless basic)
+        t = float(x[m])
+        np.negative(lam, out=lam)  # HiGHS's duals of "<=" rows are <= 0
+        w_sum = float(w.sum())
+        if not math.isfinite(w_sum + float(lam.sum()) + t + value):  # a NaN or inf anywhere
+            return self._fail()
+        w_min = float(w.min())
+        w_abs = w_sum if w_min >= 0.0 else float(np.abs(w).sum())
+        tol = _CHECK_TOL * (1.0 + max(0.5 * q_max, 1.0) * (w_abs + abs(t)) + s_max)
+        cut = Q @ w
+        cut *= -0.5
+        cut += s
+        if not (w_min >= -tol and abs(w_sum - 1.0) <= tol and float(cut.max()) <= t + tol
+                and float(lam.min()) >= -tol
+                and abs(t - value) <= _CHECK_TOL * (1.0 + abs(value))):
+            return self._fail()
+        np.maximum(lam, 0.0, out=lam)
+        return value, w, lam
+
+    def _add_rows(self, s, Q, k):
+        """Pass the last ``k`` cuts to HiGHS as rows ``-q_j'w / 2 - t <= -s_j``."""
+        m = self.n_kernels
+        J = s.shape[0]
+        vals = np.empty((k, m + 1))
+        np.multiply(Q[J - k :], -0.5, out=vals[:, :m])
+        vals[:, m] = -1.0
+        if k == 1:  # the usual case, one new cut: no index arrays to build
+            starts, index = self._start1, self._index
+        else:
+            starts = np.arange(0, k * (m + 1), m + 1, dtype=np.int32)
+            index = np.tile(self._index, k)
+        self._hs.addRows(k, np.full(k, -_h.kHighsInf), -s[J - k :], k * (m + 1), starts, index,
+                         vals.ravel())
+        self._rows = J
+
+    def _fail(self):
+        self.n_failures += 1
+        self.reset()
+        return None
