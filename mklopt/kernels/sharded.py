@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import heapq
 import numbers
+import uuid
 from dataclasses import dataclass
 
 import numba
@@ -76,7 +77,17 @@ __all__ = [
 KERNEL_COST = 4.0
 
 class ShardLostError(RuntimeError):
-    """A worker holding a kernel shard was lost and the shard could not be rebuilt."""
+    """A worker holding a kernel shard was lost and the shard could not be rebuilt.
+
+    Attributes
+    ----------
+    best : mklopt.Progress or None
+        Set when an estimator's fit ends with this error: the best point
+        evaluated before the loss (its ``J``, gap and weights), or None
+        when no oracle call had ended.
+    """
+
+    best = None
 
 
 @dataclass
@@ -358,6 +369,10 @@ class ShardedStorage:
     shards : tuple of ShardInfo
     traffic : Traffic
         Running counters of round trips, messages and bytes.
+    poll_interval : float
+        Seconds between checks that a shard's worker is alive while a
+        request waits (default 1): a request never waits for a dead worker
+        longer than this after the scheduler noticed the death.
     """
 
     name = "sharded"
@@ -387,12 +402,14 @@ class ShardedStorage:
         self.n_kernels = int(functions.n_kernels)
         self.n_samples = int(functions.n_samples)
         self.retries = int(retries)
+        self.poll_interval = 1.0
         self.traffic = Traffic()
         self._normalize = normalize
         self._dtype = np.dtype(dtype)
         self._max_memory = max_memory
         self._storage = storage
         self._closed = False
+        self._attempts = {}
 
         kind = storage
         if storage == "auto":
@@ -410,12 +427,23 @@ class ShardedStorage:
         self._futures = [None] * len(parts)
         self._actors = [None] * len(parts)
         self._info = [None] * len(parts)
+        self._token = uuid.uuid4().hex[:8]
         X = client.scatter(functions.X, broadcast=True, hash=False)
+        started = []
         try:
             started = [self._submit(s, X) for s in range(len(parts))]
             for s, fut in enumerate(started):
                 self._adopt(s, fut)
+        except BaseException:
+            # A shard that failed (or an interrupt) must not leave the
+            # others' kernels on their workers: nobody could free them.
+            self._release(started)
+            self._futures = [None] * len(parts)
+            self._actors = [None] * len(parts)
+            raise
         finally:
+            # Not cancelled: cancelling a key cancels its dependents, the
+            # actors. A plain release frees X once the last shard has it.
             X.release()
 
     # ------------------------------------------------------------ building
@@ -443,14 +471,24 @@ class ShardedStorage:
             self._max_memory,
             actor=True,
             workers=[self._workers[s]],
+            # Strict: if this worker dies, Dask must not recompute the shard
+            # on a survivor that may not have room for it (it would wait
+            # for the dead worker instead, and _wait_built notices).
             allow_other_workers=False,
             pure=False,
+            # What runs, for the dashboard and the scheduler's task list:
+            # "mklopt-shard-2-<bank>-<attempt>" (keys must be unique).
+            key=f"mklopt-shard-{s}-{self._token}-{self._attempt(s)}",
         )
+
+    def _attempt(self, s):
+        self._attempts[s] = self._attempts.get(s, 0) + 1
+        return self._attempts[s]
 
     def _adopt(self, s, fut):
         """Wait for shard ``s``'s actor and check what it built."""
-        actor = fut.result()
-        info = actor.info().result()
+        actor = self._wait_built(s, fut)
+        info = self._wait(s, actor.info(), fut)
         if info["version"] != __version__:
             raise RuntimeError(
                 f"worker {self._workers[s]} runs mklopt {info['version']} but this client "
@@ -464,6 +502,47 @@ class ShardedStorage:
                 "same mklopt and numpy"
             )
         self._futures[s], self._actors[s], self._info[s] = fut, actor, info
+
+    def _wait_built(self, s, fut):
+        """Shard ``s``'s actor once built; ShardLostError if its worker leaves first.
+
+        A task restricted to a worker that died waits for that worker for
+        ever, so the wait is in slices of :attr:`poll_interval` seconds,
+        checking between them that the worker is still known to the
+        scheduler.
+        """
+        while True:
+            try:
+                return fut.result(timeout=self.poll_interval)
+            except TimeoutError:
+                if self._workers[s] not in _workers_info(self.client):
+                    self._release([fut])
+                    raise ShardLostError(
+                        f"the worker {self._workers[s]} left the cluster while it built "
+                        f"kernel shard {s} ({self._parts[s].size} kernels)"
+                    ) from None
+
+    def _wait(self, s, answer, key):
+        """The answer of a request to shard ``s``, or ShardLostError once its worker is lost.
+
+        A request in flight when the actor's worker dies can wait for ever
+        inside Dask (it waits for the actor's task to be recomputed, which
+        its worker restriction forbids). So the wait is in slices of
+        :attr:`poll_interval` seconds, and between them the shard's task
+        (``key``, the future of the actor) is checked: the scheduler marks
+        it lost as soon as it notices the worker's death (at once for a
+        killed process, after ``distributed.scheduler.worker-ttl`` for a
+        machine that vanished).
+        """
+        while True:
+            try:
+                return answer.result(timeout=self.poll_interval)
+            except TimeoutError:
+                if key is None or key.status != "finished":
+                    raise ShardLostError(
+                        f"the task of kernel shard {s} is {getattr(key, 'status', 'gone')!r} "
+                        f"(its worker {self._workers[s]} was lost)"
+                    ) from None
 
     def _rebuild(self, s, exc):
         """Rebuild shard ``s`` on a live worker after its worker was lost."""
@@ -483,8 +562,7 @@ class ShardedStorage:
         self._workers[s] = min(alive, key=lambda w: (load[w], w))
         old = self._futures[s]
         self._futures[s] = self._actors[s] = None
-        if old is not None:
-            old.release()
+        self._release([old])
         self._adopt(s, self._submit(s, self.functions.X))
         self.traffic.n_rebuilt += 1
 
@@ -512,7 +590,7 @@ class ShardedStorage:
             tries = 0
             while True:
                 try:
-                    res = fut.result()
+                    res = self._wait(s, fut, self._futures[s])
                     break
                 except Exception as exc:
                     if not _is_lost(exc):
@@ -631,13 +709,35 @@ class ShardedStorage:
         return out
 
     # ------------------------------------------------------------ lifetime
+    def _release(self, futures):
+        """Tell the scheduler to forget ``futures`` now, whatever else refers to them.
+
+        ``Future.release`` only drops one reference, and the scheduler
+        forgets a key when the client's last reference is gone. An actor
+        handle holds its own future, and the closures of its method calls
+        refer to the handle in reference cycles, so the last reference goes
+        only when Python's cycle collector runs (seconds to minutes later),
+        and the shard's kernels stay on its worker until then. Cancelling
+        the keys releases them on the scheduler at once; the workers then
+        drop the actors and their memory.
+        """
+        futures = [f for f in futures if f is not None]
+        if not futures:
+            return
+        try:
+            self.client.cancel(futures, force=True)
+        except Exception:  # the client or its scheduler is already gone
+            pass
+
     def close(self):
-        """Release the shards' actors (their workers free the memory); later requests fail."""
+        """Release the shards' actors at once (their workers free the memory).
+
+        Later requests fail with a ``ValueError``; closing twice is harmless.
+        """
         self._closed = True
-        for s, fut in enumerate(self._futures):
-            if fut is not None:
-                fut.release()
-            self._futures[s] = self._actors[s] = None
+        self._release(self._futures)
+        self._futures = [None] * len(self._futures)
+        self._actors = [None] * len(self._actors)
 
     def __repr__(self):
         return (
@@ -652,7 +752,7 @@ class _Failed:
     def __init__(self, exc):
         self.exc = exc
 
-    def result(self):
+    def result(self, timeout=None):
         raise self.exc
 
 
