@@ -1,4 +1,4 @@
-"""Independent fits in parallel through joblib (DESIGN section 11).
+"""Independent fits in parallel through joblib.
 
 One-vs-one pairs and benchmark splits are independent, so they can run at
 the same time. mklopt follows scikit-learn's convention: an ``n_jobs``

@@ -1,4 +1,4 @@
-"""Kernels sharded over the workers of a Dask cluster (DESIGN section 11).
+"""Kernels sharded over the workers of a Dask cluster.
 
 :class:`ShardedStorage` answers the storage verbs of
 :mod:`mklopt.kernels.storage` for a bank whose kernels live on the workers of
