@@ -8,8 +8,11 @@ import mklopt
 
 
 @contextlib.contextmanager
-def local_client():
-    """A ``Client`` on ``LocalCluster(n_workers=2, processes=True)``, closed on exit."""
+def local_client(**cluster_kwargs):
+    """A ``Client`` on ``LocalCluster(n_workers=2, processes=True)``, closed on exit.
+
+    ``cluster_kwargs`` go to ``LocalCluster`` (e.g. ``memory_limit="600MB"``).
+    """
     import distributed  # optional: the modules using this importorskip it first
 
     # Workers are new interpreters: make them import the mklopt under test
@@ -24,6 +27,7 @@ def local_client():
             processes=True,
             dashboard_address=None,
             silence_logs=50,
+            **cluster_kwargs,
         )
     finally:
         if old is None:

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .._memory import fits
+from .._memory import fits, fmt_bytes
 from .._optional import require
 from .._version import __version__
 
@@ -70,6 +70,10 @@ __all__ = [
     "balance_shards",
     "check_client",
 ]
+
+#: Fraction of a worker's Dask ``memory_limit`` that its shards' storage may
+#: use (with one ``n x n`` work matrix each); see ``ShardedStorage``.
+WORKER_MEMORY_FRACTION = 0.6
 
 #: Cost of one kernel of a group, in units of one feature of its distance
 #: evaluation (on-the-fly storage): an exponential or a power per entry
@@ -188,7 +192,7 @@ def _group_costs(plan, storage):
     return np.diff(plan.feat_ptr).astype(np.float64) + KERNEL_COST * m_g
 
 
-def balance_shards(plan, n_shards, storage="on_the_fly"):
+def balance_shards(plan, n_shards, storage="on_the_fly", capacity=None):
     """Split a bank's kernels into shards of balanced cost, never splitting a group.
 
     Parameters
@@ -200,6 +204,11 @@ def balance_shards(plan, n_shards, storage="on_the_fly"):
     storage : str, default="on_the_fly"
         Storage of the shards: ``"dense"`` costs a kernel the same whatever
         its features; any other storage computes from the features.
+    capacity : array-like of shape (n_shards,), optional
+        The most each shard may hold, in the units of the cost (kernels for
+        dense storage). A group then goes, largest first, to the shard it
+        fills least in proportion to its capacity, among those it fits in;
+        with equal capacities that is the least loaded shard, as without.
 
     Returns
     -------
@@ -207,27 +216,54 @@ def balance_shards(plan, n_shards, storage="on_the_fly"):
         Sorted kernel indices of each non-empty shard.
     costs : ndarray of shape (len(shards),)
         The cost of each shard (see the module notes).
+
+    Raises
+    ------
+    MemoryError
+        If a group fits in no shard's remaining capacity.
     """
-    cost = _group_costs(plan, storage)
-    order = np.argsort(-cost, kind="stable")
-    heap = [(0.0, s) for s in range(int(n_shards))]
-    members = [[] for _ in range(int(n_shards))]
-    loads = np.zeros(int(n_shards))
-    for g in order.tolist():
-        load, s = heapq.heappop(heap)
-        members[s].append(g)
-        loads[s] = load + cost[g]
-        heapq.heappush(heap, (loads[s], s))
+    members, loads = _assign(plan, int(n_shards), storage, capacity)
     shards, costs = [], []
     for s in range(int(n_shards)):
-        if not members[s]:
-            continue
-        ks = np.concatenate(
-            [plan.kern_idx[plan.kern_ptr[g] : plan.kern_ptr[g + 1]] for g in members[s]]
-        )
-        shards.append(np.sort(ks).astype(np.int64))
-        costs.append(loads[s])
+        if members[s]:
+            shards.append(_kernels_of(plan, members[s]))
+            costs.append(loads[s])
     return shards, np.array(costs)
+
+
+def _kernels_of(plan, groups):
+    ks = np.concatenate([plan.kern_idx[plan.kern_ptr[g] : plan.kern_ptr[g + 1]] for g in groups])
+    return np.sort(ks).astype(np.int64)
+
+
+def _assign(plan, n_shards, storage, capacity=None):
+    """Groups of each shard slot and the slots' loads (LPT, optionally under capacities)."""
+    cost = _group_costs(plan, storage)
+    order = np.argsort(-cost, kind="stable")
+    members = [[] for _ in range(n_shards)]
+    loads = np.zeros(n_shards)
+    if capacity is None:
+        heap = [(0.0, s) for s in range(n_shards)]
+        for g in order.tolist():
+            load, s = heapq.heappop(heap)
+            members[s].append(g)
+            loads[s] = load + cost[g]
+            heapq.heappush(heap, (loads[s], s))
+        return members, loads
+    cap = np.asarray(capacity, dtype=np.float64)
+    for g in order.tolist():
+        room = np.flatnonzero(loads + cost[g] <= cap + 1e-9)
+        if room.size == 0:
+            raise MemoryError(
+                f"a group of {cost[g]:g} kernels on the same features (never split) fits in "
+                f"no shard: the shards' capacities are {cap.tolist()} kernels, of which "
+                f"{loads.tolist()} are taken"
+            )
+        fill = (loads[room] + cost[g]) / np.maximum(cap[room], 1e-300)
+        s = int(room[np.argmin(fill)])
+        members[s].append(g)
+        loads[s] += cost[g]
+    return members, loads
 
 
 def _encode(w):
@@ -411,19 +447,17 @@ class ShardedStorage:
         self._closed = False
         self._attempts = {}
 
-        kind = storage
-        if storage == "auto":
-            kind = self._auto_storage(workers, int(n_shards))
-        parts, costs = balance_shards(functions.plan, int(n_shards), kind)
+        kind, parts, costs, slots, budgets = self._place(workers, int(n_shards), storage)
         self._kinds = [kind] * len(parts)
         self._parts = parts
         self._costs = costs
+        self._budgets = budgets
         self._shard_of = np.empty(self.n_kernels, dtype=np.int64)
         self._local = np.empty(self.n_kernels, dtype=np.int64)
         for s, ks in enumerate(parts):
             self._shard_of[ks] = s
             self._local[ks] = np.arange(ks.size)
-        self._workers = [workers[s % len(workers)] for s in range(len(parts))]
+        self._workers = [workers[t % len(workers)] for t in slots]
         self._futures = [None] * len(parts)
         self._actors = [None] * len(parts)
         self._info = [None] * len(parts)
@@ -447,16 +481,82 @@ class ShardedStorage:
             X.release()
 
     # ------------------------------------------------------------ building
-    def _auto_storage(self, workers, n_shards):
+    def _capacities(self, workers):
+        """Bytes a shard's storage may use on each worker (None: no known limit).
+
+        :data:`WORKER_MEMORY_FRACTION` of the worker's Dask ``memory_limit``,
+        and at most ``max_memory``. A shard's kernels cannot be spilled to
+        disk, and the worker also needs room for its own interpreter and for
+        the answers it sends, so a shard keeps well below the fraction
+        (0.8 by default) at which Dask pauses a worker.
+        """
         info = _workers_info(self.client)
-        limits = [info[w].get("memory_limit") or 0 for w in workers]
-        limit = min(limits) if all(limits) else None
-        m, n = self.n_kernels, self.n_samples
-        per_shard = (m / n_shards) * n * n * self._dtype.itemsize + n * n * 8
-        dense_ok = limit is None or per_shard <= 0.5 * limit
-        if self._max_memory is not None:
-            dense_ok = dense_ok and fits(per_shard, self._max_memory)
-        return "dense" if dense_ok else "on_the_fly"
+        caps = {}
+        for w in workers:
+            limit = info.get(w, {}).get("memory_limit") or None
+            cap = None if limit is None else WORKER_MEMORY_FRACTION * float(limit)
+            if self._max_memory is not None:
+                cap = float(self._max_memory) if cap is None else min(cap, self._max_memory)
+            caps[w] = cap
+        return caps
+
+    def _place(self, workers, n_shards, storage):
+        """Storage kind, shards, their costs, their slots and byte budgets, under the limits.
+
+        Slot ``t`` lives on ``workers[t % len(workers)]``. A dense shard of
+        ``m_s`` kernels holds ``m_s n^2`` numbers plus one ``n x n`` work
+        matrix (``8 n^2`` bytes), and must fit its share of its worker's
+        capacity; a dense bank that does not fit even in all the workers
+        together is refused before anything is allocated. ``"auto"`` is
+        dense when that fits, else on the fly.
+        """
+        plan = self.functions.plan
+        caps = self._capacities(workers)
+        slot_worker = [workers[t % len(workers)] for t in range(n_shards)]
+        per_worker = {w: slot_worker.count(w) for w in set(slot_worker)}
+        budgets = [None if caps[w] is None else caps[w] / per_worker[w] for w in slot_worker]
+        n, m = self.n_samples, self.n_kernels
+        kernel_bytes = n * n * self._dtype.itemsize
+        work_bytes = n * n * 8
+        if storage in ("dense", "auto") and all(b is not None for b in budgets):
+            room = [max(0.0, (b - work_bytes) // kernel_bytes) for b in budgets]
+            need = m * kernel_bytes + min(n_shards, len(plan.kern_ptr) - 1) * work_bytes
+            try:
+                if need > sum(budgets):
+                    raise MemoryError("the sum")
+                members, loads = _assign(plan, n_shards, "dense", room)
+            except MemoryError as exc:
+                if storage == "auto":
+                    return self._place(workers, n_shards, "on_the_fly")
+                limits = ", ".join(
+                    f"{w}: {fmt_bytes(caps[w] / WORKER_MEMORY_FRACTION)}" for w in workers
+                    if self._max_memory is None
+                ) or f"max_memory {fmt_bytes(self._max_memory)} per shard"
+                raise MemoryError(
+                    f"a dense sharded bank of {m} kernels on {n} points needs "
+                    f"{fmt_bytes(need)} ({m} x {n}^2 x {self._dtype.itemsize} bytes, plus one "
+                    f"{n} x {n} work matrix per shard), but {len(workers)} worker(s) may hold "
+                    f"{fmt_bytes(sum(budgets))} in all ({WORKER_MEMORY_FRACTION:g} of each "
+                    f"worker's memory_limit: {limits})"
+                    + ("" if str(exc) == "the sum" else f"; {exc}")
+                    + ". Nothing was allocated. Use storage='on_the_fly' (a shard then holds "
+                    "only X), dtype=np.float32, more workers or larger memory limits"
+                ) from None
+            slots = [t for t in range(n_shards) if members[t]]
+            costs = np.array([loads[t] for t in slots])
+            parts = [_kernels_of(plan, members[t]) for t in slots]
+            return "dense", parts, costs, slots, [budgets[t] for t in slots]
+        kind = storage
+        if storage == "auto":
+            # Some worker has no memory_limit: judge by this machine's memory.
+            per_shard = (m / n_shards) * kernel_bytes + work_bytes
+            kind = "dense" if fits(per_shard, self._max_memory) else "on_the_fly"
+        members, loads = _assign(plan, n_shards, kind)
+        slots = [t for t in range(n_shards) if members[t]]
+        parts = [_kernels_of(plan, members[t]) for t in slots]
+        return kind, parts, np.array([loads[t] for t in slots]), slots, [
+            budgets[t] for t in slots
+        ]
 
     def _submit(self, s, X):
         fn = self.functions
@@ -468,7 +568,9 @@ class ShardedStorage:
             self._kinds[s],
             self._normalize,
             self._dtype,
-            self._max_memory,
+            # The worker checks the shard against its budget (not against
+            # its machine's free memory, which other workers share).
+            self._max_memory if self._budgets[s] is None else self._budgets[s],
             actor=True,
             workers=[self._workers[s]],
             # Strict: if this worker dies, Dask must not recompute the shard
@@ -555,6 +657,21 @@ class ShardedStorage:
             ) from exc
         lost = self._workers[s]
         alive = [w for w in workers if w != lost] or workers
+        if self._kinds[s] == "dense":
+            # Only where the shard fits next to the worker's other shards.
+            caps = self._capacities(alive)
+            need = self._info[s]["nbytes"] + 8.0 * self.n_samples**2
+            used = {w: 0.0 for w in alive}
+            for t, w in enumerate(self._workers):
+                if t != s and w in used and self._info[t] is not None:
+                    used[w] += self._info[t]["nbytes"] + 8.0 * self.n_samples**2
+            alive = [w for w in alive if caps[w] is None or used[w] + need <= caps[w]]
+            if not alive:
+                raise ShardLostError(
+                    f"the worker holding kernel shard {s} was lost and no live worker has "
+                    f"room for its {fmt_bytes(need)} (at most {WORKER_MEMORY_FRACTION:g} of "
+                    "a worker's memory_limit)"
+                ) from exc
         load = {w: 0.0 for w in alive}
         for t, w in enumerate(self._workers):
             if t != s and w in load:
