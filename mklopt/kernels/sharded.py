@@ -42,7 +42,16 @@ shards or not at all. The lost shard is rebuilt on a live worker from the
 training points and its specs (the kernels are deterministic, so the
 rebuilt shard answers exactly as the lost one) and the request is sent
 again, up to ``retries`` times; after that :class:`ShardLostError` is
-raised. The client stays usable either way.
+raised. The client stays usable either way. No wait is unbounded: requests
+and builds wait in slices of ``poll_interval`` seconds and check between
+them that the shard's task is still in memory (the scheduler marks it lost
+when it notices the worker's death).
+
+Shards are placed under the workers' memory limits: a worker's shards may
+use :data:`WORKER_MEMORY_FRACTION` of its Dask ``memory_limit``, work
+matrix included, and a dense bank that cannot be placed so is refused with
+a ``MemoryError`` before anything is allocated. :meth:`ShardedStorage.close`
+cancels the shards' tasks, so their workers free the memory at once.
 
 Dask is an optional dependency (``pip install "mklopt[dask]"``): this
 module imports it only when a sharded bank is built.
@@ -381,15 +390,16 @@ class ShardedStorage:
     storage : str, default="auto"
         Storage of every shard on its worker (``"dense"``, ``"on_the_fly"``,
         or another name ``KernelBank.from_specs`` accepts). ``"auto"`` keeps
-        a shard dense when it fits in half of its worker's memory limit
-        (and under ``max_memory``), else computes it on the fly.
+        dense when the shards can be placed under the workers' memory
+        limits (see Notes), else computes them on the fly.
     normalize : {"trace", None}, default="trace"
         As for ``from_specs``; the workers' constants are checked against
         ``functions.scales``.
     dtype : numpy dtype, default=np.float64
         Storage type of dense shards.
     max_memory : float, optional
-        Byte limit for each shard's storage on its worker.
+        Byte limit for each shard's storage on its worker (on top of the
+        workers' own limits, see Notes).
     n_shards : int, optional
         Default: one per worker. More shards than workers are placed round
         robin (useful when workers have several threads each).
@@ -409,6 +419,27 @@ class ShardedStorage:
         Seconds between checks that a shard's worker is alive while a
         request waits (default 1): a request never waits for a dead worker
         longer than this after the scheduler noticed the death.
+
+    Raises
+    ------
+    MemoryError
+        When dense shards cannot be placed under the workers' limits
+        (before anything is allocated), with the bytes needed and each
+        worker's limit.
+
+    Notes
+    -----
+    A worker's shards may use :data:`WORKER_MEMORY_FRACTION` (0.6) of its
+    Dask ``memory_limit``, and each at most ``max_memory``. A dense shard
+    of ``m_s`` kernels needs ``m_s n^2`` numbers plus one ``n x n`` work
+    matrix (``8 n^2`` bytes). Groups go, largest first, to the shard they
+    fill least in proportion to its budget (the least loaded one when all
+    budgets are equal), so a bank larger than one worker but smaller than
+    all of them together is split to fit. Kernels cannot be spilled to
+    disk, and Dask pauses a worker at 0.8 of its limit: the rest is left
+    for the worker's interpreter and the answers in flight. A worker
+    without a memory limit is judged by the machine's available memory,
+    as an unsharded bank is.
     """
 
     name = "sharded"
