@@ -764,8 +764,12 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         if n_tasks < 2 or not tasks[0][0].shared:
             return super()._fit_pairs(tasks, n_jobs, n_tasks)
         plan = tasks[0][0]
-        banks = [self._pair_bank(plan, Xp, rows) for _, Xp, _, rows in tasks]
+        banks = []
         try:
+            # Built inside the try: if one pair's bank fails, the sharded
+            # banks built before it are still closed below.
+            for _, Xp, _, rows in tasks:
+                banks.append(self._pair_bank(plan, Xp, rows))
             parts = [SVMDual(bank, yp, C=plan.C, tol=plan.inner_tol)
                      for bank, (_, _, yp, _) in zip(banks, tasks, strict=True)]
             # One w for all pairs: the outer method minimises sum_p J_p(w).
