@@ -4,7 +4,9 @@ A module-scoped ``LocalCluster(n_workers=2, threads_per_worker=1,
 memory_limit="800MB")``: a shard may use 60 % of its worker's limit
 (480 MB). A dense bank of 829 MB, more than one worker's limit and less
 than the two together, is split under the limits and gives the serial
-answers; a bank larger than both is refused before anything is allocated.
+answers, and its workers' resident memory drops by the shards' bytes once
+it is closed; a bank larger than both is refused before anything is
+allocated.
 """
 
 import numpy as np
@@ -35,6 +37,15 @@ def problem(n, d=6, seed=0):
     X = rng.normal(size=(n, d))
     y = np.where(X[:, 0] + X[:, 1] * X[:, 2] > 0.1 * rng.normal(size=n), 1.0, -1.0)
     return X, y
+
+
+def _rss():
+    """Resident bytes of the calling process (run on the workers)."""
+    with open("/proc/self/statm") as fh:
+        pages = int(fh.read().split()[1])
+    import os
+
+    return pages * os.sysconf("SC_PAGE_SIZE")
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +80,14 @@ def test_a_bank_larger_than_one_worker_is_split_under_the_limits(client):
                 assert s.nbytes + 8 * 1200**2 <= WORKER_MEMORY_FRACTION * LIMIT
             stop = MaxOracleCalls(6)
             b = solve(SVMDual(bank, y, C=10.0, tol=1e-6), AnalyticLp(2.0), stop=stop)
+            held = client.run(_rss)
         finally:
             bank.storage.close()
+        # the workers give the kernels' memory back as soon as the bank is closed
+        assert wait_released(client, 2.0) == (0, [])
+        freed = {w: held[w] - rss for w, rss in client.run(_rss).items()}
+        for s in shards:
+            assert freed[s.worker] >= 0.9 * s.nbytes
         serial = KernelBank.from_specs(X, sp, storage="dense")
         a = solve(SVMDual(serial, y, C=10.0, tol=1e-6), AnalyticLp(2.0), stop=stop)
     assert b.n_oracle_calls == a.n_oracle_calls
