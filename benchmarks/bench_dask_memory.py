@@ -15,7 +15,8 @@ relative gap of 1e-2, C = 10, SVM tolerance 1e-3.
   resident memory.
 
     python benchmarks/bench_dask_memory.py --n 3200 --limit 2.5e9
-    python benchmarks/bench_dask_memory.py --n 8000 --halves 1 --limit 6e9   # refused: one group
+    python benchmarks/bench_dask_memory.py --n 8000 --halves 1 --limit 6e9   # refused
+    python benchmarks/bench_dask_memory.py --n 8000 --halves 1 --limit 6e9 --dtype float32
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=3200)
     ap.add_argument("--halves", type=int, default=2)
     ap.add_argument("--limit", type=float, default=2.5e9, help="memory_limit of each worker")
+    ap.add_argument("--dtype", default="float64", choices=["float64", "float32"],
+                    help="storage type of the dense shards")
     ap.add_argument("--single", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.single:
@@ -87,9 +90,10 @@ def main(argv=None):
     import distributed
 
     X, y, specs = problem(args.n, args.halves)
-    need = len(specs) * args.n**2 * 8
+    dtype = np.dtype(args.dtype)
+    need = len(specs) * args.n**2 * dtype.itemsize
     print(f"n = {args.n}, {len(specs)} kernels in {args.halves} group(s): dense bank "
-          f"{need / GiB:.2f} GiB; 2 workers of {args.limit / GiB:.2f} GiB")
+          f"{need / GiB:.2f} GiB ({dtype}); 2 workers of {args.limit / GiB:.2f} GiB")
     root = str(Path(__file__).resolve().parents[1])
     os.environ["PYTHONPATH"] = root + os.pathsep + os.environ.get("PYTHONPATH", "")
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
@@ -98,7 +102,8 @@ def main(argv=None):
     try:
         t = time.perf_counter()
         try:
-            bank = KernelBank.from_specs(X, specs, storage="dense", client=client)
+            bank = KernelBank.from_specs(X, specs, storage="dense", dtype=dtype,
+                                         client=client)
         except MemoryError as exc:
             print(f"refused after {time.perf_counter() - t:.2f} s: {exc}")
             return

@@ -95,9 +95,41 @@ def test_a_bank_larger_than_one_worker_is_split_under_the_limits(client):
     assert abs(b.value - a.value) <= 1e-10 * abs(a.value)
 
 
+def test_one_group_larger_than_one_worker_is_split_when_it_must_be(client):
+    """50 kernels on all features (one group, 576 MB): no worker's 480 MB holds it."""
+    X, y = problem(1200)
+    sp = [rbf(2.0 ** (k / 4.0)) for k in range(-20, 30)]
+    with no_hang(150):
+        bank = KernelBank.from_specs(X, sp, storage="dense", client=client)
+        try:
+            shards = bank.storage.shards
+            assert sorted(s.kernels.size for s in shards) == [25, 25]
+            for s in shards:
+                assert s.nbytes + 8 * 1200**2 <= WORKER_MEMORY_FRACTION * LIMIT
+            np.testing.assert_array_equal(
+                np.sort(np.concatenate([s.kernels for s in shards])), np.arange(len(sp))
+            )
+            stop = MaxOracleCalls(4)
+            b = solve(SVMDual(bank, y, C=10.0, tol=1e-6), AnalyticLp(2.0), stop=stop)
+        finally:
+            bank.storage.close()
+        serial = KernelBank.from_specs(X, sp, storage="dense")
+        np.testing.assert_allclose(bank.scales, serial.scales, rtol=1e-12)
+        a = solve(SVMDual(serial, y, C=10.0, tol=1e-6), AnalyticLp(2.0), stop=stop)
+    assert np.abs(b.weights - a.weights).max() <= 1e-10 * np.abs(a.weights).max()
+    assert abs(b.value - a.value) <= 1e-10 * abs(a.value)
+    # a group that fits one shard still stays whole
+    small = KernelBank.from_specs(X[:300], sp, storage="dense", client=client)
+    try:
+        assert [s.kernels.size for s in small.storage.shards] == [50]
+    finally:
+        small.storage.close()
+
+
 def test_a_bank_larger_than_all_workers_is_refused_before_allocating(client):
     X, _ = problem(1700)
     sp = specs(X.shape[1])  # 72 x 1700^2 x 8 = 1.66 GB > 2 x 480 MB (60 % of 800 MB)
+    assert wait_released(client) == (0, [])  # what earlier tests closed is gone
     with no_hang(60), pytest.raises(MemoryError) as info:
         KernelBank.from_specs(X, sp, storage="dense", client=client)
     msg = str(info.value)

@@ -28,7 +28,8 @@ answers awaited together, so a batched row request of the SMO solver costs
 one round trip whatever the number of rows or shards.
 
 Shards are balanced by cost, not by count. Kernels on one feature subset
-(a *group*) share their distance evaluation, so a group is never split.
+(a *group*) share their distance evaluation, so a group is not split
+(except a dense one that fits no worker's memory, see ``ShardedStorage``).
 On the fly, a row and a ``q`` of group ``g`` cost about ``|F_g| + c m_g``
 per kernel entry (one distance over ``|F_g|`` features, then one
 exponential or power per kernel, ``c`` = ``KERNEL_COST``); a dense kernel
@@ -63,6 +64,7 @@ import heapq
 import numbers
 import uuid
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numba
 import numpy as np
@@ -243,6 +245,11 @@ def balance_shards(plan, n_shards, storage="on_the_fly", capacity=None):
 def _kernels_of(plan, groups):
     ks = np.concatenate([plan.kern_idx[plan.kern_ptr[g] : plan.kern_ptr[g + 1]] for g in groups])
     return np.sort(ks).astype(np.int64)
+
+
+def _single_kernel_groups(m):
+    """A plan-like object with every kernel its own group (for dense placement)."""
+    return SimpleNamespace(kern_ptr=np.arange(m + 1), kern_idx=np.arange(m))
 
 
 def _assign(plan, n_shards, storage, capacity=None):
@@ -435,7 +442,9 @@ class ShardedStorage:
     matrix (``8 n^2`` bytes). Groups go, largest first, to the shard they
     fill least in proportion to its budget (the least loaded one when all
     budgets are equal), so a bank larger than one worker but smaller than
-    all of them together is split to fit. Kernels cannot be spilled to
+    all of them together is split to fit. A group that fits no shard's
+    budget is split into its kernels (stored kernels share their distance
+    evaluation only when they are built). Kernels cannot be spilled to
     disk, and Dask pauses a worker at 0.8 of its limit: the rest is left
     for the worker's interpreter and the answers in flight. A worker
     without a memory limit is judged by the machine's available memory,
@@ -552,10 +561,19 @@ class ShardedStorage:
         if storage in ("dense", "auto") and all(b is not None for b in budgets):
             room = [max(0.0, (b - work_bytes) // kernel_bytes) for b in budgets]
             need = m * kernel_bytes + min(n_shards, len(plan.kern_ptr) - 1) * work_bytes
+            units = plan
             try:
                 if need > sum(budgets):
                     raise MemoryError("the sum")
-                members, loads = _assign(plan, n_shards, "dense", room)
+                try:
+                    members, loads = _assign(plan, n_shards, "dense", room)
+                except MemoryError:
+                    # A group larger than any shard's room is split: stored
+                    # kernels share their distance evaluation only when the
+                    # shard is built, so a split group costs one more
+                    # distance evaluation per shard, once.
+                    units = _single_kernel_groups(m)
+                    members, loads = _assign(units, n_shards, "dense", room)
             except MemoryError as exc:
                 if storage == "auto":
                     return self._place(workers, n_shards, "on_the_fly")
@@ -575,7 +593,7 @@ class ShardedStorage:
                 ) from None
             slots = [t for t in range(n_shards) if members[t]]
             costs = np.array([loads[t] for t in slots])
-            parts = [_kernels_of(plan, members[t]) for t in slots]
+            parts = [_kernels_of(units, members[t]) for t in slots]
             return "dense", parts, costs, slots, [budgets[t] for t in slots]
         kind = storage
         if storage == "auto":
