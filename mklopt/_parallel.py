@@ -1,4 +1,4 @@
-"""Independent fits in parallel through joblib (see docs/distributed.md).
+"""Independent fits in parallel through joblib.
 
 One-vs-one pairs and benchmark splits are independent, so they can run at
 the same time. mklopt follows scikit-learn's convention: an ``n_jobs``
@@ -7,6 +7,15 @@ chosen by the caller, such as ``joblib.parallel_backend("dask")`` to send
 the fits to a Dask cluster as tasks. Each fit runs exactly the code of the
 serial loop on the same inputs, and the results come back in the serial
 order, so the answers do not depend on ``n_jobs`` or the backend.
+
+Inside ``joblib.parallel_backend("dask")`` the fits are submitted to the
+backend's Dask client directly, one task per fit, named after what it runs
+(``mklopt-pair-3-vs-7-<token>``, see :func:`task_names`), rather than
+through joblib's Dask backend: a task that fails for good (its workers kept
+dying, Dask's ``KilledWorker``) then fails the whole call at once, where
+joblib's backend was seen to wait for it for ever. A worker lost while it
+runs a fit is Dask's business: the scheduler runs the task again elsewhere,
+up to ``distributed.scheduler.allowed-failures`` times.
 
 joblib is not a dependency of the core (it comes with scikit-learn and
 with Dask's joblib support): it is imported (through :mod:`mklopt._optional`)
@@ -18,15 +27,17 @@ context).
 
 from __future__ import annotations
 
+import contextvars
 import numbers
 import os
+import uuid
 from contextlib import contextmanager
 
 import numba
 
 from ._optional import optional
 
-__all__ = ["check_n_jobs", "parallel_map"]
+__all__ = ["check_n_jobs", "parallel_map", "task_names"]
 
 _JOBLIB_HINT = "install it with pip install joblib (it comes with scikit-learn)"
 
@@ -97,6 +108,60 @@ def _worker_threads(parent_pid):
         numba.set_num_threads(old)
 
 
+_TASK_NAMES = contextvars.ContextVar("mklopt_task_names", default=None)
+
+
+@contextmanager
+def task_names(names):
+    """Name the Dask tasks of the :func:`parallel_map` calls made in this block.
+
+    Parameters
+    ----------
+    names : iterable of str
+        One name per task, in the order of the tasks (for example
+        ``"pair-3-vs-7"``); a task's key is ``mklopt-<name>-<token>``, shown
+        by the dashboard and the scheduler. Tasks beyond the list are named
+        ``fit-<k>``. Without Dask the names are not used.
+    """
+    token = _TASK_NAMES.set(list(names))
+    try:
+        yield
+    finally:
+        _TASK_NAMES.reset(token)
+
+
+def _dask_client(joblib):
+    """The client of an active ``joblib.parallel_backend("dask")`` context, else None."""
+    try:
+        backend = joblib.parallel.get_active_backend()[0]
+    except (AttributeError, ImportError):  # pragma: no cover - very old joblib
+        return None
+    if "dask" not in type(backend).__name__.lower():
+        return None
+    return getattr(backend, "client", None)
+
+
+def _on_dask(client, func, tasks, pid):
+    """``parallel_map`` on a Dask cluster: one named task per fit, results in order."""
+    names = _TASK_NAMES.get() or []
+    token = uuid.uuid4().hex[:8]
+    futures = []
+    try:
+        for k, args in enumerate(tasks):
+            name = names[k] if k < len(names) else f"fit-{k}"
+            # Submitted in order: the scheduler starts earlier tasks first
+            # (the callers put the longest fits first).
+            futures.append(
+                client.submit(_call, func, args, pid, key=f"mklopt-{name}-{token}", pure=False)
+            )
+        return client.gather(futures)
+    finally:
+        # After an error (a KilledWorker, a fit that raised) or an interrupt,
+        # nothing is left running on the cluster; after success this only
+        # drops the results the workers still hold.
+        client.cancel(futures)
+
+
 def _call(func, args, parent_pid):
     with _worker_threads(parent_pid):
         return func(*args)
@@ -135,6 +200,9 @@ def parallel_map(func, tasks, n_jobs=None, name="n_jobs", n_tasks=None):
     if joblib is None or n_tasks <= 1:
         return [func(*args) for args in tasks]
     pid = os.getpid()
+    client = _dask_client(joblib)
+    if client is not None:
+        return _on_dask(client, func, tasks, pid)
     # Every task is a whole fit (tens of milliseconds at least), so joblib's
     # automatic batching, which groups tasks that end quickly, only hurts:
     # two fits in one batch cannot go to two workers. joblib's default

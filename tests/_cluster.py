@@ -8,8 +8,11 @@ import mklopt
 
 
 @contextlib.contextmanager
-def local_client():
-    """A ``Client`` on ``LocalCluster(n_workers=2, processes=True)``, closed on exit."""
+def local_client(**cluster_kwargs):
+    """A ``Client`` on ``LocalCluster(n_workers=2, processes=True)``, closed on exit.
+
+    ``cluster_kwargs`` go to ``LocalCluster`` (e.g. ``memory_limit="600MB"``).
+    """
     import distributed  # optional: the modules using this importorskip it first
 
     # Workers are new interpreters: make them import the mklopt under test
@@ -24,6 +27,7 @@ def local_client():
             processes=True,
             dashboard_address=None,
             silence_logs=50,
+            **cluster_kwargs,
         )
     finally:
         if old is None:
@@ -36,3 +40,53 @@ def local_client():
     finally:
         client.close()
         cluster.close()
+
+
+class Hang(Exception):
+    """Raised by :func:`no_hang` when its block outlives its time."""
+
+
+@contextlib.contextmanager
+def no_hang(seconds):
+    """Fail (raise :class:`Hang`) instead of blocking when the block runs over ``seconds``.
+
+    SIGALRM interrupts the main thread's waits on Dask (they wait in slices
+    with timeouts, so the handler runs), which turns a hang into a failed
+    test rather than a stuck CI job.
+    """
+    import signal
+
+    def handler(signum, frame):
+        raise Hang(f"still running after {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def shards_on_workers(client):
+    """``(actors held by the workers, mklopt-shard tasks the scheduler knows)``."""
+
+    def n_actors(dask_worker):
+        return len(dask_worker.state.actors)
+
+    def shard_tasks(dask_scheduler):
+        return [str(k) for k in dask_scheduler.tasks if str(k).startswith("mklopt-shard")]
+
+    return sum(client.run(n_actors).values()), client.run_on_scheduler(shard_tasks)
+
+
+def wait_released(client, seconds=2.0):
+    """``shards_on_workers`` once it is ``(0, [])`` or ``seconds`` have passed."""
+    import time
+
+    end = time.monotonic() + seconds
+    while True:
+        held = shards_on_workers(client)
+        if held == (0, []) or time.monotonic() > end:
+            return held
+        time.sleep(0.05)

@@ -22,7 +22,7 @@ import sklearn.base
 from mklopt import MKBoostClassifier, MKLClassifier, datasets
 from mklopt._parallel import check_n_jobs, parallel_map
 from mklopt.kernels import poly, rbf
-from tests._cluster import local_client
+from tests._cluster import local_client, no_hang
 
 distributed = pytest.importorskip("distributed")
 
@@ -164,6 +164,27 @@ def test_pairs_as_dask_tasks_equal_the_serial_fit(client, data, serial):
     assert_same_boost(serial[1], b, X)
 
 
+class _RecordTask:
+    """A callback that writes the key of the Dask task it runs in to a file."""
+
+    def __init__(self, folder):
+        self.folder = str(folder)
+
+    def __call__(self, progress):
+        key = distributed.get_worker().get_current_task()
+        with open(os.path.join(self.folder, f"{key}.txt"), "w") as fh:
+            fh.write(key)
+
+
+def test_pair_tasks_are_named_after_their_pair(client, data, serial, tmp_path):
+    X, y = data
+    with no_hang(120), joblib.parallel_backend("dask"):
+        b = mkl(callback=_RecordTask(tmp_path)).fit(X, y)
+    assert_same_mkl(serial[0], b, X)
+    names = sorted(p.stem.rsplit("-", 1)[0] for p in tmp_path.glob("*.txt"))
+    assert names == ["mklopt-pair-0-vs-1", "mklopt-pair-0-vs-2", "mklopt-pair-1-vs-2"]
+
+
 class _KillOnce:
     """A callback that kills the Dask worker it runs on, the first time only."""
 
@@ -185,11 +206,41 @@ def test_a_worker_killed_during_a_pair_gives_a_retried_task(client, data, serial
     X, y = data
     marker = tmp_path / "killed"
     try:
-        with joblib.parallel_backend("dask"):
+        with no_hang(120), joblib.parallel_backend("dask"):
             b = mkl(callback=_KillOnce(marker)).fit(X, y)
         assert marker.exists()  # a worker did die mid-fit
         assert_same_mkl(serial[0], b, X)
     finally:
+        client.wait_for_workers(2, timeout=60)
+    assert client.submit(sum, [1, 2], pure=False).result() == 3  # still usable
+
+
+def _kill_my_worker(progress):
+    """A callback that kills the Dask worker it runs on (at the second oracle call)."""
+    if progress.n_oracle_calls == 2:
+        try:
+            distributed.get_worker()
+        except ValueError:
+            return  # not on a worker
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _set_allowed_failures(n, dask_scheduler=None):
+    old = dask_scheduler.allowed_failures
+    dask_scheduler.allowed_failures = n
+    return old
+
+
+def test_a_pair_whose_workers_keep_dying_fails_the_fit_in_bounded_time(client, data):
+    """Retries are Dask's (allowed-failures, here 0): then KilledWorker names the task."""
+    X, y = data
+    old = client.run_on_scheduler(_set_allowed_failures, 0)
+    try:
+        with no_hang(120), joblib.parallel_backend("dask"):
+            with pytest.raises(distributed.KilledWorker, match="Attempted to run task"):
+                mkl(callback=_kill_my_worker).fit(X, y)
+    finally:
+        client.run_on_scheduler(_set_allowed_failures, old)
         client.wait_for_workers(2, timeout=60)
     assert client.submit(sum, [1, 2], pure=False).result() == 3  # still usable
 

@@ -14,7 +14,7 @@ from itertools import combinations
 
 import numpy as np
 
-from .._parallel import check_n_jobs, parallel_map
+from .._parallel import check_n_jobs, parallel_map, task_names
 from ..datasets import _scaling
 from ._checks import check_feature_names, check_is_fitted, check_X, check_X_y
 from ._params import check_standardize
@@ -280,7 +280,9 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
 
         # The pairs are independent: with n_jobs (or a joblib backend such
         # as Dask) they run as parallel tasks, with the same results.
-        fitted = self._fit_pairs(tasks(), n_jobs, len(pairs))
+        # On a Dask cluster the tasks are named after their pair (class indices).
+        with task_names(f"pair-{pairs[p][0]}-vs-{pairs[p][1]}" for p in order):
+            fitted = self._fit_pairs(tasks(), n_jobs, len(pairs))
         models = [None] * len(pairs)
         for p, model in zip(order, fitted):
             models[p] = model

@@ -14,6 +14,7 @@ import numpy as np
 from .._validation import check_int, check_real
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion
+from ..kernels.sharded import ShardLostError
 from ..methods import Chain, LevelBundle, get_method
 from ..oracles import CompositeOracle, LogisticDual, SVMDual
 from ..stopping import DualityGap, MaxIter, TimeLimit
@@ -113,6 +114,37 @@ class _BinaryMKL:
     dual_coef: np.ndarray
     bias: float
     result: object
+
+
+class _BestPoint:
+    """A callback that remembers the best point of a sharded run, then calls the user's.
+
+    A sharded run that loses a worker for good ends with
+    :class:`~mklopt.kernels.ShardLostError`; this row (the lowest ``J``
+    evaluated, with its weights) goes with the error so that the work done
+    is not lost.
+    """
+
+    def __init__(self, callback):
+        self.callback = callback
+        self.row = None
+
+    def __call__(self, row):
+        if self.row is None or row.value < self.row.value:
+            self.row = row
+        if self.callback is not None:
+            self.callback(row)
+
+    def lost(self, exc):
+        """``exc`` as the fit's error, with the best point in its ``best`` attribute."""
+        r = self.row
+        where = ("before the first oracle call ended" if r is None else
+                 f"after {r.n_oracle_calls} oracle calls; the best point so far (J = "
+                 f"{r.value:.6g}, relative gap {r.rel_gap:.3g}) is the error's best "
+                 "attribute, a mklopt.Progress row with its weights")
+        err = ShardLostError(f"{exc} The fit stopped {where}.")
+        err.best = r
+        return err
 
 
 def _run_attributes(models, rows=None):
@@ -759,8 +791,12 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
                 oracle = SVMDual(bank, y, C=plan.C, tol=plan.inner_tol)
             else:
                 raise ValueError(f"loss must be 'hinge' or 'logistic', got {self.loss!r}")
-            result = solve(oracle, new_method(), stop=self._stop(plan),
-                           callback=self.callback)
+            best = _BestPoint(self.callback) if self.client is not None else None
+            try:
+                result = solve(oracle, new_method(), stop=self._stop(plan),
+                               callback=self.callback if best is None else best)
+            except ShardLostError as exc:
+                raise best.lost(exc) from exc
         finally:
             if self.client is not None:
                 bank.storage.close()  # the model keeps only the kernel functions
@@ -773,8 +809,12 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         if n_tasks < 2 or not tasks[0][0].shared:
             return super()._fit_pairs(tasks, n_jobs, n_tasks)
         plan = tasks[0][0]
-        banks = [self._pair_bank(plan, Xp, rows) for _, Xp, _, rows in tasks]
+        banks = []
         try:
+            # Built inside the try: if one pair's bank fails, the sharded
+            # banks built before it are still closed below.
+            for _, Xp, _, rows in tasks:
+                banks.append(self._pair_bank(plan, Xp, rows))
             parts = [SVMDual(bank, yp, C=plan.C, tol=plan.inner_tol)
                      for bank, (_, _, yp, _) in zip(banks, tasks, strict=True)]
             # One w for all pairs: the outer method minimises sum_p J_p(w).

@@ -1,4 +1,4 @@
-"""Kernels sharded over the workers of a Dask cluster (see docs/distributed.md).
+"""Kernels sharded over the workers of a Dask cluster.
 
 :class:`ShardedStorage` answers the storage verbs of
 :mod:`mklopt.kernels.storage` for a bank whose kernels live on the workers of
@@ -28,7 +28,8 @@ answers awaited together, so a batched row request of the SMO solver costs
 one round trip whatever the number of rows or shards.
 
 Shards are balanced by cost, not by count. Kernels on one feature subset
-(a *group*) share their distance evaluation, so a group is never split.
+(a *group*) share their distance evaluation, so a group is not split
+(except a dense one that fits no worker's memory, see ``ShardedStorage``).
 On the fly, a row and a ``q`` of group ``g`` cost about ``|F_g| + c m_g``
 per kernel entry (one distance over ``|F_g|`` features, then one
 exponential or power per kernel, ``c`` = ``KERNEL_COST``); a dense kernel
@@ -42,7 +43,16 @@ shards or not at all. The lost shard is rebuilt on a live worker from the
 training points and its specs (the kernels are deterministic, so the
 rebuilt shard answers exactly as the lost one) and the request is sent
 again, up to ``retries`` times; after that :class:`ShardLostError` is
-raised. The client stays usable either way.
+raised. The client stays usable either way. No wait is unbounded: requests
+and builds wait in slices of ``poll_interval`` seconds and check between
+them that the shard's task is still in memory (the scheduler marks it lost
+when it notices the worker's death).
+
+Shards are placed under the workers' memory limits: a worker's shards may
+use :data:`WORKER_MEMORY_FRACTION` of its Dask ``memory_limit``, work
+matrix included, and a dense bank that cannot be placed so is refused with
+a ``MemoryError`` before anything is allocated. :meth:`ShardedStorage.close`
+cancels the shards' tasks, so their workers free the memory at once.
 
 Dask is an optional dependency (``pip install "mklopt[dask]"``): this
 module imports it only when a sharded bank is built.
@@ -52,12 +62,14 @@ from __future__ import annotations
 
 import heapq
 import numbers
+import uuid
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numba
 import numpy as np
 
-from .._memory import fits
+from .._memory import fits, fmt_bytes
 from .._optional import require
 from .._version import __version__
 
@@ -70,13 +82,27 @@ __all__ = [
     "check_client",
 ]
 
+#: Fraction of a worker's Dask ``memory_limit`` that its shards' storage may
+#: use (with one ``n x n`` work matrix each); see ``ShardedStorage``.
+WORKER_MEMORY_FRACTION = 0.6
+
 #: Cost of one kernel of a group, in units of one feature of its distance
 #: evaluation (on-the-fly storage): an exponential or a power per entry
 #: against a subtract-multiply-add per feature.
 KERNEL_COST = 4.0
 
 class ShardLostError(RuntimeError):
-    """A worker holding a kernel shard was lost and the shard could not be rebuilt."""
+    """A worker holding a kernel shard was lost and the shard could not be rebuilt.
+
+    Attributes
+    ----------
+    best : mklopt.Progress or None
+        Set when an estimator's fit ends with this error: the best point
+        evaluated before the loss (its ``J``, gap and weights), or None
+        when no oracle call had ended.
+    """
+
+    best = None
 
 
 @dataclass
@@ -177,7 +203,7 @@ def _group_costs(plan, storage):
     return np.diff(plan.feat_ptr).astype(np.float64) + KERNEL_COST * m_g
 
 
-def balance_shards(plan, n_shards, storage="on_the_fly"):
+def balance_shards(plan, n_shards, storage="on_the_fly", capacity=None):
     """Split a bank's kernels into shards of balanced cost, never splitting a group.
 
     Parameters
@@ -189,6 +215,11 @@ def balance_shards(plan, n_shards, storage="on_the_fly"):
     storage : str, default="on_the_fly"
         Storage of the shards: ``"dense"`` costs a kernel the same whatever
         its features; any other storage computes from the features.
+    capacity : array-like of shape (n_shards,), optional
+        The most each shard may hold, in the units of the cost (kernels for
+        dense storage). A group then goes, largest first, to the shard it
+        fills least in proportion to its capacity, among those it fits in;
+        with equal capacities that is the least loaded shard, as without.
 
     Returns
     -------
@@ -196,27 +227,59 @@ def balance_shards(plan, n_shards, storage="on_the_fly"):
         Sorted kernel indices of each non-empty shard.
     costs : ndarray of shape (len(shards),)
         The cost of each shard (see the module notes).
+
+    Raises
+    ------
+    MemoryError
+        If a group fits in no shard's remaining capacity.
     """
-    cost = _group_costs(plan, storage)
-    order = np.argsort(-cost, kind="stable")
-    heap = [(0.0, s) for s in range(int(n_shards))]
-    members = [[] for _ in range(int(n_shards))]
-    loads = np.zeros(int(n_shards))
-    for g in order.tolist():
-        load, s = heapq.heappop(heap)
-        members[s].append(g)
-        loads[s] = load + cost[g]
-        heapq.heappush(heap, (loads[s], s))
+    members, loads = _assign(plan, int(n_shards), storage, capacity)
     shards, costs = [], []
     for s in range(int(n_shards)):
-        if not members[s]:
-            continue
-        ks = np.concatenate(
-            [plan.kern_idx[plan.kern_ptr[g] : plan.kern_ptr[g + 1]] for g in members[s]]
-        )
-        shards.append(np.sort(ks).astype(np.int64))
-        costs.append(loads[s])
+        if members[s]:
+            shards.append(_kernels_of(plan, members[s]))
+            costs.append(loads[s])
     return shards, np.array(costs)
+
+
+def _kernels_of(plan, groups):
+    ks = np.concatenate([plan.kern_idx[plan.kern_ptr[g] : plan.kern_ptr[g + 1]] for g in groups])
+    return np.sort(ks).astype(np.int64)
+
+
+def _single_kernel_groups(m):
+    """A plan-like object with every kernel its own group (for dense placement)."""
+    return SimpleNamespace(kern_ptr=np.arange(m + 1), kern_idx=np.arange(m))
+
+
+def _assign(plan, n_shards, storage, capacity=None):
+    """Groups of each shard slot and the slots' loads (LPT, optionally under capacities)."""
+    cost = _group_costs(plan, storage)
+    order = np.argsort(-cost, kind="stable")
+    members = [[] for _ in range(n_shards)]
+    loads = np.zeros(n_shards)
+    if capacity is None:
+        heap = [(0.0, s) for s in range(n_shards)]
+        for g in order.tolist():
+            load, s = heapq.heappop(heap)
+            members[s].append(g)
+            loads[s] = load + cost[g]
+            heapq.heappush(heap, (loads[s], s))
+        return members, loads
+    cap = np.asarray(capacity, dtype=np.float64)
+    for g in order.tolist():
+        room = np.flatnonzero(loads + cost[g] <= cap + 1e-9)
+        if room.size == 0:
+            raise MemoryError(
+                f"a group of {cost[g]:g} kernels on the same features (never split) fits in "
+                f"no shard: the shards' capacities are {cap.tolist()} kernels, of which "
+                f"{loads.tolist()} are taken"
+            )
+        fill = (loads[room] + cost[g]) / np.maximum(cap[room], 1e-300)
+        s = int(room[np.argmin(fill)])
+        members[s].append(g)
+        loads[s] += cost[g]
+    return members, loads
 
 
 def _encode(w):
@@ -334,15 +397,16 @@ class ShardedStorage:
     storage : str, default="auto"
         Storage of every shard on its worker (``"dense"``, ``"on_the_fly"``,
         or another name ``KernelBank.from_specs`` accepts). ``"auto"`` keeps
-        a shard dense when it fits in half of its worker's memory limit
-        (and under ``max_memory``), else computes it on the fly.
+        dense when the shards can be placed under the workers' memory
+        limits (see Notes), else computes them on the fly.
     normalize : {"trace", None}, default="trace"
         As for ``from_specs``; the workers' constants are checked against
         ``functions.scales``.
     dtype : numpy dtype, default=np.float64
         Storage type of dense shards.
     max_memory : float, optional
-        Byte limit for each shard's storage on its worker.
+        Byte limit for each shard's storage on its worker (on top of the
+        workers' own limits, see Notes).
     n_shards : int, optional
         Default: one per worker. More shards than workers are placed round
         robin (useful when workers have several threads each).
@@ -358,6 +422,33 @@ class ShardedStorage:
     shards : tuple of ShardInfo
     traffic : Traffic
         Running counters of round trips, messages and bytes.
+    poll_interval : float
+        Seconds between checks that a shard's worker is alive while a
+        request waits (default 1): a request never waits for a dead worker
+        longer than this after the scheduler noticed the death.
+
+    Raises
+    ------
+    MemoryError
+        When dense shards cannot be placed under the workers' limits
+        (before anything is allocated), with the bytes needed and each
+        worker's limit.
+
+    Notes
+    -----
+    A worker's shards may use :data:`WORKER_MEMORY_FRACTION` (0.6) of its
+    Dask ``memory_limit``, and each at most ``max_memory``. A dense shard
+    of ``m_s`` kernels needs ``m_s n^2`` numbers plus one ``n x n`` work
+    matrix (``8 n^2`` bytes). Groups go, largest first, to the shard they
+    fill least in proportion to its budget (the least loaded one when all
+    budgets are equal), so a bank larger than one worker but smaller than
+    all of them together is split to fit. A group that fits no shard's
+    budget is split into its kernels (stored kernels share their distance
+    evaluation only when they are built). Kernels cannot be spilled to
+    disk, and Dask pauses a worker at 0.8 of its limit: the rest is left
+    for the worker's interpreter and the answers in flight. A worker
+    without a memory limit is judged by the machine's available memory,
+    as an unsharded bank is.
     """
 
     name = "sharded"
@@ -387,48 +478,134 @@ class ShardedStorage:
         self.n_kernels = int(functions.n_kernels)
         self.n_samples = int(functions.n_samples)
         self.retries = int(retries)
+        self.poll_interval = 1.0
         self.traffic = Traffic()
         self._normalize = normalize
         self._dtype = np.dtype(dtype)
         self._max_memory = max_memory
         self._storage = storage
         self._closed = False
+        self._attempts = {}
 
-        kind = storage
-        if storage == "auto":
-            kind = self._auto_storage(workers, int(n_shards))
-        parts, costs = balance_shards(functions.plan, int(n_shards), kind)
+        kind, parts, costs, slots, budgets = self._place(workers, int(n_shards), storage)
         self._kinds = [kind] * len(parts)
         self._parts = parts
         self._costs = costs
+        self._budgets = budgets
         self._shard_of = np.empty(self.n_kernels, dtype=np.int64)
         self._local = np.empty(self.n_kernels, dtype=np.int64)
         for s, ks in enumerate(parts):
             self._shard_of[ks] = s
             self._local[ks] = np.arange(ks.size)
-        self._workers = [workers[s % len(workers)] for s in range(len(parts))]
+        self._workers = [workers[t % len(workers)] for t in slots]
         self._futures = [None] * len(parts)
         self._actors = [None] * len(parts)
         self._info = [None] * len(parts)
+        self._token = uuid.uuid4().hex[:8]
         X = client.scatter(functions.X, broadcast=True, hash=False)
+        started = []
         try:
             started = [self._submit(s, X) for s in range(len(parts))]
             for s, fut in enumerate(started):
                 self._adopt(s, fut)
+        except BaseException:
+            # A shard that failed (or an interrupt) must not leave the
+            # others' kernels on their workers: nobody could free them.
+            self._release(started)
+            self._futures = [None] * len(parts)
+            self._actors = [None] * len(parts)
+            raise
         finally:
+            # Not cancelled: cancelling a key cancels its dependents, the
+            # actors. A plain release frees X once the last shard has it.
             X.release()
 
     # ------------------------------------------------------------ building
-    def _auto_storage(self, workers, n_shards):
+    def _capacities(self, workers):
+        """Bytes a shard's storage may use on each worker (None: no known limit).
+
+        :data:`WORKER_MEMORY_FRACTION` of the worker's Dask ``memory_limit``,
+        and at most ``max_memory``. A shard's kernels cannot be spilled to
+        disk, and the worker also needs room for its own interpreter and for
+        the answers it sends, so a shard keeps well below the fraction
+        (0.8 by default) at which Dask pauses a worker.
+        """
         info = _workers_info(self.client)
-        limits = [info[w].get("memory_limit") or 0 for w in workers]
-        limit = min(limits) if all(limits) else None
-        m, n = self.n_kernels, self.n_samples
-        per_shard = (m / n_shards) * n * n * self._dtype.itemsize + n * n * 8
-        dense_ok = limit is None or per_shard <= 0.5 * limit
-        if self._max_memory is not None:
-            dense_ok = dense_ok and fits(per_shard, self._max_memory)
-        return "dense" if dense_ok else "on_the_fly"
+        caps = {}
+        for w in workers:
+            limit = info.get(w, {}).get("memory_limit") or None
+            cap = None if limit is None else WORKER_MEMORY_FRACTION * float(limit)
+            if self._max_memory is not None:
+                cap = float(self._max_memory) if cap is None else min(cap, self._max_memory)
+            caps[w] = cap
+        return caps
+
+    def _place(self, workers, n_shards, storage):
+        """Storage kind, shards, their costs, their slots and byte budgets, under the limits.
+
+        Slot ``t`` lives on ``workers[t % len(workers)]``. A dense shard of
+        ``m_s`` kernels holds ``m_s n^2`` numbers plus one ``n x n`` work
+        matrix (``8 n^2`` bytes), and must fit its share of its worker's
+        capacity; a dense bank that does not fit even in all the workers
+        together is refused before anything is allocated. ``"auto"`` is
+        dense when that fits, else on the fly.
+        """
+        plan = self.functions.plan
+        caps = self._capacities(workers)
+        slot_worker = [workers[t % len(workers)] for t in range(n_shards)]
+        per_worker = {w: slot_worker.count(w) for w in set(slot_worker)}
+        budgets = [None if caps[w] is None else caps[w] / per_worker[w] for w in slot_worker]
+        n, m = self.n_samples, self.n_kernels
+        kernel_bytes = n * n * self._dtype.itemsize
+        work_bytes = n * n * 8
+        if storage in ("dense", "auto") and all(b is not None for b in budgets):
+            room = [max(0.0, (b - work_bytes) // kernel_bytes) for b in budgets]
+            need = m * kernel_bytes + min(n_shards, len(plan.kern_ptr) - 1) * work_bytes
+            units = plan
+            try:
+                if need > sum(budgets):
+                    raise MemoryError("the sum")
+                try:
+                    members, loads = _assign(plan, n_shards, "dense", room)
+                except MemoryError:
+                    # A group larger than any shard's room is split: stored
+                    # kernels share their distance evaluation only when the
+                    # shard is built, so a split group costs one more
+                    # distance evaluation per shard, once.
+                    units = _single_kernel_groups(m)
+                    members, loads = _assign(units, n_shards, "dense", room)
+            except MemoryError as exc:
+                if storage == "auto":
+                    return self._place(workers, n_shards, "on_the_fly")
+                limits = ", ".join(
+                    f"{w}: {fmt_bytes(caps[w] / WORKER_MEMORY_FRACTION)}" for w in workers
+                    if self._max_memory is None
+                ) or f"max_memory {fmt_bytes(self._max_memory)} per shard"
+                raise MemoryError(
+                    f"a dense sharded bank of {m} kernels on {n} points needs "
+                    f"{fmt_bytes(need)} ({m} x {n}^2 x {self._dtype.itemsize} bytes, plus one "
+                    f"{n} x {n} work matrix per shard), but {len(workers)} worker(s) may hold "
+                    f"{fmt_bytes(sum(budgets))} in all ({WORKER_MEMORY_FRACTION:g} of each "
+                    f"worker's memory_limit: {limits})"
+                    + ("" if str(exc) == "the sum" else f"; {exc}")
+                    + ". Nothing was allocated. Use storage='on_the_fly' (a shard then holds "
+                    "only X), dtype=np.float32, more workers or larger memory limits"
+                ) from None
+            slots = [t for t in range(n_shards) if members[t]]
+            costs = np.array([loads[t] for t in slots])
+            parts = [_kernels_of(units, members[t]) for t in slots]
+            return "dense", parts, costs, slots, [budgets[t] for t in slots]
+        kind = storage
+        if storage == "auto":
+            # Some worker has no memory_limit: judge by this machine's memory.
+            per_shard = (m / n_shards) * kernel_bytes + work_bytes
+            kind = "dense" if fits(per_shard, self._max_memory) else "on_the_fly"
+        members, loads = _assign(plan, n_shards, kind)
+        slots = [t for t in range(n_shards) if members[t]]
+        parts = [_kernels_of(plan, members[t]) for t in slots]
+        return kind, parts, np.array([loads[t] for t in slots]), slots, [
+            budgets[t] for t in slots
+        ]
 
     def _submit(self, s, X):
         fn = self.functions
@@ -440,17 +617,29 @@ class ShardedStorage:
             self._kinds[s],
             self._normalize,
             self._dtype,
-            self._max_memory,
+            # The worker checks the shard against its budget (not against
+            # its machine's free memory, which other workers share).
+            self._max_memory if self._budgets[s] is None else self._budgets[s],
             actor=True,
             workers=[self._workers[s]],
+            # Strict: if this worker dies, Dask must not recompute the shard
+            # on a survivor that may not have room for it (it would wait
+            # for the dead worker instead, and _wait_built notices).
             allow_other_workers=False,
             pure=False,
+            # What runs, for the dashboard and the scheduler's task list:
+            # "mklopt-shard-2-<bank>-<attempt>" (keys must be unique).
+            key=f"mklopt-shard-{s}-{self._token}-{self._attempt(s)}",
         )
+
+    def _attempt(self, s):
+        self._attempts[s] = self._attempts.get(s, 0) + 1
+        return self._attempts[s]
 
     def _adopt(self, s, fut):
         """Wait for shard ``s``'s actor and check what it built."""
-        actor = fut.result()
-        info = actor.info().result()
+        actor = self._wait_built(s, fut)
+        info = self._wait(s, actor.info(), fut)
         if info["version"] != __version__:
             raise RuntimeError(
                 f"worker {self._workers[s]} runs mklopt {info['version']} but this client "
@@ -465,6 +654,47 @@ class ShardedStorage:
             )
         self._futures[s], self._actors[s], self._info[s] = fut, actor, info
 
+    def _wait_built(self, s, fut):
+        """Shard ``s``'s actor once built; ShardLostError if its worker leaves first.
+
+        A task restricted to a worker that died waits for that worker for
+        ever, so the wait is in slices of :attr:`poll_interval` seconds,
+        checking between them that the worker is still known to the
+        scheduler.
+        """
+        while True:
+            try:
+                return fut.result(timeout=self.poll_interval)
+            except TimeoutError:
+                if self._workers[s] not in _workers_info(self.client):
+                    self._release([fut])
+                    raise ShardLostError(
+                        f"the worker {self._workers[s]} left the cluster while it built "
+                        f"kernel shard {s} ({self._parts[s].size} kernels)"
+                    ) from None
+
+    def _wait(self, s, answer, key):
+        """The answer of a request to shard ``s``, or ShardLostError once its worker is lost.
+
+        A request in flight when the actor's worker dies can wait for ever
+        inside Dask (it waits for the actor's task to be recomputed, which
+        its worker restriction forbids). So the wait is in slices of
+        :attr:`poll_interval` seconds, and between them the shard's task
+        (``key``, the future of the actor) is checked: the scheduler marks
+        it lost as soon as it notices the worker's death (at once for a
+        killed process, after ``distributed.scheduler.worker-ttl`` for a
+        machine that vanished).
+        """
+        while True:
+            try:
+                return answer.result(timeout=self.poll_interval)
+            except TimeoutError:
+                if key is None or key.status != "finished":
+                    raise ShardLostError(
+                        f"the task of kernel shard {s} is {getattr(key, 'status', 'gone')!r} "
+                        f"(its worker {self._workers[s]} was lost)"
+                    ) from None
+
     def _rebuild(self, s, exc):
         """Rebuild shard ``s`` on a live worker after its worker was lost."""
         try:
@@ -476,6 +706,21 @@ class ShardedStorage:
             ) from exc
         lost = self._workers[s]
         alive = [w for w in workers if w != lost] or workers
+        if self._kinds[s] == "dense":
+            # Only where the shard fits next to the worker's other shards.
+            caps = self._capacities(alive)
+            need = self._info[s]["nbytes"] + 8.0 * self.n_samples**2
+            used = {w: 0.0 for w in alive}
+            for t, w in enumerate(self._workers):
+                if t != s and w in used and self._info[t] is not None:
+                    used[w] += self._info[t]["nbytes"] + 8.0 * self.n_samples**2
+            alive = [w for w in alive if caps[w] is None or used[w] + need <= caps[w]]
+            if not alive:
+                raise ShardLostError(
+                    f"the worker holding kernel shard {s} was lost and no live worker has "
+                    f"room for its {fmt_bytes(need)} (at most {WORKER_MEMORY_FRACTION:g} of "
+                    "a worker's memory_limit)"
+                ) from exc
         load = {w: 0.0 for w in alive}
         for t, w in enumerate(self._workers):
             if t != s and w in load:
@@ -483,8 +728,7 @@ class ShardedStorage:
         self._workers[s] = min(alive, key=lambda w: (load[w], w))
         old = self._futures[s]
         self._futures[s] = self._actors[s] = None
-        if old is not None:
-            old.release()
+        self._release([old])
         self._adopt(s, self._submit(s, self.functions.X))
         self.traffic.n_rebuilt += 1
 
@@ -512,7 +756,7 @@ class ShardedStorage:
             tries = 0
             while True:
                 try:
-                    res = fut.result()
+                    res = self._wait(s, fut, self._futures[s])
                     break
                 except Exception as exc:
                     if not _is_lost(exc):
@@ -631,13 +875,35 @@ class ShardedStorage:
         return out
 
     # ------------------------------------------------------------ lifetime
+    def _release(self, futures):
+        """Tell the scheduler to forget ``futures`` now, whatever else refers to them.
+
+        ``Future.release`` only drops one reference, and the scheduler
+        forgets a key when the client's last reference is gone. An actor
+        handle holds its own future, and the closures of its method calls
+        refer to the handle in reference cycles, so the last reference goes
+        only when Python's cycle collector runs (seconds to minutes later),
+        and the shard's kernels stay on its worker until then. Cancelling
+        the keys releases them on the scheduler at once; the workers then
+        drop the actors and their memory.
+        """
+        futures = [f for f in futures if f is not None]
+        if not futures:
+            return
+        try:
+            self.client.cancel(futures, force=True)
+        except Exception:  # the client or its scheduler is already gone
+            pass
+
     def close(self):
-        """Release the shards' actors (their workers free the memory); later requests fail."""
+        """Release the shards' actors at once (their workers free the memory).
+
+        Later requests fail with a ``ValueError``; closing twice is harmless.
+        """
         self._closed = True
-        for s, fut in enumerate(self._futures):
-            if fut is not None:
-                fut.release()
-            self._futures[s] = self._actors[s] = None
+        self._release(self._futures)
+        self._futures = [None] * len(self._futures)
+        self._actors = [None] * len(self._actors)
 
     def __repr__(self):
         return (
@@ -652,7 +918,7 @@ class _Failed:
     def __init__(self, exc):
         self.exc = exc
 
-    def result(self):
+    def result(self, timeout=None):
         raise self.exc
 
 
