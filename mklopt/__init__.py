@@ -25,6 +25,7 @@ __all__ = [
     "stopping",
     "datasets",
     "MKLClassifier",
+    "MKLClassifierCV",
     "MKBoostClassifier",
     "MKLRegressor",
     "MKLOneClass",
@@ -32,7 +33,9 @@ __all__ = [
 
 # The estimators are resolved on first access (PEP 562) so that ``import
 # mklopt`` does not import scikit-learn, which they use when it is installed.
-_LAZY_ESTIMATORS = {"MKLClassifier", "MKBoostClassifier", "MKLRegressor", "MKLOneClass"}
+_LAZY_ESTIMATORS = {
+    "MKLClassifier", "MKLClassifierCV", "MKBoostClassifier", "MKLRegressor", "MKLOneClass",
+}
 
 
 def __getattr__(name):

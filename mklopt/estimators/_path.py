@@ -1,0 +1,224 @@
+"""A warm-started path over C for one binary MKL problem.
+
+Cross-validating ``C`` solves the same binary problem (same kernels, same
+labels) at every value of a grid. Solved one after the other in increasing
+order, each solve can start from the previous one's answer:
+
+* **the dual vector.** A point ``alpha`` of the box ``0 <= alpha <= C0`` with
+  ``y'alpha = 0`` stays feasible under any ``C1 >= C0``, and so does
+  ``t alpha`` for every ``0 <= t <= C1 / C0``. Along that ray the dual
+  objective at fixed weights ``w`` is ``t L - t^2 Q / 2`` (``L = 1'alpha``,
+  ``Q = sum_k w_k q_k(alpha)``), largest at ``t = L / Q``; SMO starts from
+  ``t alpha`` with that ``t`` clipped to ``[0, C1 / C0]``, a feasible point
+  needing no repair, exact when every support vector is bounded (small
+  ``C``) and left unscaled when the margin no longer grows (large ``C``);
+* **the kernel weights.** The outer method starts from the previous
+  optimal weights: the path hands it a
+  :class:`~mklopt._types.Handover` (the previous weights and the oracle's
+  answer there under the new ``C``), the mechanism that chains two
+  methods, so every registered method resumes from that point;
+* **the cutting-plane model.** Each earlier answer ``alpha_j`` gives the
+  cut ``f(w, t alpha_j) = t 1'alpha_j - t^2 w'q_j / 2``, a minorant of the
+  new ``J`` (``t alpha_j`` is feasible under the new ``C``), so methods that
+  keep cuts (the level and cutting-plane methods) start with a lower bound
+  and a model instead of nothing.
+
+None of this changes what is certified: every point of the path stops at
+the relative duality gap of its own problem, computed from its own
+oracle's answers.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._types import Handover
+from ..driver import solve
+from ..oracles import SVMDual
+
+__all__ = ["PathPoint", "c_path", "ray_scale"]
+
+#: At most this many of the previous problem's cuts are handed to the next
+#: one (the most recent, which are the ones near its optimum).
+_MAX_CUTS = 64
+
+
+@dataclass
+class PathPoint:
+    """The solution of one binary problem at one ``C`` of the path.
+
+    Attributes
+    ----------
+    C : float
+    weights : ndarray of shape (n_kernels,)
+    alpha : ndarray of shape (n_samples,)
+    bias : float
+    value : float
+        ``J(w)`` at the solution.
+    rel_gap : float
+        Certified relative duality gap.
+    converged : bool
+    n_iter, n_oracle_calls : int
+        Outer iterations, and SVM solves including the one that evaluates the
+        previous weights under the new ``C``.
+    fit_time : float
+        Seconds spent on this point.
+    """
+
+    C: float
+    weights: np.ndarray
+    alpha: np.ndarray
+    bias: float
+    value: float
+    rel_gap: float
+    converged: bool
+    n_iter: int
+    n_oracle_calls: int
+    fit_time: float
+
+
+class _CutRecorder(SVMDual):
+    """:class:`SVMDual` that keeps the cuts ``(1'alpha, q)`` of its full answers."""
+
+    def __init__(self, bank, y, C, tol, record):
+        super().__init__(bank, y, C=C, tol=tol)
+        self.cuts = [] if record else None
+
+    def __call__(self, w, warm_start=None, need_q=True, kernels=None):
+        answer = super().__call__(w, warm_start=warm_start, need_q=need_q, kernels=kernels)
+        if self.cuts is not None and answer.q is not None and kernels is None:
+            self.cuts.append((float(answer.linear_term), answer.q))
+        return answer
+
+
+class _Resumed:
+    """An outer method that :func:`~mklopt.solve` starts from a handover.
+
+    The driver starts a method with ``method.start(oracle)``; this adapter
+    passes the handover on and forwards everything else.
+    """
+
+    def __init__(self, method, handover):
+        self._method = method
+        self._handover = handover
+
+    def start(self, oracle):
+        self._method.start(oracle, handover=self._handover)
+
+    def __getattr__(self, name):
+        return getattr(self._method, name)
+
+
+def _accepts_handover(method):
+    # MethodBase.start(oracle, handover=None); a user's method may not have it.
+    try:
+        return "handover" in inspect.signature(method.start).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return False
+
+
+def ray_scale(L, Q, ratio):
+    """The ``t`` in ``[0, ratio]`` maximising ``t L - t^2 Q / 2`` (see the module notes).
+
+    Examples
+    --------
+    >>> ray_scale(3.0, 2.0, 10.0)
+    1.5
+    >>> ray_scale(3.0, 2.0, 1.2)
+    1.2
+    >>> ray_scale(3.0, 0.0, 4.0)
+    4.0
+    """
+    if not Q > 0.0:
+        return float(ratio)
+    return float(min(max(L / Q, 0.0), ratio))
+
+
+def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None):
+    """Solve one binary MKL problem at every ``C`` of ``Cs``, each warm-started.
+
+    Parameters
+    ----------
+    bank : KernelBank
+        The problem's kernels (typically a view of a shared bank).
+    y : ndarray of shape (n_samples,)
+        Labels in {-1, +1}.
+    Cs : sequence of float
+        Increasing box constraints.
+    new_method : callable
+        Returns a fresh outer method.
+    stop : callable
+        Returns a fresh stopping criterion.
+    inner_tol : float
+        SMO tolerance (the oracle's ``tol``).
+    callback : callable, optional
+        Passed to :func:`~mklopt.solve`.
+
+    Returns
+    -------
+    list of PathPoint
+        One per ``C``, in the order of ``Cs``.
+    """
+    points = []
+    prev = None
+    prev_cuts = ()
+    for C in Cs:
+        t0 = time.perf_counter()
+        method = new_method()
+        resumable = prev is not None and _accepts_handover(method)
+        record = bool(getattr(method, "uses_cuts", False))
+        oracle = _CutRecorder(bank, y, C=C, tol=inner_tol, record=record)
+        extra_calls = 0
+        if prev is None:
+            res = solve(oracle, method, stop=stop(), callback=callback)
+        else:
+            a0, t = _scaled_start(bank, y, prev, C)
+            if resumable:
+                # The previous weights under the new C: the handover's best point.
+                answer = oracle(prev.weights, warm_start=a0)
+                extra_calls = 1
+                recent = prev_cuts[len(prev_cuts) - _MAX_CUTS:] if _MAX_CUTS > 0 else ()
+                cuts = tuple((t * lin, (t * t) * q) for lin, q in recent)
+                handover = Handover(weights=prev.weights, answer=answer, lower=-math.inf,
+                                    cuts=cuts if record else ())
+                res = solve(oracle, _Resumed(method, handover), stop=stop(),
+                            callback=callback, warm_start=answer.alpha)
+            else:
+                # A method without handovers: only SMO is warm-started.
+                res = solve(oracle, method, stop=stop(), callback=callback, warm_start=a0)
+        prev_cuts = tuple(oracle.cuts) if record else ()
+        prev = PathPoint(
+            C=float(C),
+            weights=np.asarray(res.weights, dtype=np.float64),
+            alpha=np.asarray(res.alpha, dtype=np.float64),
+            bias=float(res.bias),
+            value=float(res.value),
+            rel_gap=float(res.rel_gap),
+            converged=bool(res.converged),
+            n_iter=int(res.n_iter),
+            n_oracle_calls=int(res.n_oracle_calls) + extra_calls,
+            fit_time=time.perf_counter() - t0,
+        )
+        points.append(prev)
+    return points
+
+
+def _scaled_start(bank, y, prev, C):
+    """``(t alpha, t)``: the previous point scaled into the new box (``t``: :func:`ray_scale`)."""
+    alpha = prev.alpha
+    v = alpha * y
+    support = np.flatnonzero(v)
+    L = float(alpha.sum())
+    if support.size:
+        q = bank.storage.quad_forms(v, support.astype(np.int64), None)
+        Q = float(prev.weights @ q)
+    else:
+        Q = 0.0
+    t = ray_scale(L, Q, C / prev.C)
+    # The minimum only removes rounding: t * alpha <= t * C0 <= C.
+    return np.minimum(t * alpha, C), t
