@@ -37,9 +37,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._types import Handover
+from .._types import Handover, Progress, Result
 from ..driver import solve
 from ..oracles import SVMDual
+from ..stopping import as_criterion
 
 __all__ = ["PathPoint", "c_path", "ray_scale"]
 
@@ -114,6 +115,34 @@ class _Resumed:
         return getattr(self._method, name)
 
 
+def _certified_at_start(method, oracle, handover, stop):
+    """The run's result if the handed-over point already meets ``stop``, else None.
+
+    Near the end of a path the optimal weights hardly move: the previous
+    weights, evaluated under the new ``C``, often certify the gap by
+    themselves. The verdict is the stopping criterion's own, on the row the
+    driver would record.
+    """
+    method.start(oracle, handover=handover)
+    rep = method.report()
+    if rep.best is None:
+        return None
+    row = Progress(iteration=0, elapsed=0.0, n_oracle_calls=1, value=float(rep.upper),
+                   lower=rep.lower, upper=rep.upper, gap=rep.gap, rel_gap=rep.rel_gap,
+                   weights=np.asarray(handover.weights, dtype=np.float64))
+    criterion = as_criterion(stop())
+    criterion.reset()
+    verdict = criterion(row)
+    if verdict is None or not verdict.converged:
+        return None
+    return Result(
+        weights=np.array(rep.weights, dtype=np.float64), alpha=rep.best.alpha,
+        bias=float(rep.best.bias), value=rep.upper, gap=rep.gap, rel_gap=rep.rel_gap,
+        lower=rep.lower, n_iter=0, n_oracle_calls=0, converged=True, reason=verdict.reason,
+        history=(row,), elapsed=0.0, extra=method.extra(),
+    )
+
+
 def _accepts_handover(method):
     # MethodBase.start(oracle, handover=None); a user's method may not have it.
     try:
@@ -186,8 +215,10 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None):
                 cuts = tuple((t * lin, (t * t) * q) for lin, q in recent)
                 handover = Handover(weights=prev.weights, answer=answer, lower=-math.inf,
                                     cuts=cuts if record else ())
-                res = solve(oracle, _Resumed(method, handover), stop=stop(),
-                            callback=callback, warm_start=answer.alpha)
+                res = _certified_at_start(method, oracle, handover, stop)
+                if res is None:
+                    res = solve(oracle, _Resumed(method, handover), stop=stop(),
+                                callback=callback, warm_start=answer.alpha)
             else:
                 # A method without handovers: only SMO is warm-started.
                 res = solve(oracle, method, stop=stop(), callback=callback, warm_start=a0)

@@ -160,7 +160,7 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, normalize, new_method, stop, 
     return decisions, stats
 
 
-class _FoldModel:
+class _FoldModel(ClassifierMixin, BaseEstimator):
     """A fold's model at one C, as a scorer sees it.
 
     Scorers call ``scorer(estimator, X, y)``; here ``X`` is the column of
@@ -168,9 +168,9 @@ class _FoldModel:
     decision values were computed already from the shared bank.
     """
 
-    _estimator_type = "classifier"
-
-    def __init__(self, classes, decisions):
+    def __init__(self, classes=None, decisions=None):
+        self.classes = classes
+        self.decisions = decisions
         self.classes_ = classes
         self._d = decisions  # (n_test, n_pairs)
 
