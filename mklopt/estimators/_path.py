@@ -97,19 +97,19 @@ class _CutRecorder(SVMDual):
         return answer
 
 
-class _Resumed:
-    """An outer method that :func:`~mklopt.solve` starts from a handover.
+class _Started:
+    """An outer method already started (from a handover) that :func:`~mklopt.solve` runs on.
 
-    The driver starts a method with ``method.start(oracle)``; this adapter
-    passes the handover on and forwards everything else.
+    The driver starts a method with ``method.start(oracle)``, which would
+    forget the handover; this adapter makes that call a no-op and forwards
+    everything else.
     """
 
-    def __init__(self, method, handover):
+    def __init__(self, method):
         self._method = method
-        self._handover = handover
 
     def start(self, oracle):
-        self._method.start(oracle, handover=self._handover)
+        pass
 
     def __getattr__(self, name):
         return getattr(self._method, name)
@@ -206,7 +206,7 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None):
         if prev is None:
             res = solve(oracle, method, stop=stop(), callback=callback)
         else:
-            a0, t = _scaled_start(bank, y, prev, C)
+            a0, t = _scaled_start(prev, C)
             if resumable:
                 # The previous weights under the new C: the handover's best point.
                 answer = oracle(prev.weights, warm_start=a0)
@@ -217,8 +217,9 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None):
                                     cuts=cuts if record else ())
                 res = _certified_at_start(method, oracle, handover, stop)
                 if res is None:
-                    res = solve(oracle, _Resumed(method, handover), stop=stop(),
-                                callback=callback, warm_start=answer.alpha)
+                    # Go on from the method as the handover started it.
+                    res = solve(oracle, _Started(method), stop=stop(), callback=callback,
+                                warm_start=answer.alpha)
             else:
                 # A method without handovers: only SMO is warm-started.
                 res = solve(oracle, method, stop=stop(), callback=callback, warm_start=a0)
@@ -239,17 +240,12 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None):
     return points
 
 
-def _scaled_start(bank, y, prev, C):
+def _scaled_start(prev, C):
     """``(t alpha, t)``: the previous point scaled into the new box (``t``: :func:`ray_scale`)."""
     alpha = prev.alpha
-    v = alpha * y
-    support = np.flatnonzero(v)
     L = float(alpha.sum())
-    if support.size:
-        q = bank.storage.quad_forms(v, support.astype(np.int64), None)
-        Q = float(prev.weights @ q)
-    else:
-        Q = 0.0
+    # J = 1'alpha - w'q(alpha) / 2 at the previous optimum gives Q = w'q(alpha).
+    Q = 2.0 * (L - prev.value)
     t = ray_scale(L, Q, C / prev.C)
     # The minimum only removes rounding: t * alpha <= t * C0 <= C.
     return np.minimum(t * alpha, C), t
