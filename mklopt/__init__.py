@@ -9,7 +9,7 @@ from . import datasets, domains, methods, stopping
 from ._types import Handover, MethodReport, OracleAnswer, OuterMethod, Progress, Result
 from ._version import __version__  # noqa: F401 (mklopt.__version__)
 from .driver import solve
-from .kernels import KernelBank
+from .kernels import KernelBank, KernelStack
 
 __all__ = [
     "solve",
@@ -20,6 +20,7 @@ __all__ = [
     "Handover",
     "OuterMethod",
     "KernelBank",
+    "KernelStack",
     "domains",
     "methods",
     "stopping",

@@ -17,8 +17,10 @@ from ..kernels import KernelBank, KernelExpansion
 from ..methods import Chain, LevelBundle, get_method
 from ..oracles import SVMDual
 from ..stopping import DualityGap, MaxIter, TimeLimit
+from ._checks import check_is_fitted
 from ._ovo import ClassifierBase, pair_label, set_pair_attributes
 from ._params import check_estimator_client, check_storage_params, resolve_kernel_specs
+from ._precomputed import check_test_kernels, fit_precomputed, is_precomputed, precomputed_specs
 from ._sklearn import ConvergenceWarning, SharedClientMixin
 
 __all__ = ["MKLClassifier"]
@@ -419,6 +421,9 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
 
     # ---- parameter validation ----------------------------------------------
     def _resolve_specs(self, n_features):
+        if is_precomputed(self.kernels):
+            # A precomputed fit plans with one column per kernel (_precomputed.py).
+            return precomputed_specs(n_features)
         return resolve_kernel_specs(self.kernels, n_features, protocol="level2008")
 
     def _resolve_groups(self, specs):
@@ -628,3 +633,37 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
                 ConvergenceWarning,
                 stacklevel=3,
             )
+
+    # ---- kernels="precomputed" (see _precomputed.py) --------------------------
+    def fit(self, X, y):
+        """Fit the kernel weights and the SVM of every pair of classes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or the kernels
+            With ``kernels="precomputed"``: the base kernels between the
+            training samples, shape ``(n_kernels, n_samples, n_samples)``
+            (an array, a memory map, a list of matrices or a
+            :class:`~mklopt.KernelStack`).
+        y : array-like of shape (n_samples,)
+            Labels: any two or more distinct values.
+
+        Returns
+        -------
+        self
+        """
+        if is_precomputed(self.kernels):
+            return fit_precomputed(self, X, y)
+        return super().fit(X, y)
+
+    def _check_predict_input(self, X):
+        if is_precomputed(self.kernels):
+            check_is_fitted(self, "models_")
+            return check_test_kernels(X, self.n_kernels_, self.n_features_in_)
+        return super()._check_predict_input(X)
+
+    def __sklearn_tags__(self):
+        # Pairwise input: scikit-learn's splitters cut rows and columns of X.
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = is_precomputed(self.kernels)
+        return tags

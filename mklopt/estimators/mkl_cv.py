@@ -12,10 +12,12 @@ import numpy as np
 from .._parallel import check_n_jobs, parallel_map
 from ..datasets import _scaling
 from ..kernels import KernelBank
-from ._checks import check_feature_names, check_is_fitted, check_X_y
+from ..kernels.stack import _as_stack
+from ._checks import check_feature_names, check_is_fitted, check_X_y, check_y
 from ._ovo import ovo_vote
 from ._params import check_standardize
 from ._path import c_path
+from ._precomputed import is_precomputed, precomputed_bank
 from ._sklearn import HAS_SKLEARN, BaseEstimator, ClassifierMixin, ConvergenceWarning
 from .mkl import MKLClassifier
 
@@ -417,31 +419,48 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         """
         name = type(self).__name__
         X_given, y_given = X, y
-        check_feature_names(self, X, reset=True)
-        X, y = check_X_y(X, y, name)
-        classes, y_idx = np.unique(y, return_inverse=True)
-        y_idx = y_idx.ravel()
-        if classes.shape[0] < 2:
-            raise ValueError(f"y has only one class ({classes[0].tolist()!r}); {name} needs two")
         Cs = check_Cs(self.Cs)
         check_n_jobs(self.n_jobs)
         scorer = _scorer(self.scoring)
         base = self._estimator(float(Cs[0]))
-        if check_standardize(self.standardize, self.kernels):
-            mean, scale = _scaling(X)
-            Xs = (X - mean) / scale
+        if is_precomputed(self.kernels):
+            if self.standardize not in ("auto", False):
+                raise ValueError(
+                    f"standardize={self.standardize!r} has no features to scale with "
+                    "kernels='precomputed'; leave it 'auto' or False"
+                )
+            K = _as_stack(X, "X")
+            n = K[0].shape[0]
+            y = check_y(y, n, name)
+            bank = precomputed_bank(K, n)  # the one bank: the user's raw matrices
+            plan = base._prepare_fit(np.empty((0, bank.n_kernels)))
+            X = np.zeros((n, 1))  # what the splitters see: only the number of samples
+            n_features = n
         else:
-            Xs = X
-        plan = base._prepare_fit(Xs)  # validates every passed-through parameter
-        if not isinstance(self.storage, str) or self.storage == "feature_map":
-            raise ValueError(
-                f"{name} reads every fold from one bank of stored or computed kernels; "
-                "storage must be 'auto', 'dense' or 'on_the_fly' (feature maps have no views)"
-            )
+            check_feature_names(self, X, reset=True)
+            X, y = check_X_y(X, y, name)
+            n_features = X.shape[1]
+            if check_standardize(self.standardize, self.kernels):
+                mean, scale = _scaling(X)
+                Xs = (X - mean) / scale
+            else:
+                Xs = X
+            plan = base._prepare_fit(Xs)  # validates every passed-through parameter
+            if not isinstance(self.storage, str) or self.storage == "feature_map":
+                raise ValueError(
+                    f"{name} reads every fold from one bank of stored or computed kernels; "
+                    "storage must be 'auto', 'dense' or 'on_the_fly' (feature maps have no "
+                    "views)"
+                )
+            # The one bank: raw kernels of all points, each problem normalising its view.
+            bank = KernelBank.from_specs(Xs, plan.specs, storage=self.storage,
+                                         normalize=None, cache_size=self.cache_size,
+                                         max_memory=self.max_memory)
+        classes, y_idx = np.unique(y, return_inverse=True)
+        y_idx = y_idx.ravel()
+        if classes.shape[0] < 2:
+            raise ValueError(f"y has only one class ({classes[0].tolist()!r}); {name} needs two")
         splits = _splits(self.cv, X, y, y_idx)
-        # The one bank: raw kernels of all points, each problem normalising its view.
-        bank = KernelBank.from_specs(Xs, plan.specs, storage=self.storage, normalize=None,
-                                     cache_size=self.cache_size, max_memory=self.max_memory)
         pairs = list(combinations(range(classes.shape[0]), 2))
         stop = _StopFactory(base, plan)
         tasks = ((bank, y_idx, train, test, pairs, Cs, self.normalize, plan.new_method, stop,
@@ -465,7 +484,7 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         self.best_estimator_ = self._estimator(self.best_C_).fit(X_given, y_given)
         self.refit_time_ = time.perf_counter() - t0
         self.classes_ = classes
-        self.n_features_in_ = X.shape[1]
+        self.n_features_in_ = n_features
         self.weights_ = self.best_estimator_.weights_
         if not self.path_converged_.all():
             bad = int((~self.path_converged_).sum())
@@ -504,6 +523,12 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         self.path_value_ = np.stack([s["value"] for s in stats])
         self.path_n_oracle_calls_ = np.stack([s["n_oracle_calls"] for s in stats]).astype(np.int64)
         self.path_converged_ = np.stack([s["converged"] for s in stats])
+
+    def __sklearn_tags__(self):
+        # Pairwise input: scikit-learn's splitters cut rows and columns of X.
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = is_precomputed(self.kernels)
+        return tags
 
     # ---- delegation to the refitted estimator ---------------------------------
     def _best(self):
