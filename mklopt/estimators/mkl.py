@@ -167,7 +167,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
 
     Parameters
     ----------
-    kernels : "all_features", "grid" or list of kernel specs, default="all_features"
+    kernels : "all_features", "grid", "precomputed" or list of kernel specs, default="all_features"
         The base kernels. ``"all_features"`` is the MKBoost paper's 17
         kernels on all features (:func:`mklopt.kernels.grid` with
         ``protocol="mkboost2013"``: Gaussian widths ``2**-6 .. 2**7`` and
@@ -180,6 +180,10 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         and on every single feature, i.e. ``13 * (n_features + 1)`` kernels).
         Otherwise a non-empty list of specs such as
         ``[rbf(1.0), rbf(4.0), poly(2), linear(features=[0])]``.
+        ``"precomputed"``: ``fit`` takes the base kernels themselves, shape
+        ``(n_kernels, n_samples, n_samples)``, and ``predict`` the kernels
+        between new and training samples, ``(n_kernels, n_test,
+        n_samples)`` (see :doc:`/precomputed`).
     method : str or outer-method instance, default="auto"
         ``"auto"`` runs ``"level"`` with up to 2,000 kernels and
         ``"working_set"`` (Level on a working set of kernels, the whole bank
