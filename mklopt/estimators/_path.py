@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._types import Handover, Progress, Result
+from ..domains import Simplex
 from ..driver import solve
 from ..oracles import SVMDual
 from ..stopping import as_criterion
@@ -115,6 +116,40 @@ class _Started:
         return getattr(self._method, name)
 
 
+def _certified_point(domain, weights, answer, stop):
+    """The result at ``weights`` if its own answer meets ``stop`` on the simplex, else None.
+
+    The L1 duality gap of one answer, ``(max_k q_k - w'q) / 2``, needs no
+    method: checking it first skips starting one (a master problem) at the
+    points the previous weights certify. Other feasible sets go through
+    :func:`_certified_at_start`, which asks the method itself.
+    """
+    if not isinstance(domain, Simplex) or not getattr(answer, "converged", True):
+        return None
+    upper = float(answer.value)
+    gap = max(0.0, float(domain.gap(weights, answer)))
+    rel = gap / abs(upper) if upper != 0.0 else math.inf
+    return _verdict(Progress(iteration=0, elapsed=0.0, n_oracle_calls=1, value=upper,
+                             lower=upper - gap, upper=upper, gap=gap, rel_gap=rel,
+                             weights=np.asarray(weights, dtype=np.float64)),
+                    stop, weights, answer, {})
+
+
+def _verdict(row, stop, weights, answer, extra):
+    """A one-point :class:`Result` when ``stop`` holds at ``row`` as converged, else None."""
+    criterion = as_criterion(stop())
+    criterion.reset()
+    verdict = criterion(row)
+    if verdict is None or not verdict.converged:
+        return None
+    return Result(
+        weights=np.array(weights, dtype=np.float64), alpha=answer.alpha,
+        bias=float(answer.bias), value=row.upper, gap=row.gap, rel_gap=row.rel_gap,
+        lower=row.lower, n_iter=0, n_oracle_calls=0, converged=True, reason=verdict.reason,
+        history=(row,), elapsed=0.0, extra=extra,
+    )
+
+
 def _certified_at_start(method, oracle, handover, stop):
     """The run's result if the handed-over point already meets ``stop``, else None.
 
@@ -130,17 +165,7 @@ def _certified_at_start(method, oracle, handover, stop):
     row = Progress(iteration=0, elapsed=0.0, n_oracle_calls=1, value=float(rep.upper),
                    lower=rep.lower, upper=rep.upper, gap=rep.gap, rel_gap=rep.rel_gap,
                    weights=np.asarray(handover.weights, dtype=np.float64))
-    criterion = as_criterion(stop())
-    criterion.reset()
-    verdict = criterion(row)
-    if verdict is None or not verdict.converged:
-        return None
-    return Result(
-        weights=np.array(rep.weights, dtype=np.float64), alpha=rep.best.alpha,
-        bias=float(rep.best.bias), value=rep.upper, gap=rep.gap, rel_gap=rep.rel_gap,
-        lower=rep.lower, n_iter=0, n_oracle_calls=0, converged=True, reason=verdict.reason,
-        history=(row,), elapsed=0.0, extra=method.extra(),
-    )
+    return _verdict(row, stop, rep.weights, rep.best, method.extra())
 
 
 def _accepts_handover(method):
@@ -196,6 +221,7 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None):
     points = []
     prev = None
     prev_cuts = ()
+    domain = None
     for C in Cs:
         t0 = time.perf_counter()
         method = new_method()
@@ -215,7 +241,9 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None):
                 cuts = tuple((t * lin, (t * t) * q) for lin, q in recent)
                 handover = Handover(weights=prev.weights, answer=answer, lower=-math.inf,
                                     cuts=cuts if record else ())
-                res = _certified_at_start(method, oracle, handover, stop)
+                res = _certified_point(domain, prev.weights, answer, stop)
+                if res is None:
+                    res = _certified_at_start(method, oracle, handover, stop)
                 if res is None:
                     # Go on from the method as the handover started it.
                     res = solve(oracle, _Started(method), stop=stop(), callback=callback,
@@ -224,6 +252,9 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None):
                 # A method without handovers: only SMO is warm-started.
                 res = solve(oracle, method, stop=stop(), callback=callback, warm_start=a0)
         prev_cuts = tuple(oracle.cuts) if record else ()
+        if domain is None:
+            # The feasible set is the problem's, the same at every C.
+            domain = getattr(method, "domain", None)
         prev = PathPoint(
             C=float(C),
             weights=np.asarray(res.weights, dtype=np.float64),
