@@ -18,6 +18,7 @@ from ..methods import Chain, LevelBundle, get_method
 from ..oracles import SVMDual
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._checks import check_is_fitted
+from ._names import kernel_names, weights_table
 from ._ovo import ClassifierBase, pair_label, set_pair_attributes
 from ._params import check_estimator_client, check_storage_params, resolve_kernel_specs
 from ._precomputed import check_test_kernels, fit_precomputed, is_precomputed, precomputed_specs
@@ -671,3 +672,20 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = is_precomputed(self.kernels)
         return tags
+
+    # ---- named weights (see _names.py) ----------------------------------------
+    @property
+    def kernel_names_(self):
+        """list of str: a readable name per kernel of ``kernel_specs_`` (``"rbf(2)[all]"``)."""
+        return kernel_names(self.kernel_specs_)
+
+    @property
+    def kernel_weights_(self):
+        """The kernel weights as a table: per kernel, grouped by view and family.
+
+        A pandas DataFrame when pandas is installed, else a record array;
+        columns ``kernel``, ``view``, ``family``, ``parameter``, ``index``,
+        ``weight`` (mean over the one-vs-one pairs), ``weight_min`` and
+        ``weight_max``. See :func:`mklopt.estimators._names.weights_table`.
+        """
+        return weights_table(self.kernel_specs_, self.weights_)

@@ -547,6 +547,16 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         """``best_estimator_.predict(X)``."""
         return self._best().predict(X)
 
+    @property
+    def kernel_names_(self):
+        """``best_estimator_.kernel_names_``."""
+        return self._best().kernel_names_
+
+    @property
+    def kernel_weights_(self):
+        """``best_estimator_.kernel_weights_``: the refitted weights as a table."""
+        return self._best().kernel_weights_
+
     def score(self, X, y, sample_weight=None):
         """``best_estimator_.score(X, y)``: mean accuracy.
 
