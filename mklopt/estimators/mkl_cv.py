@@ -265,7 +265,11 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         on, so they all work; a hand-written one must not read ``X``
         itself).
     kernels, method, p, groups, tol, max_iter, inner_tol, normalize, standardize
-        As for :class:`MKLClassifier`.
+        As for :class:`MKLClassifier`. With ``kernels="precomputed"``,
+        ``fit`` takes the base kernels between the training samples, shape
+        ``(n_kernels, n_samples, n_samples)``, which are then the one bank
+        (see :doc:`/precomputed`), and ``predict`` the kernels between new
+        and training samples.
     weight_threshold, storage, cache_size, max_memory, callback
         As for :class:`MKLClassifier`. ``storage`` must have views of an
         index block (``"auto"``, ``"dense"`` or ``"on_the_fly"``; feature
@@ -310,6 +314,9 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         As for :class:`MKLClassifier`.
     weights_ : ndarray
         ``best_estimator_.weights_``.
+    kernel_names_, kernel_weights_
+        ``best_estimator_``'s names of the kernels and table of their
+        weights (see :doc:`/weights`).
 
     See Also
     --------
