@@ -30,6 +30,7 @@ oracle's answers.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import time
@@ -62,6 +63,8 @@ class PathPoint:
     bias : float
     value : float
         ``J(w)`` at the solution.
+    linear : float
+        The linear term ``l(alpha)`` of the dual there (``1'alpha`` for SVMs).
     rel_gap : float
         Certified relative duality gap.
     converged : bool
@@ -77,6 +80,7 @@ class PathPoint:
     alpha: np.ndarray
     bias: float
     value: float
+    linear: float
     rel_gap: float
     converged: bool
     n_iter: int
@@ -84,18 +88,33 @@ class PathPoint:
     fit_time: float
 
 
-class _CutRecorder(SVMDual):
-    """:class:`SVMDual` that keeps the cuts ``(1'alpha, q)`` of its full answers."""
+@functools.cache
+def _recording(oracle_class):
+    """A subclass of a dual oracle class that keeps the cuts ``(l(alpha), q)`` of full answers.
 
-    def __init__(self, bank, y, C, tol, record):
-        super().__init__(bank, y, C=C, tol=tol)
-        self.cuts = [] if record else None
+    Cuts are kept once ``cuts`` is set to a list on the instance.
+    """
 
-    def __call__(self, w, warm_start=None, need_q=True, kernels=None):
-        answer = super().__call__(w, warm_start=warm_start, need_q=need_q, kernels=kernels)
-        if self.cuts is not None and answer.q is not None and kernels is None:
-            self.cuts.append((float(answer.linear_term), answer.q))
-        return answer
+    class Recording(oracle_class):
+        cuts = None
+
+        def __call__(self, w, warm_start=None, need_q=True, kernels=None):
+            answer = super().__call__(w, warm_start=warm_start, need_q=need_q, kernels=kernels)
+            if self.cuts is not None and answer.q is not None and kernels is None:
+                self.cuts.append((float(answer.linear_term), answer.q))
+            return answer
+
+    Recording.__name__ = Recording.__qualname__ = f"Recording{oracle_class.__name__}"
+    return Recording
+
+
+def _svm_oracle(y):
+    """``make_oracle`` of a classification path: :class:`SVMDual` on labels ``y``."""
+    return functools.partial(_make_svm, y)
+
+
+def _make_svm(y, bank, C, tol):
+    return _recording(SVMDual)(bank, y, C=C, tol=tol)
 
 
 class _Started:
@@ -193,7 +212,7 @@ def ray_scale(L, Q, ratio):
     return float(min(max(L / Q, 0.0), ratio))
 
 
-def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None):
+def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=None):
     """Solve one binary MKL problem at every ``C`` of ``Cs``, each warm-started.
 
     Parameters
@@ -212,6 +231,13 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None):
         SMO tolerance (the oracle's ``tol``).
     callback : callable, optional
         Passed to :func:`~mklopt.solve`.
+    make_oracle : callable, optional
+        ``make_oracle(bank, C, tol)`` returns the oracle at ``C`` (an
+        instance of a class made by :func:`_recording`); default
+        :class:`SVMDual` on the labels ``y``. Its dual variables must stay
+        feasible when scaled by ``0 <= t <= C1 / C0`` (box constraints
+        proportional to ``C``, an equality with a zero right-hand side), as
+        those of SVMDual and SVRDual do.
 
     Returns
     -------
@@ -227,12 +253,14 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None):
         method = new_method()
         resumable = prev is not None and _accepts_handover(method)
         record = bool(getattr(method, "uses_cuts", False))
-        oracle = _CutRecorder(bank, y, C=C, tol=inner_tol, record=record)
+        oracle = (make_oracle or _svm_oracle(y))(bank, C, inner_tol)
+        if record:
+            oracle.cuts = []
         extra_calls = 0
         if prev is None:
             res = solve(oracle, method, stop=stop(), callback=callback)
         else:
-            a0, t = _scaled_start(prev, C)
+            a0, t = _scaled_start(oracle, prev, C)
             if resumable:
                 # The previous weights under the new C: the handover's best point.
                 answer = oracle(prev.weights, warm_start=a0)
@@ -261,6 +289,7 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None):
             alpha=np.asarray(res.alpha, dtype=np.float64),
             bias=float(res.bias),
             value=float(res.value),
+            linear=_linear_term(oracle, res.alpha),
             rel_gap=float(res.rel_gap),
             converged=bool(res.converged),
             n_iter=int(res.n_iter),
@@ -271,12 +300,18 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None):
     return points
 
 
-def _scaled_start(prev, C):
+def _linear_term(oracle, alpha):
+    """``l(a) = -p'a`` of an answer's ``alpha`` (``1'alpha`` for the SVM dual)."""
+    a = oracle.to_variables(alpha)
+    return -float(oracle.problem.linear @ a)
+
+
+def _scaled_start(oracle, prev, C):
     """``(t alpha, t)``: the previous point scaled into the new box (``t``: :func:`ray_scale`)."""
-    alpha = prev.alpha
-    L = float(alpha.sum())
-    # J = 1'alpha - w'q(alpha) / 2 at the previous optimum gives Q = w'q(alpha).
+    a = oracle.to_variables(prev.alpha)
+    L = prev.linear
+    # J = l(a) - w'q(a) / 2 at the previous optimum gives Q = w'q(a).
     Q = 2.0 * (L - prev.value)
     t = ray_scale(L, Q, C / prev.C)
-    # The minimum only removes rounding: t * alpha <= t * C0 <= C.
-    return np.minimum(t * alpha, C), t
+    # The minimum only removes rounding: t * a <= t * upper(C0) <= upper(C).
+    return oracle.to_alpha(np.minimum(t * a, oracle.problem.upper)), t
