@@ -29,13 +29,15 @@ __all__ = [
     "MKLClassifierCV",
     "MKBoostClassifier",
     "MKLRegressor",
+    "MKLRegressorCV",
     "MKLOneClass",
 ]
 
 # The estimators are resolved on first access (PEP 562) so that ``import
 # mklopt`` does not import scikit-learn, which they use when it is installed.
 _LAZY_ESTIMATORS = {
-    "MKLClassifier", "MKLClassifierCV", "MKBoostClassifier", "MKLRegressor", "MKLOneClass",
+    "MKLClassifier", "MKLClassifierCV", "MKBoostClassifier", "MKLRegressor", "MKLRegressorCV",
+    "MKLOneClass",
 }
 
 

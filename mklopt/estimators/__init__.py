@@ -12,9 +12,10 @@ from ._sklearn import ConvergenceWarning
 from .mkboost import MKBoostClassifier
 from .mkl import MKLClassifier
 from .mkl_cv import MKLClassifierCV
+from .mkl_regressor_cv import MKLRegressorCV
 from .mkl_tasks import MKLOneClass, MKLRegressor
 
 __all__ = [
     "ConvergenceWarning", "MKLClassifier", "MKLClassifierCV", "MKBoostClassifier",
-    "MKLRegressor", "MKLOneClass",
+    "MKLRegressor", "MKLRegressorCV", "MKLOneClass",
 ]

@@ -96,17 +96,24 @@ def _stratified_folds(y_idx, n_splits):
     return out
 
 
-def _splits(cv, X, y, y_idx):
-    """The (train, test) index pairs of ``cv`` (scikit-learn's ``check_cv`` when installed)."""
+def _splits(cv, X, y, y_idx, classifier=True):
+    """The (train, test) index pairs of ``cv`` (scikit-learn's ``check_cv`` when installed).
+
+    ``y_idx`` are the class indices of a classifier (None for a regressor).
+    """
     if HAS_SKLEARN:
         from sklearn.model_selection import check_cv
 
-        splitter = check_cv(cv, y, classifier=True)
+        splitter = check_cv(cv, y, classifier=classifier)
         splits = list(splitter.split(X, y))
     elif isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
         if cv < 2:
             raise ValueError(f"cv must be at least 2 folds, got {cv}")
-        splits = _stratified_folds(y_idx, int(cv))
+        if classifier:
+            splits = _stratified_folds(y_idx, int(cv))
+        else:  # consecutive runs, as KFold without shuffling
+            idx = np.arange(X.shape[0])
+            splits = [(np.setdiff1d(idx, te), te) for te in np.array_split(idx, int(cv))]
     elif hasattr(cv, "split"):
         splits = list(cv.split(X, y))
     else:
@@ -115,7 +122,7 @@ def _splits(cv, X, y, y_idx):
     for k, (train, test) in enumerate(splits):
         train = np.sort(np.asarray(train, dtype=np.int64))
         test = np.asarray(test, dtype=np.int64)
-        if np.unique(y_idx[train]).size < 2:
+        if classifier and np.unique(y_idx[train]).size < 2:
             raise ValueError(f"cv: fold {k} has a single class in its training part")
         out.append((train, test))
     if len(out) < 2:
@@ -219,6 +226,36 @@ def _rank(mean):
     """GridSearchCV's ranks: 1 for the best mean score, ties share the smallest rank."""
     filled = np.where(np.isnan(mean), -np.inf, mean)
     return np.array([1 + int(np.sum(filled > s)) for s in filled], dtype=np.int32)
+
+
+def set_cv_results(est, Cs, scores, fit_time, score_time, folds):
+    """Set ``cv_results_`` (GridSearchCV's format), the best C and the path statistics."""
+    mean = scores.mean(axis=1)
+    rank = _rank(mean)
+    results = {
+        "mean_fit_time": fit_time.mean(axis=1),
+        "std_fit_time": fit_time.std(axis=1),
+        "mean_score_time": score_time.mean(axis=1),
+        "std_score_time": score_time.std(axis=1),
+        "param_C": np.ma.MaskedArray(Cs.copy(), mask=np.zeros(Cs.size, dtype=bool)),
+        "params": [{"C": float(c)} for c in Cs],
+    }
+    for k in range(scores.shape[1]):
+        results[f"split{k}_test_score"] = scores[:, k].copy()
+    results["mean_test_score"] = mean
+    results["std_test_score"] = scores.std(axis=1)
+    results["rank_test_score"] = rank
+    est.Cs_ = Cs
+    est.cv_results_ = results
+    est.n_splits_ = scores.shape[1]
+    est.best_index_ = int(np.flatnonzero(rank == 1)[0])
+    est.best_C_ = float(Cs[est.best_index_])
+    est.best_score_ = float(mean[est.best_index_])
+    stats = [s for _, s in folds]
+    est.path_rel_gap_ = np.stack([s["rel_gap"] for s in stats])
+    est.path_value_ = np.stack([s["value"] for s in stats])
+    est.path_n_oracle_calls_ = np.stack([s["n_oracle_calls"] for s in stats]).astype(np.int64)
+    est.path_converged_ = np.stack([s["converged"] for s in stats])
 
 
 class MKLClassifierCV(ClassifierMixin, BaseEstimator):
@@ -485,7 +522,7 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
                 t0 = time.perf_counter()
                 scores[c, k] = scorer(_FoldModel(classes, decisions[c]), positions, y[test])
                 score_time[c, k] = time.perf_counter() - t0
-        self._set_results(Cs, scores, fit_time, score_time, folds)
+        set_cv_results(self, Cs, scores, fit_time, score_time, folds)
 
         t0 = time.perf_counter()
         self.best_estimator_ = self._estimator(self.best_C_).fit(X_given, y_given)
@@ -502,34 +539,6 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
                 stacklevel=2,
             )
         return self
-
-    def _set_results(self, Cs, scores, fit_time, score_time, folds):
-        mean = scores.mean(axis=1)
-        rank = _rank(mean)
-        results = {
-            "mean_fit_time": fit_time.mean(axis=1),
-            "std_fit_time": fit_time.std(axis=1),
-            "mean_score_time": score_time.mean(axis=1),
-            "std_score_time": score_time.std(axis=1),
-            "param_C": np.ma.MaskedArray(Cs.copy(), mask=np.zeros(Cs.size, dtype=bool)),
-            "params": [{"C": float(c)} for c in Cs],
-        }
-        for k in range(scores.shape[1]):
-            results[f"split{k}_test_score"] = scores[:, k].copy()
-        results["mean_test_score"] = mean
-        results["std_test_score"] = scores.std(axis=1)
-        results["rank_test_score"] = rank
-        self.Cs_ = Cs
-        self.cv_results_ = results
-        self.n_splits_ = scores.shape[1]
-        self.best_index_ = int(np.flatnonzero(rank == 1)[0])
-        self.best_C_ = float(Cs[self.best_index_])
-        self.best_score_ = float(mean[self.best_index_])
-        stats = [s for _, s in folds]
-        self.path_rel_gap_ = np.stack([s["rel_gap"] for s in stats])
-        self.path_value_ = np.stack([s["value"] for s in stats])
-        self.path_n_oracle_calls_ = np.stack([s["n_oracle_calls"] for s in stats]).astype(np.int64)
-        self.path_converged_ = np.stack([s["converged"] for s in stats])
 
     def __sklearn_tags__(self):
         # Pairwise input: scikit-learn's splitters cut rows and columns of X.
