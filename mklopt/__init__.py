@@ -9,7 +9,7 @@ from . import datasets, domains, methods, stopping
 from ._types import Handover, MethodReport, OracleAnswer, OuterMethod, Progress, Result
 from ._version import __version__  # noqa: F401 (mklopt.__version__)
 from .driver import solve
-from .kernels import KernelBank
+from .kernels import KernelBank, KernelStack
 
 __all__ = [
     "solve",
@@ -20,19 +20,25 @@ __all__ = [
     "Handover",
     "OuterMethod",
     "KernelBank",
+    "KernelStack",
     "domains",
     "methods",
     "stopping",
     "datasets",
     "MKLClassifier",
+    "MKLClassifierCV",
     "MKBoostClassifier",
     "MKLRegressor",
+    "MKLRegressorCV",
     "MKLOneClass",
 ]
 
 # The estimators are resolved on first access (PEP 562) so that ``import
 # mklopt`` does not import scikit-learn, which they use when it is installed.
-_LAZY_ESTIMATORS = {"MKLClassifier", "MKBoostClassifier", "MKLRegressor", "MKLOneClass"}
+_LAZY_ESTIMATORS = {
+    "MKLClassifier", "MKLClassifierCV", "MKBoostClassifier", "MKLRegressor", "MKLRegressorCV",
+    "MKLOneClass",
+}
 
 
 def __getattr__(name):

@@ -379,6 +379,13 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
             "clf must be a fitted MKLClassifier, MKLRegressor or MKLOneClass, got "
             f"{type(clf).__name__}"
         )
+    if getattr(clf, "kernels", None) == "precomputed":
+        raise ValueError(
+            "models fitted with kernels='precomputed' cannot be saved to a model file: the file "
+            "stores kernel specs and support vectors as features, and such a model has only "
+            "kernel matrices. Keep it with pickle or joblib (its support_ indices say which "
+            "training columns prediction reads)"
+        )
     task = type(clf).__name__ if isinstance(clf, (MKLRegressor, MKLOneClass)) else None
     if not hasattr(clf, "models_"):
         raise ValueError("clf is not fitted; call fit before save_model")

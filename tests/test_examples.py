@@ -18,6 +18,7 @@ EXPECTED = {
     "custom_method.py": "FrankWolfe",
     "groups.py": "group weights gamma",
     "mkboost_vs_mkl.py": "MKBoost-S2",
+    "precomputed_kernels.py": "cross-validation accuracy",
 }
 
 

@@ -11,8 +11,11 @@ the classifiers, then one module per estimator family.
 from ._sklearn import ConvergenceWarning
 from .mkboost import MKBoostClassifier
 from .mkl import MKLClassifier
+from .mkl_cv import MKLClassifierCV
+from .mkl_regressor_cv import MKLRegressorCV
 from .mkl_tasks import MKLOneClass, MKLRegressor
 
 __all__ = [
-    "ConvergenceWarning", "MKLClassifier", "MKBoostClassifier", "MKLRegressor", "MKLOneClass",
+    "ConvergenceWarning", "MKLClassifier", "MKLClassifierCV", "MKBoostClassifier",
+    "MKLRegressor", "MKLRegressorCV", "MKLOneClass",
 ]

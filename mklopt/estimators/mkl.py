@@ -18,8 +18,11 @@ from ..kernels.sharded import ShardLostError
 from ..methods import Chain, LevelBundle, get_method
 from ..oracles import CompositeOracle, LogisticDual, SVMDual
 from ..stopping import DualityGap, MaxIter, TimeLimit
+from ._checks import check_is_fitted
+from ._names import kernel_names, weights_table
 from ._ovo import ClassifierBase, pair_label, set_pair_attributes
 from ._params import check_estimator_client, check_storage_params, resolve_kernel_specs
+from ._precomputed import check_test_kernels, fit_precomputed, is_precomputed, precomputed_specs
 from ._sklearn import ConvergenceWarning, SharedClientMixin
 
 __all__ = ["MKLClassifier"]
@@ -231,7 +234,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
 
     Parameters
     ----------
-    kernels : "all_features", "grid" or list of kernel specs, default="all_features"
+    kernels : "all_features", "grid", "precomputed" or list of kernel specs, default="all_features"
         The base kernels. ``"all_features"`` is the MKBoost paper's 17
         kernels on all features (:func:`mklopt.kernels.grid` with
         ``protocol="mkboost2013"``: Gaussian widths ``2**-6 .. 2**7`` and
@@ -244,6 +247,10 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         and on every single feature, i.e. ``13 * (n_features + 1)`` kernels).
         Otherwise a non-empty list of specs such as
         ``[rbf(1.0), rbf(4.0), poly(2), linear(features=[0])]``.
+        ``"precomputed"``: ``fit`` takes the base kernels themselves, shape
+        ``(n_kernels, n_samples, n_samples)``, and ``predict`` the kernels
+        between new and training samples, ``(n_kernels, n_test,
+        n_samples)`` (see :doc:`/precomputed`).
     method : str or outer-method instance, default="auto"
         ``"auto"`` runs ``"level"`` with up to 2,000 kernels and
         ``"working_set"`` (Level on a working set of kernels, the whole bank
@@ -568,6 +575,9 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
 
     # ---- parameter validation ----------------------------------------------
     def _resolve_specs(self, n_features):
+        if is_precomputed(self.kernels):
+            # A precomputed fit plans with one column per kernel (_precomputed.py).
+            return precomputed_specs(n_features)
         return resolve_kernel_specs(self.kernels, n_features, protocol="level2008")
 
     def _resolve_groups(self, specs):
@@ -878,3 +888,54 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
                 ConvergenceWarning,
                 stacklevel=3,
             )
+
+    # ---- kernels="precomputed" (see _precomputed.py) --------------------------
+    def fit(self, X, y):
+        """Fit the kernel weights and the SVM of every pair of classes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or the kernels
+            With ``kernels="precomputed"``: the base kernels between the
+            training samples, shape ``(n_kernels, n_samples, n_samples)``
+            (an array, a memory map, a list of matrices or a
+            :class:`~mklopt.KernelStack`).
+        y : array-like of shape (n_samples,)
+            Labels: any two or more distinct values.
+
+        Returns
+        -------
+        self
+        """
+        if is_precomputed(self.kernels):
+            return fit_precomputed(self, X, y)
+        return super().fit(X, y)
+
+    def _check_predict_input(self, X):
+        if is_precomputed(self.kernels):
+            check_is_fitted(self, "models_")
+            return check_test_kernels(X, self.n_kernels_, self.n_features_in_)
+        return super()._check_predict_input(X)
+
+    def __sklearn_tags__(self):
+        # Pairwise input: scikit-learn's splitters cut rows and columns of X.
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = is_precomputed(self.kernels)
+        return tags
+
+    # ---- named weights (see _names.py) ----------------------------------------
+    @property
+    def kernel_names_(self):
+        """list of str: a readable name per kernel of ``kernel_specs_`` (``"rbf(2)[all]"``)."""
+        return kernel_names(self.kernel_specs_)
+
+    @property
+    def kernel_weights_(self):
+        """The kernel weights as a table: per kernel, grouped by view and family.
+
+        A pandas DataFrame when pandas is installed, else a record array;
+        columns ``kernel``, ``view``, ``family``, ``parameter``, ``index``,
+        ``weight`` (mean over the one-vs-one pairs), ``weight_min`` and
+        ``weight_max``. See :func:`mklopt.estimators._names.weights_table`.
+        """
+        return weights_table(self.kernel_specs_, self.weights_)

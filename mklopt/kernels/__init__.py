@@ -16,9 +16,11 @@ from .feature_maps import FeatureMap, FeatureMapFunctions, nystroem, random_four
 from .functions import KernelFunctions
 from .sharded import ShardedStorage, ShardLostError
 from .specs import RBF, Linear, Poly, grid, linear, poly, random_rbf, rbf
+from .stack import KernelStack
 
 __all__ = [
     "KernelBank",
+    "KernelStack",
     "KernelFunctions",
     "KernelExpansion",
     "FeatureMapFunctions",

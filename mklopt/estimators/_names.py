@@ -1,0 +1,130 @@
+"""Readable kernel names and the table of fitted kernel weights.
+
+A fitted estimator's ``kernel_specs_`` and ``weights_`` say which kernels
+carry the decision, but as specs and bare arrays. Here each spec gets a
+short name (``"rbf(2)[all]"``, ``"poly(2)[f3]"``, ``"linear[f0,f2]"``,
+``"precomputed[1]"``), its *view* (the feature set it reads: ``"all"``,
+``"f3"``, ...) and its *family*, and :func:`weights_table` lays the
+weights out per kernel, grouped by view and family, averaged over the
+one-vs-one pairs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._optional import optional
+
+__all__ = ["kernel_name", "kernel_view", "kernel_family", "kernel_names", "weights_table"]
+
+
+def kernel_view(spec):
+    """The feature set a spec reads: ``"all"``, ``"f3"``, ``"f0,f2"`` (``"precomputed"``)."""
+    if type(spec).__name__ == "PrecomputedKernel":
+        return "precomputed"
+    feats = getattr(spec, "features", None)
+    if feats is None:
+        return "all"
+    return ",".join(f"f{int(f)}" for f in np.atleast_1d(feats))
+
+
+def kernel_family(spec):
+    """``"rbf"``, ``"poly"``, ``"linear"``, ``"precomputed"``, or the spec's class name."""
+    return {"RBF": "rbf", "Poly": "poly", "Linear": "linear",
+            "PrecomputedKernel": "precomputed"}.get(type(spec).__name__,
+                                                    type(spec).__name__.lower())
+
+
+def _parameter(spec):
+    """The family's parameter (Gaussian width, degree, stack index), NaN for linear."""
+    for attr in ("sigma", "degree", "index"):
+        if hasattr(spec, attr):
+            return float(getattr(spec, attr))
+    return math.nan
+
+
+def kernel_name(spec):
+    """A short readable name for a kernel spec.
+
+    Examples
+    --------
+    >>> from mklopt.kernels import rbf, poly, linear
+    >>> kernel_name(rbf(2.0)), kernel_name(poly(2, features=[3]))
+    ('rbf(2)[all]', 'poly(2)[f3]')
+    >>> kernel_name(linear(features=[0, 2])), kernel_name(rbf(0.125))
+    ('linear[f0,f2]', 'rbf(0.125)[all]')
+    """
+    family = kernel_family(spec)
+    if family == "precomputed":
+        return f"precomputed[{int(spec.index)}]"
+    view = kernel_view(spec)
+    param = _parameter(spec)
+    if family in ("rbf", "poly") and not math.isnan(param):
+        return f"{family}({param:g})[{view}]"
+    if family == "linear":
+        return f"linear[{view}]"
+    return repr(spec)
+
+
+def kernel_names(specs):
+    """One :func:`kernel_name` per spec, as a list."""
+    return [kernel_name(s) for s in specs]
+
+
+def weights_table(specs, weights):
+    """The kernel weights per kernel, grouped by view and family, averaged over pairs.
+
+    Parameters
+    ----------
+    specs : sequence of kernel specs
+    weights : ndarray of shape (n_kernels,) or (n_pairs, n_kernels)
+
+    Returns
+    -------
+    pandas.DataFrame or numpy.recarray
+        One row per kernel, sorted by view (``"all"`` first, then by
+        feature), family and parameter, with columns ``kernel`` (the
+        name), ``view``, ``family``, ``parameter`` (width, degree or NaN),
+        ``index`` (position in ``kernel_specs_``), ``weight`` (mean over
+        the pairs), ``weight_min`` and ``weight_max`` (over the pairs). A
+        DataFrame when pandas is installed, else a record array with the
+        same fields.
+    """
+    W = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+    specs = list(specs)
+    if W.shape[1] != len(specs):
+        raise ValueError(f"weights have {W.shape[1]} kernels but there are {len(specs)} specs")
+    views = [kernel_view(s) for s in specs]
+    fams = [kernel_family(s) for s in specs]
+    params = [_parameter(s) for s in specs]
+
+    def view_key(v):
+        # "all" first, then single features in numeric order, then the rest.
+        if v == "all":
+            return (0, ())
+        parts = v.split(",")
+        if all(p.startswith("f") and p[1:].isdigit() for p in parts):
+            return (1, tuple(int(p[1:]) for p in parts))
+        return (2, (v,))
+
+    order = sorted(range(len(specs)),
+                   key=lambda k: (view_key(views[k]), fams[k],
+                                  -math.inf if math.isnan(params[k]) else params[k], k))
+    columns = {
+        "kernel": [kernel_name(specs[k]) for k in order],
+        "view": [views[k] for k in order],
+        "family": [fams[k] for k in order],
+        "parameter": np.array([params[k] for k in order]),
+        "index": np.array(order, dtype=np.int64),
+        "weight": W.mean(axis=0)[order],
+        "weight_min": W.min(axis=0)[order],
+        "weight_max": W.max(axis=0)[order],
+    }
+    pd = optional("pandas")
+    if pd is not None:
+        return pd.DataFrame(columns)
+    return np.rec.fromarrays(
+        [np.asarray(v) for v in columns.values()], names=list(columns)
+    )

@@ -1,0 +1,317 @@
+"""A warm-started path over C for one binary MKL problem.
+
+Cross-validating ``C`` solves the same binary problem (same kernels, same
+labels) at every value of a grid. Solved one after the other in increasing
+order, each solve can start from the previous one's answer:
+
+* **the dual vector.** A point ``alpha`` of the box ``0 <= alpha <= C0`` with
+  ``y'alpha = 0`` stays feasible under any ``C1 >= C0``, and so does
+  ``t alpha`` for every ``0 <= t <= C1 / C0``. Along that ray the dual
+  objective at fixed weights ``w`` is ``t L - t^2 Q / 2`` (``L = 1'alpha``,
+  ``Q = sum_k w_k q_k(alpha)``), largest at ``t = L / Q``; SMO starts from
+  ``t alpha`` with that ``t`` clipped to ``[0, C1 / C0]``, a feasible point
+  needing no repair, exact when every support vector is bounded (small
+  ``C``) and left unscaled when the margin no longer grows (large ``C``);
+* **the kernel weights.** The outer method starts from the previous
+  optimal weights: the path hands it a
+  :class:`~mklopt._types.Handover` (the previous weights and the oracle's
+  answer there under the new ``C``), the mechanism that chains two
+  methods, so every registered method resumes from that point;
+* **the cutting-plane model.** Each earlier answer ``alpha_j`` gives the
+  cut ``f(w, t alpha_j) = t 1'alpha_j - t^2 w'q_j / 2``, a minorant of the
+  new ``J`` (``t alpha_j`` is feasible under the new ``C``), so methods that
+  keep cuts (the level and cutting-plane methods) start with a lower bound
+  and a model instead of nothing.
+
+None of this changes what is certified: every point of the path stops at
+the relative duality gap of its own problem, computed from its own
+oracle's answers.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._types import Handover, Progress, Result
+from ..domains import Simplex
+from ..driver import solve
+from ..oracles import SVMDual
+from ..stopping import as_criterion
+
+__all__ = ["PathPoint", "c_path", "ray_scale"]
+
+#: At most this many of the previous problem's cuts are handed to the next
+#: one (the most recent, which are the ones near its optimum).
+_MAX_CUTS = 64
+
+
+@dataclass
+class PathPoint:
+    """The solution of one binary problem at one ``C`` of the path.
+
+    Attributes
+    ----------
+    C : float
+    weights : ndarray of shape (n_kernels,)
+    alpha : ndarray of shape (n_samples,)
+    bias : float
+    value : float
+        ``J(w)`` at the solution.
+    linear : float
+        The linear term ``l(alpha)`` of the dual there (``1'alpha`` for SVMs).
+    rel_gap : float
+        Certified relative duality gap.
+    converged : bool
+    n_iter, n_oracle_calls : int
+        Outer iterations, and SVM solves including the one that evaluates the
+        previous weights under the new ``C``.
+    fit_time : float
+        Seconds spent on this point.
+    """
+
+    C: float
+    weights: np.ndarray
+    alpha: np.ndarray
+    bias: float
+    value: float
+    linear: float
+    rel_gap: float
+    converged: bool
+    n_iter: int
+    n_oracle_calls: int
+    fit_time: float
+
+
+@functools.cache
+def _recording(oracle_class):
+    """A subclass of a dual oracle class that keeps the cuts ``(l(alpha), q)`` of full answers.
+
+    Cuts are kept once ``cuts`` is set to a list on the instance.
+    """
+
+    class Recording(oracle_class):
+        cuts = None
+
+        def __call__(self, w, warm_start=None, need_q=True, kernels=None):
+            answer = super().__call__(w, warm_start=warm_start, need_q=need_q, kernels=kernels)
+            if self.cuts is not None and answer.q is not None and kernels is None:
+                self.cuts.append((float(answer.linear_term), answer.q))
+            return answer
+
+    Recording.__name__ = Recording.__qualname__ = f"Recording{oracle_class.__name__}"
+    return Recording
+
+
+def _svm_oracle(y):
+    """``make_oracle`` of a classification path: :class:`SVMDual` on labels ``y``."""
+    return functools.partial(_make_svm, y)
+
+
+def _make_svm(y, bank, C, tol):
+    return _recording(SVMDual)(bank, y, C=C, tol=tol)
+
+
+class _Started:
+    """An outer method already started (from a handover) that :func:`~mklopt.solve` runs on.
+
+    The driver starts a method with ``method.start(oracle)``, which would
+    forget the handover; this adapter makes that call a no-op and forwards
+    everything else.
+    """
+
+    def __init__(self, method):
+        self._method = method
+
+    def start(self, oracle):
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self._method, name)
+
+
+def _certified_point(domain, weights, answer, stop):
+    """The result at ``weights`` if its own answer meets ``stop`` on the simplex, else None.
+
+    The L1 duality gap of one answer, ``(max_k q_k - w'q) / 2``, needs no
+    method: checking it first skips starting one (a master problem) at the
+    points the previous weights certify. Other feasible sets go through
+    :func:`_certified_at_start`, which asks the method itself.
+    """
+    if not isinstance(domain, Simplex) or not getattr(answer, "converged", True):
+        return None
+    upper = float(answer.value)
+    gap = max(0.0, float(domain.gap(weights, answer)))
+    rel = gap / abs(upper) if upper != 0.0 else math.inf
+    return _verdict(Progress(iteration=0, elapsed=0.0, n_oracle_calls=1, value=upper,
+                             lower=upper - gap, upper=upper, gap=gap, rel_gap=rel,
+                             weights=np.asarray(weights, dtype=np.float64)),
+                    stop, weights, answer, {})
+
+
+def _verdict(row, stop, weights, answer, extra):
+    """A one-point :class:`Result` when ``stop`` holds at ``row`` as converged, else None."""
+    criterion = as_criterion(stop())
+    criterion.reset()
+    verdict = criterion(row)
+    if verdict is None or not verdict.converged:
+        return None
+    return Result(
+        weights=np.array(weights, dtype=np.float64), alpha=answer.alpha,
+        bias=float(answer.bias), value=row.upper, gap=row.gap, rel_gap=row.rel_gap,
+        lower=row.lower, n_iter=0, n_oracle_calls=0, converged=True, reason=verdict.reason,
+        history=(row,), elapsed=0.0, extra=extra,
+    )
+
+
+def _certified_at_start(method, oracle, handover, stop):
+    """The run's result if the handed-over point already meets ``stop``, else None.
+
+    Near the end of a path the optimal weights hardly move: the previous
+    weights, evaluated under the new ``C``, often certify the gap by
+    themselves. The verdict is the stopping criterion's own, on the row the
+    driver would record.
+    """
+    method.start(oracle, handover=handover)
+    rep = method.report()
+    if rep.best is None:
+        return None
+    row = Progress(iteration=0, elapsed=0.0, n_oracle_calls=1, value=float(rep.upper),
+                   lower=rep.lower, upper=rep.upper, gap=rep.gap, rel_gap=rep.rel_gap,
+                   weights=np.asarray(handover.weights, dtype=np.float64))
+    return _verdict(row, stop, rep.weights, rep.best, method.extra())
+
+
+def _accepts_handover(method):
+    # MethodBase.start(oracle, handover=None); a user's method may not have it.
+    try:
+        return "handover" in inspect.signature(method.start).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return False
+
+
+def ray_scale(L, Q, ratio):
+    """The ``t`` in ``[0, ratio]`` maximising ``t L - t^2 Q / 2`` (see the module notes).
+
+    Examples
+    --------
+    >>> ray_scale(3.0, 2.0, 10.0)
+    1.5
+    >>> ray_scale(3.0, 2.0, 1.2)
+    1.2
+    >>> ray_scale(3.0, 0.0, 4.0)
+    4.0
+    """
+    if not Q > 0.0:
+        return float(ratio)
+    return float(min(max(L / Q, 0.0), ratio))
+
+
+def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=None):
+    """Solve one binary MKL problem at every ``C`` of ``Cs``, each warm-started.
+
+    Parameters
+    ----------
+    bank : KernelBank
+        The problem's kernels (typically a view of a shared bank).
+    y : ndarray of shape (n_samples,)
+        Labels in {-1, +1}.
+    Cs : sequence of float
+        Increasing box constraints.
+    new_method : callable
+        Returns a fresh outer method.
+    stop : callable
+        Returns a fresh stopping criterion.
+    inner_tol : float
+        SMO tolerance (the oracle's ``tol``).
+    callback : callable, optional
+        Passed to :func:`~mklopt.solve`.
+    make_oracle : callable, optional
+        ``make_oracle(bank, C, tol)`` returns the oracle at ``C`` (an
+        instance of a class made by :func:`_recording`); default
+        :class:`SVMDual` on the labels ``y``. Its dual variables must stay
+        feasible when scaled by ``0 <= t <= C1 / C0`` (box constraints
+        proportional to ``C``, an equality with a zero right-hand side), as
+        those of SVMDual and SVRDual do.
+
+    Returns
+    -------
+    list of PathPoint
+        One per ``C``, in the order of ``Cs``.
+    """
+    points = []
+    prev = None
+    prev_cuts = ()
+    domain = None
+    for C in Cs:
+        t0 = time.perf_counter()
+        method = new_method()
+        resumable = prev is not None and _accepts_handover(method)
+        record = bool(getattr(method, "uses_cuts", False))
+        oracle = (make_oracle or _svm_oracle(y))(bank, C, inner_tol)
+        if record:
+            oracle.cuts = []
+        extra_calls = 0
+        if prev is None:
+            res = solve(oracle, method, stop=stop(), callback=callback)
+        else:
+            a0, t = _scaled_start(oracle, prev, C)
+            if resumable:
+                # The previous weights under the new C: the handover's best point.
+                answer = oracle(prev.weights, warm_start=a0)
+                extra_calls = 1
+                recent = prev_cuts[len(prev_cuts) - _MAX_CUTS:] if _MAX_CUTS > 0 else ()
+                cuts = tuple((t * lin, (t * t) * q) for lin, q in recent)
+                handover = Handover(weights=prev.weights, answer=answer, lower=-math.inf,
+                                    cuts=cuts if record else ())
+                res = _certified_point(domain, prev.weights, answer, stop)
+                if res is None:
+                    res = _certified_at_start(method, oracle, handover, stop)
+                if res is None:
+                    # Go on from the method as the handover started it.
+                    res = solve(oracle, _Started(method), stop=stop(), callback=callback,
+                                warm_start=answer.alpha)
+            else:
+                # A method without handovers: only SMO is warm-started.
+                res = solve(oracle, method, stop=stop(), callback=callback, warm_start=a0)
+        prev_cuts = tuple(oracle.cuts) if record else ()
+        if domain is None:
+            # The feasible set is the problem's, the same at every C.
+            domain = getattr(method, "domain", None)
+        prev = PathPoint(
+            C=float(C),
+            weights=np.asarray(res.weights, dtype=np.float64),
+            alpha=np.asarray(res.alpha, dtype=np.float64),
+            bias=float(res.bias),
+            value=float(res.value),
+            linear=_linear_term(oracle, res.alpha),
+            rel_gap=float(res.rel_gap),
+            converged=bool(res.converged),
+            n_iter=int(res.n_iter),
+            n_oracle_calls=int(res.n_oracle_calls) + extra_calls,
+            fit_time=time.perf_counter() - t0,
+        )
+        points.append(prev)
+    return points
+
+
+def _linear_term(oracle, alpha):
+    """``l(a) = -p'a`` of an answer's ``alpha`` (``1'alpha`` for the SVM dual)."""
+    a = oracle.to_variables(alpha)
+    return -float(oracle.problem.linear @ a)
+
+
+def _scaled_start(oracle, prev, C):
+    """``(t alpha, t)``: the previous point scaled into the new box (``t``: :func:`ray_scale`)."""
+    a = oracle.to_variables(prev.alpha)
+    L = prev.linear
+    # J = l(a) - w'q(a) / 2 at the previous optimum gives Q = w'q(a).
+    Q = 2.0 * (L - prev.value)
+    t = ray_scale(L, Q, C / prev.C)
+    # The minimum only removes rounding: t * a <= t * upper(C0) <= upper(C).
+    return oracle.to_alpha(np.minimum(t * a, oracle.problem.upper)), t

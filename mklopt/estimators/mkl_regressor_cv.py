@@ -1,0 +1,277 @@
+"""Cross-validated choice of C for :class:`MKLRegressor` (scikit-learn's ``...CV`` convention)."""
+
+from __future__ import annotations
+
+import functools
+import time
+import warnings
+
+import numpy as np
+
+from .._parallel import check_n_jobs, parallel_map
+from .._validation import check_real
+from ..datasets import _scaling
+from ..kernels import KernelBank
+from ..oracles import SVRDual
+from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
+from ._path import _recording, c_path
+from ._sklearn import HAS_SKLEARN, BaseEstimator, ConvergenceWarning, RegressorMixin
+from .mkl_cv import _splits, _StopFactory, check_Cs, set_cv_results
+from .mkl_tasks import MKLRegressor
+
+__all__ = ["MKLRegressorCV"]
+
+_SHARED = (
+    "kernels", "method", "epsilon", "p", "groups", "tol", "max_iter", "inner_tol", "normalize",
+    "standardize", "weight_threshold", "storage", "cache_size", "max_memory", "callback",
+)
+
+
+def _make_svr(t, epsilon, bank, C, tol):
+    return _recording(SVRDual)(bank, t, C=C, epsilon=epsilon, tol=tol)
+
+
+def _fit_fold(bank, t, train, test, Cs, epsilon, normalize, new_method, stop, inner_tol,
+              threshold, callback):
+    """The C path of one fold and its validation predictions (standardised targets).
+
+    Returns ``(predictions, stats)``: ``predictions`` of shape (n_Cs,
+    n_test); ``stats`` a dict of arrays of shape (n_Cs, 1).
+    """
+    view = bank.view(train, normalize=normalize)
+    make = functools.partial(_make_svr, t[train], epsilon)
+    points = c_path(view, t[train], Cs, new_method, stop, inner_tol, callback=callback,
+                    make_oracle=make)
+    factors = bank.scales / view.scales
+    preds = np.empty((len(Cs), test.size))
+    names = ("rel_gap", "value", "n_oracle_calls", "n_iter", "fit_time")
+    stats = {name: np.zeros((len(Cs), 1)) for name in names}
+    stats["converged"] = np.zeros((len(Cs), 1), dtype=bool)
+    for c, pt in enumerate(points):
+        sv = np.flatnonzero(pt.alpha != 0.0)  # beta = alpha - alpha*
+        w = pt.weights
+        ks = np.flatnonzero(w > threshold * w.max()).astype(np.int64)
+        d = np.full(test.size, pt.bias)
+        if sv.size and ks.size:
+            blocks = bank.blocks(ks, test, train[sv])
+            d += np.einsum("k,kij,j->i", w[ks] * factors[ks], blocks, pt.alpha[sv])
+        preds[c] = d
+        for name in names:
+            stats[name][c, 0] = getattr(pt, name)
+        stats["converged"][c, 0] = pt.converged
+    return preds, stats
+
+
+class _FoldRegressor(RegressorMixin, BaseEstimator):
+    """A fold's model at one C, as a scorer sees it (``X``: positions of validation points)."""
+
+    def __init__(self, predictions=None):
+        self.predictions = predictions
+
+    def predict(self, X):
+        return self.predictions[np.asarray(X, dtype=np.int64).ravel()]
+
+
+def _scorer(scoring):
+    if scoring is None or (scoring == "r2" and not HAS_SKLEARN):
+        return lambda est, X, y: est.score(X, y)
+    if not HAS_SKLEARN:
+        raise ImportError(
+            f"scoring={scoring!r} needs scikit-learn's scorers (pip install scikit-learn); "
+            "without it only scoring=None (R^2) is available"
+        )
+    from sklearn.metrics import check_scoring
+
+    return check_scoring(MKLRegressor(), scoring=scoring)
+
+
+class MKLRegressorCV(RegressorMixin, BaseEstimator):
+    """Multiple kernel learning regression with ``C`` chosen by cross-validation.
+
+    The regression counterpart of :class:`MKLClassifierCV`: scores every
+    ``C`` of ``Cs`` by cross-validation as
+    ``GridSearchCV(MKLRegressor(), {"C": Cs}, cv=cv)`` does, from one kernel
+    bank for all folds and a warm-started path over ``C`` in each fold
+    (the epsilon-SVR's dual variables scale into the larger box as the
+    SVM's do), every point certified to the relative gap ``tol``; then
+    refits :class:`MKLRegressor` at the best ``C`` on all the data.
+
+    Parameters
+    ----------
+    Cs : int or list of float, default=6
+        The grid; an int ``k`` is ``k`` values log-spaced from ``1e-2`` to
+        ``1e3``.
+    cv : int, cross-validation splitter or iterable, default=5
+        As in scikit-learn (an int is ``KFold``, not shuffled).
+    scoring : str or callable, optional
+        A scikit-learn scorer; default the coefficient of determination
+        R^2.
+    kernels, method, epsilon, p, groups, tol, max_iter, inner_tol, normalize
+        As for :class:`MKLRegressor`.
+    standardize, weight_threshold, storage, cache_size, max_memory, callback
+        As for :class:`MKLRegressor`. ``standardize=True`` scales the
+        features and the targets once, with the statistics of all the
+        training data (``GridSearchCV`` would scale each fold with its own
+        training part).
+    n_jobs : int, optional
+        Folds fitted at the same time (through joblib).
+
+    Attributes
+    ----------
+    Cs_, cv_results_, best_index_, best_C_, best_score_, best_estimator_, refit_time_
+        As for :class:`MKLClassifierCV`; ``best_estimator_`` is an
+        :class:`MKLRegressor`.
+    n_splits_ : int
+    path_rel_gap_, path_value_, path_n_oracle_calls_, path_converged_ : ndarray
+        Of shape (n_splits, n_Cs, 1), as for :class:`MKLClassifierCV`.
+    n_features_in_, feature_names_in_
+        As for :class:`MKLRegressor`.
+
+    See Also
+    --------
+    MKLClassifierCV : the classifier, with the details of the path.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mklopt import MKLRegressorCV
+    >>> from mklopt.kernels import rbf, linear
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-2, 2, (80, 2))
+    >>> y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(80)
+    >>> reg = MKLRegressorCV(Cs=[0.1, 1.0, 10.0], cv=3, kernels=[rbf(1.0), linear()]).fit(X, y)
+    >>> bool(reg.score(X, y) > 0.8)
+    True
+    """
+
+    def __init__(
+        self,
+        Cs=6,
+        cv=5,
+        scoring=None,
+        kernels="grid",
+        method="auto",
+        epsilon=0.1,
+        p=None,
+        groups=None,
+        tol=1e-2,
+        max_iter=500,
+        inner_tol=None,
+        normalize="trace",
+        standardize=True,
+        weight_threshold=1e-6,
+        storage="auto",
+        cache_size=None,
+        max_memory=None,
+        callback=None,
+        n_jobs=None,
+    ):
+        self.Cs = Cs
+        self.cv = cv
+        self.scoring = scoring
+        self.kernels = kernels
+        self.method = method
+        self.epsilon = epsilon
+        self.p = p
+        self.groups = groups
+        self.tol = tol
+        self.max_iter = max_iter
+        self.inner_tol = inner_tol
+        self.normalize = normalize
+        self.standardize = standardize
+        self.weight_threshold = weight_threshold
+        self.storage = storage
+        self.cache_size = cache_size
+        self.max_memory = max_memory
+        self.callback = callback
+        self.n_jobs = n_jobs
+
+    def _estimator(self, C):
+        return MKLRegressor(C=C, **{name: getattr(self, name) for name in _SHARED})
+
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, "best_estimator_")
+
+    def fit(self, X, y):
+        """Cross-validate every ``C`` of ``Cs``, then refit at the best one.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Real targets.
+
+        Returns
+        -------
+        self
+        """
+        name = type(self).__name__
+        X_given, y_given = X, y
+        check_feature_names(self, X, reset=True)
+        X = check_X(X, name)
+        t = check_targets(y, X.shape[0], name)
+        Cs = check_Cs(self.Cs)
+        check_n_jobs(self.n_jobs)
+        scorer = _scorer(self.scoring)
+        base = self._estimator(float(Cs[0]))
+        plan = base._check_common(X)  # validates every passed-through parameter
+        eps = check_real(self.epsilon, "epsilon", low=0.0)
+        if not isinstance(self.storage, str) or self.storage == "feature_map":
+            raise ValueError(
+                f"{name} reads every fold from one bank of stored or computed kernels; "
+                "storage must be 'auto', 'dense' or 'on_the_fly' (feature maps have no views)"
+            )
+        if self.standardize:
+            mean, scale = _scaling(X)
+            Xs = (X - mean) / scale
+            # The same rule as MKLRegressor's for the targets.
+            y_mean, sd = float(t.mean()), float(t.std())
+            y_scale = sd if sd > 1e-12 * max(1.0, abs(y_mean)) else 1.0
+        else:
+            Xs, y_mean, y_scale = X, 0.0, 1.0
+        ts = (t - y_mean) / y_scale
+        splits = _splits(self.cv, X, t, None, classifier=False)
+        bank = KernelBank.from_specs(Xs, plan.specs, storage=self.storage, normalize=None,
+                                     cache_size=self.cache_size, max_memory=self.max_memory)
+        stop = _StopFactory(base, plan)
+        tasks = ((bank, ts, train, test, Cs, eps, self.normalize, plan.new_method, stop,
+                  plan.inner_tol, plan.threshold, self.callback) for train, test in splits)
+        folds = parallel_map(_fit_fold, tasks, self.n_jobs, n_tasks=len(splits))
+
+        n_s, n_c = len(splits), Cs.size
+        scores = np.empty((n_c, n_s))
+        fit_time = np.empty((n_c, n_s))
+        score_time = np.empty((n_c, n_s))
+        for k, ((_, test), (preds, stats)) in enumerate(zip(splits, folds, strict=True)):
+            positions = np.arange(test.size)[:, None]
+            fit_time[:, k] = stats["fit_time"].sum(axis=1)
+            for c in range(n_c):
+                t0 = time.perf_counter()
+                model = _FoldRegressor(preds[c] * y_scale + y_mean)
+                scores[c, k] = scorer(model, positions, t[test])
+                score_time[c, k] = time.perf_counter() - t0
+        set_cv_results(self, Cs, scores, fit_time, score_time, folds)
+        t0 = time.perf_counter()
+        self.best_estimator_ = self._estimator(self.best_C_).fit(X_given, y_given)
+        self.refit_time_ = time.perf_counter() - t0
+        self.n_features_in_ = X.shape[1]
+        self.weights_ = self.best_estimator_.weights_
+        if not self.path_converged_.all():
+            bad = int((~self.path_converged_).sum())
+            warnings.warn(
+                f"{name}: {bad} of {self.path_converged_.size} path points (fold, C) did not "
+                f"reach the relative gap tol={plan.tol:g}; raise max_iter or loosen tol",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def predict(self, X):
+        """``best_estimator_.predict(X)``."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X)
+
+    def score(self, X, y, sample_weight=None):
+        """``best_estimator_.score(X, y)``: the coefficient of determination R^2."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.score(X, y, sample_weight=sample_weight)

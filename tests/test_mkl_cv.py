@@ -1,0 +1,189 @@
+"""MKLClassifierCV: the choice of GridSearchCV, one bank, a certified warm-started path."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+from mklopt import KernelBank, MKLClassifier, MKLClassifierCV, datasets
+from mklopt.estimators._path import ray_scale
+from mklopt.estimators.mkl_cv import check_Cs
+from mklopt.kernels import linear, poly, rbf
+
+SPECS = [rbf(1.0), rbf(8.0), rbf(64.0), poly(2), linear()]
+CS = [0.1, 1.0, 10.0, 100.0]
+
+
+def _standardised(X):
+    sd = X.std(axis=0)
+    return (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+
+
+@pytest.fixture(scope="module")
+def binary():
+    X, y = datasets.load("ionosphere")
+    rng = np.random.default_rng(0)
+    keep = np.sort(rng.choice(X.shape[0], 150, replace=False))
+    return _standardised(X[keep]), y[keep]
+
+
+@pytest.fixture(scope="module")
+def three_classes():
+    X, y = datasets.load("satellite")
+    rng = np.random.default_rng(1)
+    classes = np.unique(y)[:3]
+    keep = np.flatnonzero(np.isin(y, classes))
+    keep = np.sort(rng.choice(keep, 150, replace=False))
+    return _standardised(X[keep]), y[keep]
+
+
+def _both(X, y, tol, **kw):
+    folds = list(StratifiedKFold(3).split(X, y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cv = MKLClassifierCV(Cs=CS, cv=folds, kernels=SPECS, tol=tol, **kw).fit(X, y)
+        gs = GridSearchCV(MKLClassifier(kernels=SPECS, tol=tol), {"C": CS}, cv=folds,
+                          **({"scoring": kw["scoring"]} if "scoring" in kw else {})).fit(X, y)
+    return cv, gs, folds
+
+
+def _assert_same_choice(cv, gs, folds):
+    """Same C, unless the grid search's own scores of the two are within the margin.
+
+    Two fold models certified to the same relative gap may still put a
+    validation point near the boundary on different sides; two such points
+    per fold is the margin the scores may differ by.
+    """
+    n_val = min(te.size for _, te in folds)
+    margin = 2.0 / n_val
+    for k in range(len(folds)):
+        key = f"split{k}_test_score"
+        assert np.all(np.abs(cv.cv_results_[key] - gs.cv_results_[key]) <= margin + 1e-12)
+    mean_gs = gs.cv_results_["mean_test_score"]
+    if cv.best_C_ != gs.best_params_["C"]:
+        assert abs(mean_gs[cv.best_index_] - gs.best_score_) <= margin
+    else:
+        assert cv.best_index_ == gs.best_index_
+
+
+def test_binary_same_choice_as_grid_search(binary):
+    X, y = binary
+    cv, gs, folds = _both(X, y, tol=1e-3)
+    _assert_same_choice(cv, gs, folds)
+    res = cv.cv_results_
+    assert [p["C"] for p in res["params"]] == CS
+    assert list(res["param_C"]) == CS
+    for key in ("mean_test_score", "std_test_score", "rank_test_score", "mean_fit_time"):
+        assert res[key].shape == (len(CS),)
+    assert res["rank_test_score"][cv.best_index_] == 1
+    assert cv.best_score_ == res["mean_test_score"].max()
+    # Refit at the chosen C on all the data; predictions delegate to it.
+    assert cv.best_estimator_.C == cv.best_C_
+    np.testing.assert_array_equal(cv.predict(X), cv.best_estimator_.predict(X))
+    assert cv.score(X, y) == cv.best_estimator_.score(X, y)
+
+
+def test_multiclass_same_choice_as_grid_search(three_classes):
+    X, y = three_classes
+    cv, gs, folds = _both(X, y, tol=1e-3, scoring="balanced_accuracy")
+    assert cv.path_rel_gap_.shape == (3, len(CS), 3)  # folds, Cs, pairs
+    _assert_same_choice(cv, gs, folds)
+
+
+def test_one_bank_for_all_folds_and_pairs(three_classes, monkeypatch):
+    X, y = three_classes
+    built = []
+    original = KernelBank.from_specs.__func__
+
+    def counting(cls, X, specs, *args, **kwargs):
+        built.append(X.shape[0])
+        return original(cls, X, specs, *args, **kwargs)
+
+    monkeypatch.setattr(KernelBank, "from_specs", classmethod(counting))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        MKLClassifierCV(Cs=CS, cv=3, kernels=SPECS).fit(X, y)
+    # One bank for the 3 folds x 4 Cs x 3 pairs, one for the refit's pairs.
+    assert built == [X.shape[0], X.shape[0]]
+
+
+def test_path_points_are_certified_and_match_cold_fits(binary):
+    X, y = binary
+    tol = 1e-3
+    folds = list(StratifiedKFold(3).split(X, y))
+    cv = MKLClassifierCV(Cs=CS, cv=folds, kernels=SPECS, tol=tol).fit(X, y)
+    assert cv.path_converged_.all()
+    assert np.all(cv.path_rel_gap_ <= tol)
+    warm_calls = cv.path_n_oracle_calls_[0].sum()
+    cold_calls = 0
+    train = folds[0][0]
+    for c, C in enumerate(CS):
+        cold = MKLClassifier(kernels=SPECS, C=C, tol=tol).fit(X[train], y[train])
+        cold_calls += cold.n_oracle_calls_
+        # Both values are within tol (relative) above the same optimum.
+        J_path, J_cold = cv.path_value_[0, c, 0], cold.result_.value
+        assert abs(J_path - J_cold) <= 1.05 * tol * max(J_path, J_cold)
+    # The point of the path: the warm starts save solves.
+    assert warm_calls < cold_calls
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(1e-3, 1e3), st.floats(1e-3, 1e3), st.floats(1.0, 1e3))
+def test_ray_scale_is_the_best_feasible_scale(L, Q, ratio):
+    t = ray_scale(L, Q, ratio)
+    assert 0.0 <= t <= ratio
+    f = lambda s: s * L - 0.5 * s * s * Q  # noqa: E731
+    grid = np.linspace(0.0, ratio, 101)
+    assert f(t) >= max(f(s) for s in grid) - 1e-9 * max(1.0, abs(f(t)))
+
+
+@pytest.mark.slow  # worker processes compile numba's functions again
+def test_serial_and_parallel_folds_agree(binary):
+    X, y = binary
+    kw = dict(Cs=CS[:3], cv=3, kernels=SPECS)
+    serial = MKLClassifierCV(**kw).fit(X, y)
+    para = MKLClassifierCV(n_jobs=2, **kw).fit(X, y)
+    np.testing.assert_allclose(para.path_value_, serial.path_value_, rtol=1e-9)
+    assert para.best_C_ == serial.best_C_
+
+
+def test_clone_and_params():
+    est = MKLClassifierCV(Cs=[1.0, 10.0], cv=4, tol=1e-3)
+    twin = clone(est)
+    assert twin.get_params() == est.get_params()
+    assert "C" not in est.get_params()
+
+
+def test_cs_int_and_list():
+    np.testing.assert_allclose(check_Cs(8), np.logspace(-2, 3, 8))
+    assert check_Cs([3, 1, 3]).tolist() == [1.0, 3.0]
+
+
+@pytest.mark.parametrize(
+    "params, error, match",
+    [
+        (dict(Cs=0), ValueError, "Cs"),
+        (dict(Cs=[1.0, -1.0]), ValueError, "> 0"),
+        (dict(Cs=[]), ValueError, "empty"),
+        (dict(Cs="many"), TypeError, "Cs"),
+        (dict(storage="feature_map"), ValueError, "storage"),
+        (dict(tol=-1.0), ValueError, "tol"),
+    ],
+)
+def test_bad_parameters(binary, params, error, match):
+    X, y = binary
+    with pytest.raises(error, match=match):
+        MKLClassifierCV(kernels=SPECS, cv=3, **params).fit(X, y)
+
+
+def test_fold_with_one_class_is_refused(binary):
+    X, y = binary
+    order = np.argsort(y, kind="stable")
+    half = X.shape[0] // 2
+    folds = [(order[:half], order[half:]), (order[half:], order[:half])]
+    with pytest.raises(ValueError, match="single class"):
+        MKLClassifierCV(kernels=SPECS, cv=folds).fit(X, y)
