@@ -184,6 +184,17 @@ def fit_precomputed(est, X, y):
         )
     if est.client is not None:
         raise ValueError("client cannot be combined with kernels='precomputed'")
+    # The precomputed path solves per-pair SVM duals only; say so rather than
+    # silently ignoring the other formulations.
+    if getattr(est, "loss", "hinge") != "hinge":
+        raise ValueError(
+            f"kernels='precomputed' supports loss='hinge' only (got loss={est.loss!r})"
+        )
+    if getattr(est, "multiclass", "ovo") != "ovo":
+        raise ValueError(
+            "kernels='precomputed' supports multiclass='ovo' only "
+            f"(got multiclass={est.multiclass!r})"
+        )
     K = _as_stack(X, "X")
     n = K[0].shape[0]
     y = check_y(y, n, name)
