@@ -118,8 +118,21 @@ class PiecewiseLinearOracle:
             linear_term=float(self.s[j]),
         )
 
+    def __repr__(self):
+        return f"PiecewiseLinearOracle(n_kernels={self.n_kernels}, n_pieces={len(self.s)})"
+
     def exact_l1_optimum(self):
-        """min over the simplex of max_j (s_j - q_j'w / 2), by an LP in (w, t)."""
+        """``J* = min_{w in simplex} J(w)``, as a float (the LP of :meth:`exact_l1_solution`).
+
+        Returns
+        -------
+        float
+            The optimal value; every toy oracle returns its optimum this way.
+        """
+        return self.exact_l1_solution()[0]
+
+    def exact_l1_solution(self):
+        """``(J*, w*)``: min over the simplex of max_j (s_j - q_j'w / 2), by an LP in (w, t)."""
         m = self.n_kernels
         c = np.r_[np.zeros(m), 1.0]
         A_ub = np.c_[-0.5 * self.Q, -np.ones(len(self.s))]
@@ -176,7 +189,11 @@ class SmoothQuadraticOracle:
             linear_term=sa,
         )
 
+    def __repr__(self):
+        return f"SmoothQuadraticOracle(n_kernels={self.n_kernels}, dim={self.n_samples})"
+
     def exact_l1_optimum(self):
+        """``J* = min_{w in simplex} J(w)``, as a float (a conic solve by cvxpy and Clarabel)."""
         cp = _cvxpy()
         a = cp.Variable(self.n_samples)
         t = cp.Variable()
