@@ -18,7 +18,7 @@ from ._optional import require
 from ._types import OracleAnswer
 from .domains import ElasticNet, GroupSimplex, LpBall, Simplex
 
-__all__ = ["PiecewiseLinearOracle", "SmoothQuadraticOracle"]
+__all__ = ["PiecewiseLinearOracle", "SmoothQuadraticOracle", "check_oracle"]
 
 
 def _cvxpy():
@@ -224,3 +224,71 @@ class SmoothQuadraticOracle:
             raise TypeError(domain)
         prob = cp.Problem(cp.Maximize(obj), cons)
         return _solve_tight(prob)
+
+
+def _close(a, b, rtol=1e-6):
+    return abs(a - b) <= rtol * max(1.0, abs(a), abs(b))
+
+
+def check_oracle(oracle_factory, n_points=3, seed=0):
+    """Check an oracle's answer contract; raise ``AssertionError`` naming the broken property.
+
+    Parameters
+    ----------
+    oracle_factory : callable
+        ``oracle_factory() -> oracle``; a fresh oracle is built for each
+        property so that no state leaks between them.
+    n_points : int, default=3
+        How many simplex points (the centre, then random points, some with
+        exact zeros) each property is checked at.
+    seed : int, default=0
+        Seed of the drawn points.
+
+    Notes
+    -----
+    At each point ``w`` the answer must have a finite ``value``; ``q >= 0``
+    (the kernels are PSD); ``grad == -q / 2``; ``value == linear_term -
+    w'q / 2``; and a call warm-started with the answer's own ``alpha`` must
+    reach the same value as the cold call. A weight vector of the wrong
+    length must raise ``ValueError`` or ``TypeError``, not answer.
+    """
+    rng = np.random.default_rng(seed)
+    m = oracle_factory().n_kernels
+    points = [np.full(m, 1.0 / m)]
+    for _ in range(max(0, n_points - 1)):
+        w = rng.dirichlet(np.ones(m))
+        w[rng.random(m) < 0.3] = 0.0  # exact zeros: kernels switched off
+        if w.sum() == 0:
+            w[0] = 1.0
+        points.append(w / w.sum())
+    for w in points:
+        ans = oracle_factory()(w)
+        where = f"at w={np.round(w, 4).tolist()}"
+        value = float(ans.value)
+        if not np.isfinite(value):
+            raise AssertionError(f"value is finite: got {value} {where}")
+        q = np.asarray(ans.q, dtype=float)
+        if q.shape != (m,) or np.any(q < -1e-10 * max(1.0, np.abs(q).max())):
+            raise AssertionError(f"q >= 0 with one entry per kernel: got {q} {where}")
+        grad = np.asarray(ans.grad, dtype=float)
+        if not np.allclose(grad, -0.5 * q, rtol=1e-9, atol=1e-12):
+            raise AssertionError(f"grad == -q/2: got grad={grad}, q={q} {where}")
+        lin = float(ans.linear_term)
+        if not _close(value, lin - 0.5 * float(w @ q)):
+            raise AssertionError(
+                f"value == linear_term - w'q/2: got {value} vs {lin - 0.5 * float(w @ q)} {where}"
+            )
+        warm = oracle_factory()(w, warm_start=ans.alpha)
+        if not _close(float(warm.value), value, rtol=1e-5):
+            raise AssertionError(
+                f"a warm start reaches the cold start's value: got {warm.value} vs {value} {where}"
+            )
+    bad = np.full(m + 1, 1.0 / (m + 1))
+    try:
+        oracle_factory()(bad)
+    except (ValueError, TypeError):
+        pass
+    else:
+        raise AssertionError(
+            f"a w of length {m + 1} (n_kernels={m}) raises ValueError or TypeError"
+        )
