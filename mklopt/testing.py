@@ -11,6 +11,9 @@ be checked for convergence without an SVM.
 function; its minimum over the simplex is an LP (``exact_l1_optimum``).
 """
 
+import math
+import warnings
+
 import numpy as np
 from scipy.optimize import linprog
 
@@ -18,7 +21,7 @@ from ._optional import require
 from ._types import OracleAnswer
 from .domains import ElasticNet, GroupSimplex, LpBall, Simplex
 
-__all__ = ["PiecewiseLinearOracle", "SmoothQuadraticOracle", "check_oracle"]
+__all__ = ["PiecewiseLinearOracle", "SmoothQuadraticOracle", "check_method", "check_oracle"]
 
 
 def _cvxpy():
@@ -292,3 +295,77 @@ def check_oracle(oracle_factory, n_points=3, seed=0):
         raise AssertionError(
             f"a w of length {m + 1} (n_kernels={m}) raises ValueError or TypeError"
         )
+
+
+def check_method(method_or_class, seeds=(0, 1), max_calls=150):
+    """Check an outer method's contract on toy L1 problems with exact optima.
+
+    Raises ``AssertionError`` naming the violated property.
+
+    Parameters
+    ----------
+    method_or_class : MethodBase or type
+        An instance (its parameters are kept) or a class built with defaults.
+    seeds : sequence of int, default=(0, 1)
+        Seeds of the drawn :class:`PiecewiseLinearOracle` problems.
+    max_calls : int, default=150
+        Oracle calls per run.
+
+    Notes
+    -----
+    On each problem, with ``J*`` known: every query is in the method's
+    domain; the best value never increases; ``lower <= J* <= upper`` at
+    every call; ``value - J* <= gap`` at the end; a run reported
+    converged meets its gap target; and a second run after ``start`` gives
+    the same result as the first (``start`` resets everything).
+    """
+    from .driver import solve
+    from .stopping import DualityGap, MaxOracleCalls
+
+    method = method_or_class() if isinstance(method_or_class, type) else method_or_class
+    name = type(method).__name__
+    tol = 1e-6
+    for seed in seeds:
+        oracle = PiecewiseLinearOracle.random(4, 6, seed=seed)
+        exact = oracle.exact_l1_optimum()
+        slack = 1e-8 * max(1.0, abs(exact))
+        rows = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a false claim is reported below, by name
+            res = solve(oracle, method, stop=DualityGap(tol) | MaxOracleCalls(max_calls),
+                        callback=rows.append)
+        dom = method.domain
+        prev = math.inf
+        for row in rows:
+            if dom is not None and not dom.contains(row.weights, tol=1e-7):
+                raise AssertionError(f"{name}: queries are feasible: {row.weights} is not in {dom}")
+            if row.upper > prev + slack:
+                raise AssertionError(
+                    f"{name}: the best value never increases: {prev} then {row.upper}"
+                )
+            prev = row.upper
+            if not (row.lower <= exact + slack and exact <= row.upper + slack):
+                raise AssertionError(
+                    f"{name}: bounds are valid (lower <= J* <= upper): "
+                    f"lower={row.lower}, J*={exact}, upper={row.upper}"
+                )
+        if not res.value - exact <= res.gap + slack:
+            raise AssertionError(
+                f"{name}: value - J* <= gap: value={res.value}, J*={exact}, gap={res.gap}"
+            )
+        claim = method.report().stop
+        # The driver demotes a false claim; the method itself must not make one.
+        if (res.converged or (claim is not None and claim.converged)) and not res.rel_gap <= tol:
+            raise AssertionError(
+                f"{name}: converged implies the gap target is met: rel_gap={res.rel_gap} > {tol}"
+            )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            again = solve(PiecewiseLinearOracle(oracle.s, oracle.Q), method,
+                          stop=DualityGap(tol) | MaxOracleCalls(max_calls))
+        if again.n_oracle_calls != res.n_oracle_calls or not np.allclose(
+                again.weights, res.weights, rtol=1e-9, atol=1e-12):
+            raise AssertionError(
+                f"{name}: start resets everything: two runs differ "
+                f"({res.n_oracle_calls} vs {again.n_oracle_calls} calls)"
+            )

@@ -1,0 +1,32 @@
+"""check_method passes the shipped methods and fails mutants, naming the property."""
+
+import pytest
+
+from mklopt.methods import CuttingPlane, LevelBundle
+from mklopt.testing import check_method
+
+
+@pytest.mark.parametrize("cls", [CuttingPlane, LevelBundle])
+def test_shipped_methods_pass(cls):
+    check_method(cls)
+
+
+class _WrongLower(CuttingPlane):
+    def _lower(self, state):
+        return 1e6
+
+
+class _EarlyClaim(CuttingPlane):
+    def _tell(self, state, query, answer):
+        out = super()._tell(state, query, answer)
+        self._finish("claimed", converged=True)
+        return out
+
+
+@pytest.mark.parametrize("cls, message", [
+    (_WrongLower, "bounds are valid"),
+    (_EarlyClaim, "converged implies|value - J"),
+])
+def test_mutants_fail_naming_the_property(cls, message):
+    with pytest.raises(AssertionError, match=message):
+        check_method(cls)
