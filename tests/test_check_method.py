@@ -11,6 +11,19 @@ def test_shipped_methods_pass(cls):
     check_method(cls)
 
 
+class _Uphill(CuttingPlane):
+    """Reports a best value that climbs by one every iteration."""
+
+    def report(self):
+        import dataclasses
+
+        rep = super().report()
+        if rep.best is None:
+            return rep
+        best = dataclasses.replace(rep.best, value=rep.best.value + rep.n_iter)
+        return dataclasses.replace(rep, best=best)
+
+
 class _WrongLower(CuttingPlane):
     def _lower(self, state):
         return 1e6
@@ -24,6 +37,7 @@ class _EarlyClaim(CuttingPlane):
 
 
 @pytest.mark.parametrize("cls, message", [
+    (_Uphill, "never increases"),
     (_WrongLower, "bounds are valid"),
     (_EarlyClaim, "converged implies|value - J"),
 ])
