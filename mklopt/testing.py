@@ -21,7 +21,8 @@ from ._optional import require
 from ._types import OracleAnswer
 from .domains import ElasticNet, GroupSimplex, LpBall, Simplex
 
-__all__ = ["PiecewiseLinearOracle", "SmoothQuadraticOracle", "check_method", "check_oracle"]
+__all__ = ["PiecewiseLinearOracle", "SmoothQuadraticOracle", "check_method", "check_oracle",
+           "parametrize_with_checks"]
 
 
 def _cvxpy():
@@ -369,3 +370,45 @@ def check_method(method_or_class, seeds=(0, 1), max_calls=150):
                 f"{name}: start resets everything: two runs differ "
                 f"({res.n_oracle_calls} vs {again.n_oracle_calls} calls)"
             )
+
+
+def parametrize_with_checks(methods=(), oracles=()):
+    """A ``pytest.mark.parametrize`` over ``check_method`` / ``check_oracle`` runs.
+
+    Parameters
+    ----------
+    methods : sequence of MethodBase or type
+        Methods (instances or classes) to pass to :func:`check_method`.
+    oracles : sequence of callable
+        Oracle factories to pass to :func:`check_oracle`.
+
+    Returns
+    -------
+    MarkDecorator
+        Parametrizes one argument, ``check``: a no-argument callable, with
+        an id such as ``"check_method[CuttingPlane]"``.
+
+    Examples
+    --------
+    In a test module (pytest is needed only there)::
+
+        @parametrize_with_checks(methods=[MyMethod], oracles=[lambda: MyOracle(K, y)])
+        def test_mklopt_contract(check):
+            check()
+    """
+    import functools
+
+    import pytest
+
+    params = []
+    for m in methods:
+        label = m.__name__ if isinstance(m, type) else repr(m)
+        params.append(pytest.param(functools.partial(check_method, m),
+                                   id=f"check_method[{label}]"))
+    for i, factory in enumerate(oracles):
+        label = getattr(factory, "__name__", "oracle")
+        if label == "<lambda>":
+            label = f"oracle{i}"
+        params.append(pytest.param(functools.partial(check_oracle, factory),
+                                   id=f"check_oracle[{label}]"))
+    return pytest.mark.parametrize("check", params)

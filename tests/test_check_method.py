@@ -44,3 +44,12 @@ class _EarlyClaim(CuttingPlane):
 def test_mutants_fail_naming_the_property(cls, message):
     with pytest.raises(AssertionError, match=message):
         check_method(cls)
+
+
+from mklopt.testing import PiecewiseLinearOracle, parametrize_with_checks  # noqa: E402
+
+
+@parametrize_with_checks(methods=[CuttingPlane, LevelBundle()],
+                         oracles=[lambda: PiecewiseLinearOracle.random(3, 5, seed=4)])
+def test_the_pytest_helper_runs_each_check(check):
+    check()
