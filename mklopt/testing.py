@@ -1,4 +1,8 @@
-"""Toy oracles with known optima, for testing outer methods.
+"""A conformance kit for outer methods and oracles, with toy oracles of known optima.
+
+:func:`check_method` and :func:`check_oracle` raise ``AssertionError``
+naming the violated property; :func:`parametrize_with_checks` runs them as
+pytest cases.
 
 They answer like :class:`mklopt.oracles.SVMDual` (an
 :class:`~mklopt.OracleAnswer` with ``value``, ``q``, ``alpha``, ...) but in
