@@ -1,14 +1,16 @@
-"""The generic driver: any outer method against any oracle (DESIGN section 5)."""
+"""The generic driver: any outer method against any oracle."""
 
 from __future__ import annotations
 
 import logging
 import math
 import time
+import warnings
 
 import numpy as np
 
 from ._types import Progress, Result
+from .oracles._warnings import ConvergenceWarning
 from .stopping import DualityGap, MaxIter, Stop, as_criterion
 
 __all__ = ["solve"]
@@ -85,6 +87,16 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     Cheap early calls and precise late ones: nobody sets the inner
     tolerance by hand to reach 1e-6.
 
+    *Convergence is checked.* ``Result.converged`` is true only if the
+    stopping reason is a convergence (a gap, a weight change, or a method's
+    own test) *and*, when ``stop`` contains a
+    :class:`~mklopt.stopping.DualityGap` and the method has a gap, the best
+    point's gap meets it. A
+    method that claims convergence with the gap still above the target is
+    reported ``converged=False`` with the reason ``"<its reason>; gap target
+    unmet"``, and a :class:`~mklopt.oracles.ConvergenceWarning` (a
+    ``UserWarning``) is issued.
+
     Long runs report progress on the ``"mklopt"`` logger at INFO level (at
     most one line a second); per-call detail goes to ``callback``.
     """
@@ -158,7 +170,52 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
         if inner is not None:
             inner.restore()
     elapsed = time.perf_counter() - t0
+    verdict = _check_gap_target(stop, method.report(), verdict)
     return _result(method, method.report(), oracle, history, verdict, elapsed, calls0)
+
+
+def _duality_gaps(stop):
+    """Every :class:`~mklopt.stopping.DualityGap` inside a (combined) criterion."""
+    if isinstance(stop, DualityGap):
+        return [stop]
+    return [d for p in getattr(stop, "parts", ()) for d in _duality_gaps(p)]
+
+
+def _check_gap_target(stop, rep, verdict):
+    """Refuse a claim of convergence that the gap target contradicts.
+
+    A method (or a user's criterion) may say it converged while the best
+    point's certified gap is still above every ``DualityGap`` tolerance in
+    ``stop``; the run is then reported not converged, with a
+    :class:`~mklopt.oracles.ConvergenceWarning`. Without a ``DualityGap`` in
+    ``stop``, or without a gap at all (a method with no dual, such as
+    boosting), the claim stands.
+    """
+    targets = _duality_gaps(stop)
+    # A method without a dual (boosting: gap nan) has nothing to check against.
+    no_gap = math.isnan(rep.gap) and math.isnan(rep.rel_gap)
+    if not verdict.converged or not targets or no_gap:
+        return verdict
+    final = _GapRow(gap=rep.gap, rel_gap=rep.rel_gap)
+    if any(t(final) is not None for t in targets):
+        return verdict
+    wanted = " or ".join(repr(t) for t in targets)
+    warnings.warn(
+        f"the run stopped with {verdict.reason!r}, claiming convergence, but the gap "
+        f"(relative {rep.rel_gap:.3g}, absolute {rep.gap:.3g}) does not meet {wanted}; "
+        "reported as not converged",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
+    return Stop(f"{verdict.reason}; gap target unmet", False)
+
+
+class _GapRow:
+    """The two fields of a Progress row a DualityGap reads."""
+
+    def __init__(self, gap, rel_gap):
+        self.gap = gap
+        self.rel_gap = rel_gap
 
 
 def _relative_gap_target(stop):

@@ -1,9 +1,11 @@
-"""Pluggable stopping criteria for :func:`mklopt.solve` (DESIGN section 5).
+"""Pluggable stopping criteria for :func:`mklopt.solve`.
 
 A criterion is called with each :class:`~mklopt.Progress` row and returns a
 :class:`Stop` (why to stop, and whether that means convergence) or ``None``
 to go on. Criteria compose with ``|`` (any) and ``&`` (all); any callable
-``fn(progress) -> bool`` is accepted wherever a criterion is.
+``fn(progress) -> bool`` is accepted wherever a criterion is. A callable may
+instead return ``Stop(reason, converged=True)`` to report convergence, and
+its ``reset()`` method, if it has one, is called before every solve.
 
 Examples
 --------
@@ -84,15 +86,30 @@ class StopCriterion:
 
 
 class _Callable(StopCriterion):
-    """A user's ``fn(progress) -> bool`` seen as a criterion."""
+    """A user's ``fn(progress)`` seen as a criterion.
+
+    ``fn`` returns a truth value (true stops the run, not converged) or a
+    :class:`Stop` (its own reason, and ``converged=True`` to report
+    convergence). If ``fn`` has a ``reset()`` method (a counter, say) it is
+    called before every solve, so a criterion reused across solves starts
+    afresh.
+    """
 
     def __init__(self, fn):
         self.fn = fn
 
     def __call__(self, progress):
-        if self.fn(progress):
+        out = self.fn(progress)
+        if isinstance(out, Stop):
+            return out
+        if out:
             return Stop(getattr(self.fn, "__name__", "user criterion"), False)
         return None
+
+    def reset(self):
+        reset = getattr(self.fn, "reset", None)
+        if callable(reset):
+            reset()
 
     def __repr__(self):
         return f"as_criterion({getattr(self.fn, '__name__', self.fn)!r})"

@@ -1,4 +1,8 @@
-"""Toy oracles with known optima, for testing outer methods.
+"""A conformance kit for outer methods and oracles, with toy oracles of known optima.
+
+:func:`check_method` and :func:`check_oracle` raise ``AssertionError``
+naming the violated property; :func:`parametrize_with_checks` runs them as
+pytest cases.
 
 They answer like :class:`mklopt.oracles.SVMDual` (an
 :class:`~mklopt.OracleAnswer` with ``value``, ``q``, ``alpha``, ...) but in
@@ -11,6 +15,9 @@ be checked for convergence without an SVM.
 function; its minimum over the simplex is an LP (``exact_l1_optimum``).
 """
 
+import math
+import warnings
+
 import numpy as np
 from scipy.optimize import linprog
 
@@ -18,7 +25,8 @@ from ._optional import require
 from ._types import OracleAnswer
 from .domains import ElasticNet, GroupSimplex, LpBall, Simplex
 
-__all__ = ["PiecewiseLinearOracle", "SmoothQuadraticOracle"]
+__all__ = ["PiecewiseLinearOracle", "SmoothQuadraticOracle", "check_method", "check_oracle",
+           "parametrize_with_checks"]
 
 
 def _cvxpy():
@@ -118,8 +126,21 @@ class PiecewiseLinearOracle:
             linear_term=float(self.s[j]),
         )
 
+    def __repr__(self):
+        return f"PiecewiseLinearOracle(n_kernels={self.n_kernels}, n_pieces={len(self.s)})"
+
     def exact_l1_optimum(self):
-        """min over the simplex of max_j (s_j - q_j'w / 2), by an LP in (w, t)."""
+        """``J* = min_{w in simplex} J(w)``, as a float (the LP of :meth:`exact_l1_solution`).
+
+        Returns
+        -------
+        float
+            The optimal value; every toy oracle returns its optimum this way.
+        """
+        return self.exact_l1_solution()[0]
+
+    def exact_l1_solution(self):
+        """``(J*, w*)``: min over the simplex of max_j (s_j - q_j'w / 2), by an LP in (w, t)."""
         m = self.n_kernels
         c = np.r_[np.zeros(m), 1.0]
         A_ub = np.c_[-0.5 * self.Q, -np.ones(len(self.s))]
@@ -176,7 +197,11 @@ class SmoothQuadraticOracle:
             linear_term=sa,
         )
 
+    def __repr__(self):
+        return f"SmoothQuadraticOracle(n_kernels={self.n_kernels}, dim={self.n_samples})"
+
     def exact_l1_optimum(self):
+        """``J* = min_{w in simplex} J(w)``, as a float (a conic solve by cvxpy and Clarabel)."""
         cp = _cvxpy()
         a = cp.Variable(self.n_samples)
         t = cp.Variable()
@@ -207,3 +232,187 @@ class SmoothQuadraticOracle:
             raise TypeError(domain)
         prob = cp.Problem(cp.Maximize(obj), cons)
         return _solve_tight(prob)
+
+
+def _close(a, b, rtol=1e-6):
+    return abs(a - b) <= rtol * max(1.0, abs(a), abs(b))
+
+
+def check_oracle(oracle_factory, n_points=3, seed=0):
+    """Check an oracle's answer contract; raise ``AssertionError`` naming the broken property.
+
+    Parameters
+    ----------
+    oracle_factory : callable
+        ``oracle_factory() -> oracle``; a fresh oracle is built for each
+        property so that no state leaks between them.
+    n_points : int, default=3
+        How many simplex points (the centre, then random points, some with
+        exact zeros) each property is checked at.
+    seed : int, default=0
+        Seed of the drawn points.
+
+    Notes
+    -----
+    At each point ``w`` the answer must have a finite ``value``; ``q >= 0``
+    (the kernels are PSD); ``grad == -q / 2``; ``value == linear_term -
+    w'q / 2``; and a call warm-started with the answer's own ``alpha`` must
+    reach the same value as the cold call. A weight vector of the wrong
+    length must raise ``ValueError`` or ``TypeError``, not answer.
+    """
+    rng = np.random.default_rng(seed)
+    m = oracle_factory().n_kernels
+    points = [np.full(m, 1.0 / m)]
+    for _ in range(max(0, n_points - 1)):
+        w = rng.dirichlet(np.ones(m))
+        w[rng.random(m) < 0.3] = 0.0  # exact zeros: kernels switched off
+        if w.sum() == 0:
+            w[0] = 1.0
+        points.append(w / w.sum())
+    for w in points:
+        ans = oracle_factory()(w)
+        where = f"at w={np.round(w, 4).tolist()}"
+        value = float(ans.value)
+        if not np.isfinite(value):
+            raise AssertionError(f"value is finite: got {value} {where}")
+        q = np.asarray(ans.q, dtype=float)
+        if q.shape != (m,) or np.any(q < -1e-10 * max(1.0, np.abs(q).max())):
+            raise AssertionError(f"q >= 0 with one entry per kernel: got {q} {where}")
+        grad = np.asarray(ans.grad, dtype=float)
+        if not np.allclose(grad, -0.5 * q, rtol=1e-9, atol=1e-12):
+            raise AssertionError(f"grad == -q/2: got grad={grad}, q={q} {where}")
+        lin = float(ans.linear_term)
+        if not _close(value, lin - 0.5 * float(w @ q)):
+            raise AssertionError(
+                f"value == linear_term - w'q/2: got {value} vs {lin - 0.5 * float(w @ q)} {where}"
+            )
+        warm = oracle_factory()(w, warm_start=ans.alpha)
+        if not _close(float(warm.value), value, rtol=1e-5):
+            raise AssertionError(
+                f"a warm start reaches the cold start's value: got {warm.value} vs {value} {where}"
+            )
+    bad = np.full(m + 1, 1.0 / (m + 1))
+    try:
+        oracle_factory()(bad)
+    except (ValueError, TypeError):
+        pass
+    else:
+        raise AssertionError(
+            f"a w of length {m + 1} (n_kernels={m}) raises ValueError or TypeError"
+        )
+
+
+def check_method(method_or_class, seeds=(0, 1), max_calls=150):
+    """Check an outer method's contract on toy L1 problems with exact optima.
+
+    Raises ``AssertionError`` naming the violated property.
+
+    Parameters
+    ----------
+    method_or_class : MethodBase or type
+        An instance (its parameters are kept) or a class built with defaults.
+    seeds : sequence of int, default=(0, 1)
+        Seeds of the drawn :class:`PiecewiseLinearOracle` problems.
+    max_calls : int, default=150
+        Oracle calls per run.
+
+    Notes
+    -----
+    On each problem, with ``J*`` known: every query is in the method's
+    domain; the best value never increases; ``lower <= J* <= upper`` at
+    every call; ``value - J* <= gap`` at the end; a run reported
+    converged meets its gap target; and a second run after ``start`` gives
+    the same result as the first (``start`` resets everything).
+    """
+    from .driver import solve
+    from .stopping import DualityGap, MaxOracleCalls
+
+    method = method_or_class() if isinstance(method_or_class, type) else method_or_class
+    name = type(method).__name__
+    tol = 1e-6
+    for seed in seeds:
+        oracle = PiecewiseLinearOracle.random(4, 6, seed=seed)
+        exact = oracle.exact_l1_optimum()
+        slack = 1e-8 * max(1.0, abs(exact))
+        rows = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a false claim is reported below, by name
+            res = solve(oracle, method, stop=DualityGap(tol) | MaxOracleCalls(max_calls),
+                        callback=rows.append)
+        dom = method.domain
+        prev = math.inf
+        for row in rows:
+            if dom is not None and not dom.contains(row.weights, tol=1e-7):
+                raise AssertionError(f"{name}: queries are feasible: {row.weights} is not in {dom}")
+            if row.upper > prev + slack:
+                raise AssertionError(
+                    f"{name}: the best value never increases: {prev} then {row.upper}"
+                )
+            prev = row.upper
+            if not (row.lower <= exact + slack and exact <= row.upper + slack):
+                raise AssertionError(
+                    f"{name}: bounds are valid (lower <= J* <= upper): "
+                    f"lower={row.lower}, J*={exact}, upper={row.upper}"
+                )
+        if not res.value - exact <= res.gap + slack:
+            raise AssertionError(
+                f"{name}: value - J* <= gap: value={res.value}, J*={exact}, gap={res.gap}"
+            )
+        claim = method.report().stop
+        # The driver demotes a false claim; the method itself must not make one.
+        if (res.converged or (claim is not None and claim.converged)) and not res.rel_gap <= tol:
+            raise AssertionError(
+                f"{name}: converged implies the gap target is met: rel_gap={res.rel_gap} > {tol}"
+            )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            again = solve(PiecewiseLinearOracle(oracle.s, oracle.Q), method,
+                          stop=DualityGap(tol) | MaxOracleCalls(max_calls))
+        if again.n_oracle_calls != res.n_oracle_calls or not np.allclose(
+                again.weights, res.weights, rtol=1e-9, atol=1e-12):
+            raise AssertionError(
+                f"{name}: start resets everything: two runs differ "
+                f"({res.n_oracle_calls} vs {again.n_oracle_calls} calls)"
+            )
+
+
+def parametrize_with_checks(methods=(), oracles=()):
+    """A ``pytest.mark.parametrize`` over ``check_method`` / ``check_oracle`` runs.
+
+    Parameters
+    ----------
+    methods : sequence of MethodBase or type
+        Methods (instances or classes) to pass to :func:`check_method`.
+    oracles : sequence of callable
+        Oracle factories to pass to :func:`check_oracle`.
+
+    Returns
+    -------
+    MarkDecorator
+        Parametrizes one argument, ``check``: a no-argument callable, with
+        an id such as ``"check_method[CuttingPlane]"``.
+
+    Examples
+    --------
+    In a test module (pytest is needed only there)::
+
+        @parametrize_with_checks(methods=[MyMethod], oracles=[lambda: MyOracle(K, y)])
+        def test_mklopt_contract(check):
+            check()
+    """
+    import functools
+
+    import pytest
+
+    params = []
+    for m in methods:
+        label = m.__name__ if isinstance(m, type) else repr(m)
+        params.append(pytest.param(functools.partial(check_method, m),
+                                   id=f"check_method[{label}]"))
+    for i, factory in enumerate(oracles):
+        label = getattr(factory, "__name__", "oracle")
+        if label == "<lambda>":
+            label = f"oracle{i}"
+        params.append(pytest.param(functools.partial(check_oracle, factory),
+                                   id=f"check_oracle[{label}]"))
+    return pytest.mark.parametrize("check", params)

@@ -58,12 +58,27 @@ METHODS: dict[str, type] = {}
 PRESETS: dict[str, Preset] = {}
 
 
-def register(*names):
-    """Class decorator: make a method available under ``names`` (first is canonical)."""
+def register(*names, replace=False):
+    """Class decorator: make a method available under ``names`` (first is canonical).
+
+    Parameters
+    ----------
+    *names : str
+        Registry names; the first is the canonical one (``cls.name``).
+    replace : bool, default=False
+        Let a name already taken by another class be taken over. Re-running
+        a notebook cell that defines and registers a method builds a new
+        class under the same name; ``replace=True`` makes that harmless.
+
+    Raises
+    ------
+    ValueError
+        If a name belongs to another class and ``replace`` is false.
+    """
 
     def deco(cls):
         for name in names:
-            if name in METHODS and METHODS[name] is not cls:
+            if name in METHODS and METHODS[name] is not cls and not replace:
                 raise ValueError(f"method name {name!r} is already registered")
             METHODS[name] = cls
         cls.name = names[0]
@@ -211,19 +226,19 @@ class MethodBase:
         self.check_params(n_kernels=oracle.n_kernels)
         # The run record exists before the hooks run, so that a method may
         # finish (``_finish``) while it starts.
-        self._run = run = _Run(domain=None, state=None)
+        self._mb_run = run = _Run(domain=None, state=None)
         if handover is None:
             run.domain, run.state = self._start(oracle)
         else:
             run.domain, run.state = self._resume(oracle, handover)
         if handover is not None:
             run.dual = float(handover.lower)
-            self._offer(handover.weights, handover.answer)
-        run.report = self._make_report()
+            self._mb_offer(handover.weights, handover.answer)
+        run.report = self._mb_make_report()
 
     def ask(self):
         """The next query (read-only); asking again before ``tell`` returns the same one."""
-        run = self._require_started()
+        run = self._mb_require_started()
         if run.pending is None:
             q = self._ask(run.state)
             if self.query_is_array:
@@ -234,7 +249,7 @@ class MethodBase:
 
     def tell(self, query, answer):
         """Feed the oracle's ``answer`` at ``query`` (the last asked point)."""
-        run = self._require_started()
+        run = self._mb_require_started()
         if run.pending is None:
             raise RuntimeError(f"{type(self).__name__}.tell called without a pending ask()")
         run.pending = None
@@ -242,17 +257,17 @@ class MethodBase:
             run.n_iter += 1
         candidate = self._candidate(run.state, query, answer)
         if candidate is not None:
-            self._offer(*candidate)
+            self._mb_offer(*candidate)
         run.evaluated = np.array(query if self.query_is_array else run.weights, dtype=np.float64)
-        run.report = self._make_report()
+        run.report = self._mb_make_report()
 
     def report(self):
         """The run's :class:`~mklopt._types.MethodReport` (rebuilt by ``start`` and ``tell``)."""
-        return self._require_started().report
+        return self._mb_require_started().report
 
     def extra(self):
         """Method-specific variables for ``Result.extra``."""
-        return self._extra(self._require_started().state)
+        return self._extra(self._mb_require_started().state)
 
     # ---- conveniences beyond the protocol -------------------------------------
     def bounds(self):
@@ -263,7 +278,7 @@ class MethodBase:
     @property
     def domain(self):
         """The feasible set of the current run (``None`` before ``start``)."""
-        run = getattr(self, "_run", None)
+        run = getattr(self, "_mb_run", None)
         return None if run is None else run.domain
 
     def check_params(self, n_kernels=None):
@@ -311,9 +326,9 @@ class MethodBase:
     # ---- helpers ---------------------------------------------------------------
     def _finish(self, reason, converged=False):
         """End the run from inside the method (the report carries the reason)."""
-        self._run.stop = Stop(reason, converged)
+        self._mb_run.stop = Stop(reason, converged)
 
-    def _offer(self, w, answer):
+    def _mb_offer(self, w, answer):
         """Keep ``(w, answer)`` as the best point if its value is the lowest so far.
 
         Value-only answers (``q`` is None) carry no gap and are skipped. An
@@ -322,7 +337,7 @@ class MethodBase:
         is only a lower bound of ``J(w)``: it never replaces a converged best
         point, and while it is the best point the gap is infinite.
         """
-        run = self._run
+        run = self._mb_run
         if getattr(answer, "q", True) is None:
             return
         dom = run.domain
@@ -340,8 +355,8 @@ class MethodBase:
             else:
                 run.gap = dom.gap(run.weights, answer) if dom is not None else math.nan
 
-    def _make_report(self):
-        run = self._run
+    def _mb_make_report(self):
+        run = self._mb_run
         s = run.state
         lower = float(max(self._lower(s), run.dual))
         gap = float(run.gap)
@@ -363,16 +378,39 @@ class MethodBase:
             kernels=self._kernels(s),
         )
 
-    def _require_started(self):
-        run = getattr(self, "_run", None)
+    def _mb_require_started(self):
+        run = getattr(self, "_mb_run", None)
         if run is None:
             raise RuntimeError(f"call {type(self).__name__}.start(oracle) first")
         return run
 
     # ---- parameters (scikit-learn style, used by the estimators) -------------
     def get_params(self, deep=False):
+        """The constructor's parameters as a dict (scikit-learn style)."""
         sig = inspect.signature(type(self).__init__)
         return {p: getattr(self, p) for p in sig.parameters if p != "self"}
+
+    def set_params(self, **params):
+        """Set constructor parameters by name and return the method (scikit-learn style).
+
+        This lets model selection reach a method inside an estimator, e.g.
+        ``GridSearchCV(est, {"method__memory": [1, 10]})``. Values are
+        checked at the next :meth:`start` (by :meth:`check_params`).
+
+        Raises
+        ------
+        ValueError
+            If a name is not a parameter of the method.
+        """
+        valid = self.get_params()
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(
+                    f"invalid parameter {key!r} for {type(self).__name__}; "
+                    f"valid parameters are {sorted(valid)}"
+                )
+            setattr(self, key, value)
+        return self
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

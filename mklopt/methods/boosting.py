@@ -365,7 +365,7 @@ class Boosting(MethodBase):
             F=np.zeros(N),
             kernel_w=np.zeros(m),
         )
-        self._offer(np.zeros(m), _Score(1.0))  # the empty ensemble: F = 0, exp loss 1
+        self._mb_offer(np.zeros(m), _Score(1.0))  # the empty ensemble: F = 0, exp loss 1
         return None, state
 
     def _ask(self, s):
@@ -437,12 +437,12 @@ class Boosting(MethodBase):
     @property
     def distribution(self):
         """The current example distribution ``D_t`` (a copy)."""
-        return self._require_started().state.D.copy()
+        return self._mb_require_started().state.D.copy()
 
     @property
     def kernel_probabilities(self):
         """The current kernel sampling probabilities ``S_t`` (a copy)."""
-        return self._require_started().state.S.copy()
+        return self._mb_require_started().state.S.copy()
 
     def _extra(self, s):
         """The ensemble and the boosting state, for ``Result.extra``.

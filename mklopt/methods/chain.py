@@ -175,7 +175,7 @@ class Chain(MethodBase):
     # last answer (so the handed-over best point includes it): after tell.
     def tell(self, query, answer):
         super().tell(query, answer)
-        s = self._run.state
+        s = self._mb_run.state
         if s.stage == 0:
             _, answer, rep = s.last
             row = Progress(
@@ -190,7 +190,7 @@ class Chain(MethodBase):
             rep = s.stages[1].report()
             if rep.stop is not None:
                 self._finish(rep.stop.reason, rep.stop.converged)
-        self._run.report = self._make_report()
+        self._mb_run.report = self._mb_make_report()
 
     def _hand_over(self, s):
         mine = self.report()

@@ -67,7 +67,7 @@ class CuttingPlane(MethodBase):
     >>> from mklopt.stopping import BoundGap, MaxIter
     >>> oracle = PiecewiseLinearOracle.random(n_kernels=5, n_pieces=8, seed=1)
     >>> res = solve(oracle, CuttingPlane(), stop=BoundGap(1e-9) | MaxIter(100))
-    >>> bool(abs(res.value - oracle.exact_l1_optimum()[0]) <= 1e-7)
+    >>> bool(abs(res.value - oracle.exact_l1_optimum()) <= 1e-7)
     True
     """
 

@@ -100,7 +100,7 @@ class LevelBundle(MethodBase):
     >>> from mklopt.stopping import BoundGap, MaxIter
     >>> oracle = PiecewiseLinearOracle.random(n_kernels=5, n_pieces=8, seed=1)
     >>> res = solve(oracle, LevelBundle(), stop=BoundGap(1e-7) | MaxIter(200))
-    >>> exact = oracle.exact_l1_optimum()[0]
+    >>> exact = oracle.exact_l1_optimum()
     >>> bool(res.lower - 1e-9 <= exact <= res.value + 1e-9)
     True
     """

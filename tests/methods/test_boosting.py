@@ -139,7 +139,7 @@ def test_no_kernel_drawn_still_trains_one():
     oracle = WeakLearners(bank, y, C=10.0)
     method = Boosting("S2", n_rounds=3, random_state=0)
     method.start(oracle)
-    method._run.state.S[:] = 1e-300  # nothing would be drawn
+    method._mb_run.state.S[:] = 1e-300  # nothing would be drawn
     q = method.ask()
     assert q.kernels.size == 1
 

@@ -154,7 +154,7 @@ def test_a_misbehaving_binding_falls_back_to_the_one_shot_path(monkeypatch, how)
     method = LevelBundle()
     oracle = SmoothQuadraticOracle.random(6, dim=5, seed=1)
     res = solve(oracle, method, stop=DualityGap(1e-6) | MaxIter(60))
-    lp = method._run.state.model._lp
+    lp = method._mb_run.state.model._lp
     # Every warm answer (at least one per step) was discarded, and the model
     # dropped and rebuilt each time ...
     assert lp.n_failures >= res.n_oracle_calls and lp._hs is None
@@ -281,7 +281,7 @@ def test_a_used_method_can_still_be_copied(copier):
     oracle = SmoothQuadraticOracle.random(7, dim=5, seed=2)
     method = LevelBundle()
     solve(oracle, method, stop=MaxIter(6))
-    model = method._run.state.model
+    model = method._mb_run.state.model
     twin = pickle.loads(pickle.dumps(model)) if copier == "pickle" else copy.deepcopy(model)
     assert twin._lp._hs is None and twin.n_cuts == model.n_cuts
     lower, w = model.minimize()

@@ -21,7 +21,7 @@ def test_registered_under_both_names():
 @pytest.mark.parametrize("seed", range(5))
 def test_reaches_exact_lp_optimum_within_gap(seed):
     oracle = PiecewiseLinearOracle.random(n_kernels=6, n_pieces=9, seed=seed)
-    exact, _ = oracle.exact_l1_optimum()
+    exact = oracle.exact_l1_optimum()
     res = solve(oracle, CuttingPlane(), stop=BoundGap(1e-10) | MaxIter(200))
     assert res.converged, res.reason
     assert res.lower <= exact + 1e-9 <= res.value + 2e-9
@@ -33,7 +33,7 @@ def test_reaches_exact_lp_optimum_within_gap(seed):
 @given(piecewise_linear_oracles())
 def test_queries_feasible_bounds_bracket_optimum(oracle):
     m = oracle.n_kernels
-    exact, _ = oracle.exact_l1_optimum()
+    exact = oracle.exact_l1_optimum()
     res = solve(oracle, CuttingPlane(), stop=BoundGap(1e-9) | MaxIter(60))
     dom = Simplex(m)
     lows = [p.lower for p in res.history]
@@ -71,7 +71,7 @@ def test_cut_model_grows_and_lp_matches_reference():
         model.add(s, q)
     assert model.n_cuts == 40 and model.Q.shape == (40, 7)
     lower, w = model.minimize()
-    exact, _ = oracle.exact_l1_optimum()
+    exact = oracle.exact_l1_optimum()
     assert lower == pytest.approx(exact, abs=1e-9)
     assert Simplex(7).contains(w, tol=1e-12)
     assert model.value(w) == pytest.approx(exact, abs=1e-8)

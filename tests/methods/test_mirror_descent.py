@@ -53,7 +53,7 @@ def test_entropic_step_matches_reference_and_stays_on_simplexes(blocks, step):
 @pytest.mark.parametrize("seed", range(4))
 def test_one_group_reaches_exact_lp_optimum_within_gap(seed):
     oracle = PiecewiseLinearOracle.random(n_kernels=6, n_pieces=9, seed=seed)
-    exact, _ = oracle.exact_l1_optimum()
+    exact = oracle.exact_l1_optimum()
     res = solve(oracle, MirrorDescent(), stop=DualityGap(1e-3) | MaxIter(3000))
     # On a piecewise-linear objective mirror descent's certificate does not
     # close (each lower bound comes from one linearisation, and at a kink

@@ -84,7 +84,7 @@ def test_nonsmooth_objective_keeps_a_valid_certificate():
     """On a piecewise-linear J the spectral step may stall at a kink; the gap stays valid."""
     for seed in range(4):
         oracle = PiecewiseLinearOracle.random(6, 8, seed=seed)
-        exact, _ = oracle.exact_l1_optimum()
+        exact = oracle.exact_l1_optimum()
         res = solve(oracle, SPG(), stop=DualityGap(1e-6) | MaxOracleCalls(300))
         assert res.reason in ("duality_gap", "stationary", "line_search_stalled",
                               "max_oracle_calls"), res.reason

@@ -1,0 +1,55 @@
+"""check_method passes the shipped methods and fails mutants, naming the property."""
+
+import pytest
+
+from mklopt.methods import CuttingPlane, LevelBundle
+from mklopt.testing import check_method
+
+
+@pytest.mark.parametrize("cls", [CuttingPlane, LevelBundle])
+def test_shipped_methods_pass(cls):
+    check_method(cls)
+
+
+class _Uphill(CuttingPlane):
+    """Reports a best value that climbs by one every iteration."""
+
+    def report(self):
+        import dataclasses
+
+        rep = super().report()
+        if rep.best is None:
+            return rep
+        best = dataclasses.replace(rep.best, value=rep.best.value + rep.n_iter)
+        return dataclasses.replace(rep, best=best)
+
+
+class _WrongLower(CuttingPlane):
+    def _lower(self, state):
+        return 1e6
+
+
+class _EarlyClaim(CuttingPlane):
+    def _tell(self, state, query, answer):
+        out = super()._tell(state, query, answer)
+        self._finish("claimed", converged=True)
+        return out
+
+
+@pytest.mark.parametrize("cls, message", [
+    (_Uphill, "never increases"),
+    (_WrongLower, "bounds are valid"),
+    (_EarlyClaim, "converged implies|value - J"),
+])
+def test_mutants_fail_naming_the_property(cls, message):
+    with pytest.raises(AssertionError, match=message):
+        check_method(cls)
+
+
+from mklopt.testing import PiecewiseLinearOracle, parametrize_with_checks  # noqa: E402
+
+
+@parametrize_with_checks(methods=[CuttingPlane, LevelBundle()],
+                         oracles=[lambda: PiecewiseLinearOracle.random(3, 5, seed=4)])
+def test_the_pytest_helper_runs_each_check(check):
+    check()
