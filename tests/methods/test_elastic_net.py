@@ -68,7 +68,11 @@ def test_certified_gap_contains_the_conic_optimum_on_drawn_svms(problem, lam):
 @given(smooth_quadratic_oracles(min_m=1, max_m=6), st.sampled_from(LAMS))
 def test_certified_gap_contains_the_conic_optimum_on_toy_oracles(oracle, lam):
     exact = R.exact_toy(oracle, lam)
-    slack = 1e-6 * max(1.0, abs(exact))
+    # The conic reference is good to a few 1e-6 relative on drawn toys: on a
+    # single-kernel draw, where J* = J(e_1) = 320 exactly, Clarabel gave
+    # 319.99897 (3.2e-6); a second draw was off by 3.5e-6. The slack covers
+    # the reference's error, not the method's.
+    slack = 1e-5 * max(1.0, abs(exact))
     for method in _methods(lam):
         oracle.n_calls = 0
         res = solve(oracle, method, stop=DualityGap(1e-7) | MaxOracleCalls(3000))
