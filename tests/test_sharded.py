@@ -475,12 +475,27 @@ def test_a_worker_killed_during_a_request_never_hangs(client):
     a = solve(undisturbed, AnalyticLp(2.0), stop=stop)
     oracle = SVMDual(bank, y, C=10.0, tol=1e-6)
     oracle(w0)
-    killer = threading.Timer(0.3, _kill_worker_of_shard, (client, bank))
+    # The worker dies during the run: on a timer (while requests may be in
+    # flight) or, if the run got that far first, right after the second
+    # oracle call, so that the later calls always meet the lost shard (a
+    # timer alone lost the race on a fast, idle machine: nothing was killed).
+    killed = threading.Event()
+
+    def kill_once():
+        if not killed.is_set():
+            killed.set()
+            _kill_worker_of_shard(client, bank)
+
+    def after_call(progress):
+        if progress.n_oracle_calls >= 2:
+            kill_once()
+
+    killer = threading.Timer(0.3, kill_once)
     try:
         with no_hang(90):
             killer.start()
             try:
-                b = solve(oracle, AnalyticLp(2.0), stop=stop)
+                b = solve(oracle, AnalyticLp(2.0), stop=stop, callback=after_call)
             except ShardLostError:
                 pass  # also acceptable: a clear error, in bounded time
             else:

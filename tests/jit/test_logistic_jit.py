@@ -177,4 +177,7 @@ def test_pairs_do_not_stall_from_a_far_start(C):
     it, gap, primal, b = logistic_solve(K, y, C, alpha, f, True, 1e-10, 10**5, 80)
     assert gap <= 1e-10 * primal and it < 10**5
     ra, rb = ref.logistic_dual(K, y, C, True)
-    assert b == pytest.approx(rb, abs=1e-6)  # the full-Newton twin's offset
+    # The full-Newton twin's offset, within what the certified gap allows a
+    # decision value to move, sqrt(2 gap max K_ii) (1e-6 was met on one BLAS
+    # build and missed by 3.5e-6 under OPENBLAS_CORETYPE=Prescott).
+    assert b == pytest.approx(rb, abs=np.sqrt(2.0 * gap * K.diagonal().max()) + 1e-6)
