@@ -196,7 +196,7 @@ class DualityGap(StopCriterion):
 
     Notes
     -----
-    The gap ``J(w) - D(alpha)`` (DESIGN section 1) is computed by the
+    The gap ``J(w) - D(alpha)`` (see docs/formulations.md) is computed by the
     formulation's :class:`~mklopt.domains.Domain`. Its accuracy is limited by
     the inner solve: the oracle's KKT tolerance should be well below ``tol``
     times the objective scale (see the user guide, "Tolerances").

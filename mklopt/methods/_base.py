@@ -1,4 +1,4 @@
-"""Base class and registry of the outer methods (ask/tell, DESIGN section 4).
+"""Base class and registry of the outer methods (the ask/tell protocol of docs/new_method.md).
 
 The driver needs only the :class:`~mklopt._types.OuterMethod` protocol
 (``start``, ``ask``, ``tell``, ``report``, ``extra``). :class:`MethodBase`
