@@ -55,7 +55,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._options import JIT, JIT_PARALLEL
-from .groups import CHUNK, GAUSSIAN, _ipow, _kernel_chunk
+from .groups import CHUNK, GAUSSIAN, _ipow, _kernel_chunk, _needs
 
 #: A group is evaluated through matrix products when it has at least
 #: ``WIDE_MIN`` features and at least ``WIDE_PER_KERNEL`` features per kernel
@@ -112,21 +112,6 @@ def _chunk_dists(p, ac, Bc, sqa, sqb, b0, L, diag, d2):
             d2[j] = s
     if diag >= 0:
         d2[diag] = 0.0
-
-
-@njit(**JIT)
-def _group_needs(kern_idx, k0, k1, kind, sel):
-    """Whether the selected kernels (``sel[k] != 0``) need distances / products."""
-    need_d = False
-    need_g = False
-    for kk in range(k0, k1):
-        k = kern_idx[kk]
-        if sel[k] != 0.0:
-            if kind[k] == GAUSSIAN:
-                need_d = True
-            else:
-                need_g = True
-    return need_d, need_g
 
 
 @njit(**JIT)
@@ -244,7 +229,7 @@ def gram_slices(P, Q, Ac, sqa, Bc, sqb, r0, c0, sym, kern_idx, k0, k1, kind, par
     Serial; :func:`gram_slices_par` is the parallel twin, for large blocks.
     """
     which, sel = _slots_of(kern_idx, k0, k1, slot)
-    need_d, need_g = _group_needs(kern_idx, k0, k1, kind, sel)
+    need_d, need_g = _needs(kern_idx, k0, k1, kind, sel)
     _rows_slices(P, Q, Ac, sqa, Bc, sqb, r0, c0, sym, kern_idx, k0, k1, kind, param, offset,
                  inv_scale, slot, out, need_d, need_g, 0, 1)
     if mirror:
@@ -263,7 +248,7 @@ def gram_slices_par(P, Q, Ac, sqa, Bc, sqb, r0, c0, sym, kern_idx, k0, k1, kind,
     the same bits. The mirror is parallel over the slices, in the same call.
     """
     which, sel = _slots_of(kern_idx, k0, k1, slot)
-    need_d, need_g = _group_needs(kern_idx, k0, k1, kind, sel)
+    need_d, need_g = _needs(kern_idx, k0, k1, kind, sel)
     for t in prange(n_tasks):
         _rows_slices(P, Q, Ac, sqa, Bc, sqb, r0, c0, sym, kern_idx, k0, k1, kind, param,
                      offset, inv_scale, slot, out, need_d, need_g, np.int64(t), n_tasks)
@@ -283,7 +268,7 @@ def gram_combined(P, Q, Ac, sqa, Bc, sqb, r0, c0, sym, kern_idx, k0, k1, kind, p
     the order of ``kern_idx``). With ``sym`` only ``b >= a`` is touched.
     Serial; :func:`gram_combined_par` is the parallel twin.
     """
-    need_d, need_g = _group_needs(kern_idx, k0, k1, kind, wk)
+    need_d, need_g = _needs(kern_idx, k0, k1, kind, wk)
     _rows_combined(P, Q, Ac, sqa, Bc, sqb, r0, c0, sym, kern_idx, k0, k1, kind, param, offset,
                    wk, out, need_d, need_g, 0, 1)
     return out
@@ -293,7 +278,7 @@ def gram_combined(P, Q, Ac, sqa, Bc, sqb, r0, c0, sym, kern_idx, k0, k1, kind, p
 def gram_combined_par(P, Q, Ac, sqa, Bc, sqb, r0, c0, sym, kern_idx, k0, k1, kind, param,
                       offset, wk, out, n_tasks):
     """:func:`gram_combined` with the rows dealt to ``n_tasks`` parallel tasks (same bits)."""
-    need_d, need_g = _group_needs(kern_idx, k0, k1, kind, wk)
+    need_d, need_g = _needs(kern_idx, k0, k1, kind, wk)
     for t in prange(n_tasks):
         _rows_combined(P, Q, Ac, sqa, Bc, sqb, r0, c0, sym, kern_idx, k0, k1, kind, param,
                        offset, wk, out, need_d, need_g, np.int64(t), n_tasks)
@@ -370,7 +355,7 @@ def gram_quad(P, Q, Ac, sqa, r0, c0, kern_idx, k0, k1, kind, param, offset, inv_
     for kk in range(k0, k1):
         if slot[kern_idx[kk]] >= 0:
             sel[kern_idx[kk]] = 1.0
-    need_d, need_g = _group_needs(kern_idx, k0, k1, kind, sel)
+    need_d, need_g = _needs(kern_idx, k0, k1, kind, sel)
     n_tasks = parts.shape[0]
     for t in range(n_tasks):
         _rows_quad(P, Q, Ac, sqa, r0, c0, kern_idx, k0, k1, kind, param, offset, inv_scale,
@@ -386,7 +371,7 @@ def gram_quad_par(P, Q, Ac, sqa, r0, c0, kern_idx, k0, k1, kind, param, offset, 
     for kk in range(k0, k1):
         if slot[kern_idx[kk]] >= 0:
             sel[kern_idx[kk]] = 1.0
-    need_d, need_g = _group_needs(kern_idx, k0, k1, kind, sel)
+    need_d, need_g = _needs(kern_idx, k0, k1, kind, sel)
     n_tasks = parts.shape[0]
     for t in prange(n_tasks):
         _rows_quad(P, Q, Ac, sqa, r0, c0, kern_idx, k0, k1, kind, param, offset, inv_scale,

@@ -43,6 +43,27 @@ def _kernel_subset(kernels, m):
         raise ValueError(f"kernels must hold indices in [0, {m})")
     return np.ascontiguousarray(ks, dtype=np.int64)
 
+
+def check_call_weights(w, kernels, m):
+    """An oracle call's ``w`` (checked, and copied: the answer owns it) and kernel subset.
+
+    ``kernels`` (or None) must hold every kernel with ``w_k > 0``; returns
+    ``(w, ks)`` with ``ks`` an int64 array or None.
+    """
+    w = check_weights(w, m, name="w", copy=True)
+    if kernels is None:
+        return w, None
+    ks = _kernel_subset(kernels, m)
+    outside = np.ones(m, dtype=bool)
+    outside[ks] = False
+    if np.any(w[outside] > 0.0):
+        raise ValueError(
+            "kernels must include every kernel with a positive weight; "
+            f"w > 0 on kernel {int(np.flatnonzero(outside & (w > 0))[0])}"
+        )
+    return w, ks
+
+
 # Relative slack under which a warm start outside the feasible set counts as
 # rounding error and is repaired rather than refused.
 WARM_RTOL = 1e-8
@@ -182,17 +203,7 @@ class DualOracle:
         # once (the answer owns it). From here on it travels the trusted
         # path, the bank's storage verbs through the solver, which check
         # nothing (the bank's public verbs would check w again).
-        w = check_weights(w, self.n_kernels, name="w", copy=True)
-        ks = None
-        if kernels is not None:
-            ks = _kernel_subset(kernels, self.n_kernels)
-            outside = np.ones(self.n_kernels, dtype=bool)
-            outside[ks] = False
-            if np.any(w[outside] > 0.0):
-                raise ValueError(
-                    "kernels must include every kernel with a positive weight; "
-                    f"w > 0 on kernel {int(np.flatnonzero(outside & (w > 0))[0])}"
-                )
+        w, ks = check_call_weights(w, kernels, self.n_kernels)
         P = self.problem
         a = self._start() if warm_start is None else self._from_warm(warm_start)
         self.n_calls += 1

@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._types import OracleAnswer
-from .._validation import check_int, check_real, check_weights
-from ._base import _kernel_subset
+from .._validation import check_int, check_real
+from ._base import check_call_weights
 
 __all__ = ["LossOracle"]
 
@@ -76,17 +76,7 @@ class LossOracle:
         -------
         OracleAnswer
         """
-        w = check_weights(w, self.n_kernels, name="w", copy=True)
-        ks = None
-        if kernels is not None:
-            ks = _kernel_subset(kernels, self.n_kernels)
-            outside = np.ones(self.n_kernels, dtype=bool)
-            outside[ks] = False
-            if np.any(w[outside] > 0.0):
-                raise ValueError(
-                    "kernels must include every kernel with a positive weight; "
-                    f"w > 0 on kernel {int(np.flatnonzero(outside & (w > 0))[0])}"
-                )
+        w, ks = check_call_weights(w, kernels, self.n_kernels)
         n = self.n_samples
         if self._K is None:
             # One n x n buffer reused by every call (the solvers need the
