@@ -139,6 +139,12 @@ class Result:
     extra : dict
         Method-specific variables (for example ``lam`` and ``gamma`` of the
         grouped formulation, or the boosting ensemble).
+    q : ndarray of shape (n_kernels,) or None, default=None
+        ``q_k = v' K_k v`` of the best point's answer (``None`` when the
+        best point carries none, as in boosting). With ``weights``,
+        ``alpha`` and ``value`` it rebuilds the best point's answer, so
+        ``solve(oracle, method, initial=result)`` resumes a run without
+        calling the oracle again.
     """
 
     weights: NDArray[np.float64]
@@ -155,6 +161,7 @@ class Result:
     history: tuple[Progress, ...]
     elapsed: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    q: NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import time
@@ -9,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from ._types import Progress, Result
+from ._types import Handover, OracleAnswer, Progress, Result
 from .oracles._warnings import ConvergenceWarning
 from .stopping import DualityGap, MaxIter, Stop, as_criterion
 
@@ -26,7 +27,8 @@ TOL_RATIO = 1e-2
 TOL_FLOOR = 1e-9
 
 
-def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=True):
+def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=True,
+          initial=None):
     """Run an outer ``method`` against an ``oracle`` until ``stop`` holds.
 
     Parameters
@@ -47,6 +49,11 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     adapt_tol : bool, default=True
         Let the oracle's tolerance follow the gap (see Notes). Only oracles
         with a ``tol`` attribute are affected, and it is restored at the end.
+    initial : Result, optional
+        Resume from an earlier run's result (see Notes): the method starts
+        from its best point (weights, ``alpha``, ``q``, value and lower
+        bound) without calling the oracle there, and the first call is
+        warm-started with its ``alpha`` unless ``warm_start`` is given.
 
     Returns
     -------
@@ -97,6 +104,20 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     unmet"``, and a :class:`~mklopt.oracles.ConvergenceWarning` (a
     ``UserWarning``) is issued.
 
+    *Resuming.* With ``initial=result`` the method is started through the
+    hand-over it uses in a :class:`~mklopt.methods.Chain` (``start(oracle,
+    handover=...)``): the result's best point is rebuilt as an answer from
+    ``weights``, ``alpha``, ``bias``, ``value`` and ``q`` (its linear term
+    is ``value + w'q / 2``), and it stays the best point until a better one
+    is found. Before the first call the stopping criterion is checked once on
+    that point's row (``n_oracle_calls=0``), so resuming a result that
+    already meets ``stop`` costs no oracle call. The new result counts this
+    run's calls and iterations only. Cutting-plane models restart from the
+    one cut of that answer (a result keeps no cuts), so a resumed run may
+    need a few more calls than an uninterrupted one. The method must accept
+    a hand-over (every :class:`~mklopt.methods.MethodBase` on a dual oracle
+    does); boosting, whose state is its ensemble, cannot resume.
+
     Long runs report progress on the ``"mklopt"`` logger at INFO level (at
     most one line a second); per-call detail goes to ``callback``.
     """
@@ -106,7 +127,12 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable, taking one Progress row")
     stop.reset()
-    method.start(oracle)
+    if initial is None:
+        method.start(oracle)
+    else:
+        method.start(oracle, handover=_handover(initial, oracle, method))
+        if warm_start is None:
+            warm_start = initial.alpha
     rep = method.report()
     history = []
     calls0 = getattr(oracle, "n_calls", 0)
@@ -115,6 +141,9 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     inner = _InnerTolerance(oracle, stop) if adapt_tol else None
     warm = warm_start
     verdict = rep.stop
+    if verdict is None and initial is not None and rep.best is not None:
+        # The resumed point may already meet the criterion: no call needed.
+        verdict = stop(_row(rep, 0.0, 0, float(rep.upper), rep.weights))
     t0 = time.perf_counter()
     # Progress for long runs: an INFO line at most once a second on the
     # "mklopt" logger (enable with logging.basicConfig(level=logging.INFO)).
@@ -139,18 +168,9 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
             method.tell(query, answer)
             warm = getattr(answer, "alpha", None)
             rep = method.report()
-            row = Progress(
-                iteration=rep.n_iter,
-                elapsed=time.perf_counter() - t0,
-                n_oracle_calls=getattr(oracle, "n_calls", len(history) + 1) - calls0,
-                value=float(answer.value),
-                lower=rep.lower,
-                upper=rep.upper,
-                gap=rep.gap,
-                rel_gap=rep.rel_gap,
-                weights=np.array(query if rep.evaluated is None else rep.evaluated,
-                                 dtype=np.float64),
-            )
+            row = _row(rep, time.perf_counter() - t0,
+                       getattr(oracle, "n_calls", len(history) + 1) - calls0,
+                       float(answer.value), query if rep.evaluated is None else rep.evaluated)
             history.append(row)
             if log_progress and row.elapsed >= next_report:
                 next_report = row.elapsed + 1.0
@@ -172,6 +192,64 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     elapsed = time.perf_counter() - t0
     verdict = _check_gap_target(stop, method.report(), verdict)
     return _result(method, method.report(), oracle, history, verdict, elapsed, calls0)
+
+
+def _row(rep, elapsed, n_calls, value, weights):
+    """The history row of a method report (the point evaluated and the bounds)."""
+    return Progress(
+        iteration=rep.n_iter,
+        elapsed=elapsed,
+        n_oracle_calls=n_calls,
+        value=value,
+        lower=rep.lower,
+        upper=rep.upper,
+        gap=rep.gap,
+        rel_gap=rep.rel_gap,
+        weights=np.array(weights, dtype=np.float64),
+    )
+
+
+def _handover(result, oracle, method):
+    """The :class:`~mklopt._types.Handover` that resumes ``method`` from ``result``."""
+    if not isinstance(result, Result):
+        raise TypeError(f"initial must be a Result returned by solve, got {type(result).__name__}")
+    if getattr(method, "oracle_kind", "dual") != "dual":
+        raise ValueError(
+            f"initial: {type(method).__name__} cannot resume from a Result (its state is "
+            "not a point of kernel weights); run it again without initial"
+        )
+    if result.q is None or result.alpha is None:
+        raise ValueError(
+            "initial: this Result has no q or alpha for its best point, so the run cannot "
+            "be resumed; pass a Result of solve on a dual oracle"
+        )
+    w = np.array(result.weights, dtype=np.float64)
+    q = np.array(result.q, dtype=np.float64)
+    m = getattr(oracle, "n_kernels", w.size)
+    if w.shape != (m,) or q.shape != (m,):
+        raise ValueError(
+            f"initial: the Result has {w.size} kernel weights but the oracle has "
+            f"n_kernels={m}; resume with the oracle the result came from"
+        )
+    try:
+        takes_handover = "handover" in inspect.signature(method.start).parameters
+    except (TypeError, ValueError):
+        takes_handover = False
+    if not takes_handover:
+        raise TypeError(
+            f"initial: {type(method).__name__}.start takes no handover, so it cannot resume; "
+            "subclass mklopt.methods.MethodBase (or accept start(oracle, handover=None))"
+        )
+    value = float(result.value)
+    alpha = np.asarray(result.alpha)
+    answer = OracleAnswer(
+        w=w, value=value, grad=-0.5 * q, q=q, alpha=alpha, bias=float(result.bias),
+        support=np.flatnonzero(alpha).astype(np.int64),
+        linear_term=value + 0.5 * float(w @ q),
+        # an unconverged inner solve left the gap infinite; it stays uncertified
+        converged=not (math.isinf(result.gap) and result.gap > 0),
+    )
+    return Handover(weights=w, answer=answer, lower=float(result.lower))
 
 
 def _duality_gaps(stop):
@@ -317,4 +395,5 @@ def _result(method, rep, oracle, history, verdict, elapsed, calls0):
         history=tuple(history),
         elapsed=elapsed,
         extra=method.extra(),
+        q=None if getattr(rep.best, "q", None) is None else np.array(rep.best.q, dtype=np.float64),
     )

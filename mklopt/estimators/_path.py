@@ -166,6 +166,7 @@ def _verdict(row, stop, weights, answer, extra):
         bias=float(answer.bias), value=row.upper, gap=row.gap, rel_gap=row.rel_gap,
         lower=row.lower, n_iter=0, n_oracle_calls=0, converged=True, reason=verdict.reason,
         history=(row,), elapsed=0.0, extra=extra,
+        q=None if answer.q is None else np.array(answer.q, dtype=np.float64),
     )
 
 
