@@ -6,13 +6,14 @@ certified by duality gaps.
 """
 
 from . import datasets, domains, methods, stopping
-from ._types import Handover, MethodReport, OracleAnswer, OuterMethod, Progress, Result
+from ._types import Handover, MethodReport, Oracle, OracleAnswer, OuterMethod, Progress, Result
 from ._version import __version__  # noqa: F401 (mklopt.__version__)
 from .driver import solve
 from .kernels import KernelBank, KernelStack
 
 __all__ = [
     "solve",
+    "Oracle",
     "OracleAnswer",
     "Progress",
     "Result",

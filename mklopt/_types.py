@@ -263,7 +263,29 @@ class Handover:
 
 @runtime_checkable
 class Oracle(Protocol):
-    """An inner oracle: maps kernel weights to an :class:`OracleAnswer`."""
+    """An inner oracle: maps kernel weights to an :class:`OracleAnswer`.
+
+    This is all the driver and the outer methods use (docs/new_oracle.md):
+
+    ``n_kernels``
+        The number of kernel weights it takes.
+    ``n_calls``
+        Calls answered so far (the driver counts a run's calls with it).
+    ``__call__(w, warm_start=None) -> OracleAnswer``
+        Solve the dual at weights ``w`` (shape ``(n_kernels,)``, on the
+        simplex or the method's feasible set), optionally warm-started with
+        an earlier answer's ``alpha``; the answer has ``value = J(w) =
+        linear_term - w'q / 2``, ``q >= 0``, ``grad = -q / 2`` and ``alpha``.
+        A ``w`` of the wrong length raises ``ValueError``.
+
+    Optional members the driver uses when present: ``tol`` (adapted to
+    the gap, see :func:`mklopt.solve`), ``supports_value_only`` (then
+    ``need_q=False`` is passed for line searches) and
+    ``supports_kernel_subsets`` (then ``kernels=`` is passed).
+    :class:`mklopt.oracles.OracleBase` implements all of it for a dual
+    solved on the combined kernel; :func:`mklopt.testing.check_oracle`
+    checks the contract.
+    """
 
     n_kernels: int
     n_calls: int

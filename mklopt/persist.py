@@ -54,6 +54,7 @@ import numpy as np
 
 from . import __version__
 from .estimators import MKBoostClassifier, MKLClassifier, MKLOneClass, MKLRegressor
+from .tasks import estimator_entry
 from .estimators._ovo import pair_values, set_pair_attributes
 from .estimators.mkl import _BinaryMKL
 from .kernels import (
@@ -153,6 +154,18 @@ _MAP_KINDS = ("function", "exact", "nystroem", "fourier")
 # metadata key "fitted", their training standardisation (and the target's
 # for regression). Files of these estimators are format version 2 at least.
 _TASK_ESTIMATORS = {"MKLRegressor": MKLRegressor, "MKLOneClass": MKLOneClass}
+
+
+def _format_of(cls):
+    """The file layout of an estimator class: the built-in estimator it derives from.
+
+    A registered subclass (:func:`mklopt.tasks.register_estimator`) is saved
+    in its base's layout under its own registered name.
+    """
+    for name, base in (*_TASK_ESTIMATORS.items(), ("MKLClassifier", MKLClassifier)):
+        if issubclass(cls, base):
+            return name
+    return None
 _TASK_PARAMS = {
     "MKLRegressor": tuple(p for p in _PARAMS if p not in ("standardize", "multiclass"))
     + ("epsilon", "standardize"),
@@ -374,10 +387,14 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
             "only MKLClassifier models can be saved; MKBoostClassifier ensembles are not "
             "supported by the model format"
         )
-    if not isinstance(clf, (MKLClassifier, MKLRegressor, MKLOneClass)):
+    try:
+        entry = estimator_entry(clf)
+    except ValueError:
+        entry = None
+    if entry is None or _format_of(entry.cls) is None:
         raise TypeError(
-            "clf must be a fitted MKLClassifier, MKLRegressor or MKLOneClass, got "
-            f"{type(clf).__name__}"
+            "clf must be a fitted MKLClassifier, MKLRegressor or MKLOneClass (or a subclass), "
+            f"got {type(clf).__name__}"
         )
     if getattr(clf, "kernels", None) == "precomputed":
         raise ValueError(
@@ -386,7 +403,8 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
             "kernel matrices. Keep it with pickle or joblib (its support_ indices say which "
             "training columns prediction reads)"
         )
-    task = type(clf).__name__ if isinstance(clf, (MKLRegressor, MKLOneClass)) else None
+    task = _format_of(entry.cls)
+    task = None if task == "MKLClassifier" else task
     if not hasattr(clf, "models_"):
         raise ValueError("clf is not fitted; call fit before save_model")
 
@@ -505,7 +523,8 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
         "format": FORMAT_NAME,
         "format_version": 2 if task or uses_maps or _is_feature_map(params.get("storage")) else 1,
         "mklopt_version": __version__,
-        "estimator": task or "MKLClassifier",
+        # the registered name (a registered subclass loads as itself)
+        "estimator": entry.name,
         "n_features": d,
         "n_kernels": m,
         "n_pairs": n_pairs,
@@ -565,7 +584,7 @@ def _read_task_fitted(path, meta):
         out["x_scale"] is not None and np.any(out["x_scale"] <= 0)
     ):
         _fail(path, "is corrupt (fitted x_mean and x_scale go together, scales positive)")
-    if meta["estimator"] == "MKLRegressor":
+    if meta["_format"] == "MKLRegressor":
         for key in ("y_mean", "y_scale"):
             v = f.get(key)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
@@ -643,8 +662,14 @@ def _read_meta(path, arrays):
             f"was written in model format {version} by mklopt {meta.get('mklopt_version')}; "
             f"this mklopt reads format {FORMAT_VERSION} or older, so upgrade mklopt",
         )
-    if meta.get("estimator") not in ("MKLClassifier", *_TASK_ESTIMATORS):
-        _fail(path, f"holds an unsupported estimator {meta.get('estimator')!r}")
+    try:
+        entry = estimator_entry(meta.get("estimator"))
+    except ValueError:
+        entry = None
+    if entry is None or _format_of(entry.cls) is None:
+        _fail(path, f"holds an unsupported estimator {meta.get('estimator')!r} (register its "
+              "class with mklopt.tasks.register_estimator before loading)")
+    meta["_cls"], meta["_format"] = entry.cls, _format_of(entry.cls)
     for key in ("n_features", "n_kernels", "n_pairs"):
         v = meta.get(key)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -858,13 +883,13 @@ def _build(a, meta, specs):
         params["p"] = math.inf
     if "storage" in params:
         params["storage"] = _storage_from_json(params["storage"])
-    if meta["estimator"] in _TASK_ESTIMATORS:
-        clf = _TASK_ESTIMATORS[meta["estimator"]](**params)
+    if meta["_format"] in _TASK_ESTIMATORS:
+        clf = meta["_cls"](**params)
     else:
         # Files from before the estimator standardised say nothing about it:
         # those models were trained on the features as given.
         params.setdefault("standardize", "scaler_mean" in a)
-        clf = MKLClassifier(**params)
+        clf = meta["_cls"](**params)
 
     P = meta["n_pairs"]
     sv_off, k_off = a["sv_offsets"], a["kernel_offsets"]
@@ -916,7 +941,7 @@ def _build(a, meta, specs):
         clf.support_, clf.dual_coef_ = supports, coefs
     else:
         set_pair_attributes(clf, **run, support_=supports, dual_coef_=coefs)
-    if meta["estimator"] in _TASK_ESTIMATORS:
+    if meta["_format"] in _TASK_ESTIMATORS:
         fitted = meta["_fitted"]
         clf.x_mean_, clf.x_scale_ = fitted["x_mean"], fitted["x_scale"]
         if isinstance(clf, MKLRegressor):
@@ -975,9 +1000,9 @@ def load_model(path):
     for s in specs:
         if s.features is not None and max(s.features) >= meta["n_features"]:
             _fail(path, f"is corrupt (kernel spec {s!r} uses a feature >= n_features)")
-    _check_params(path, meta["params"], meta["estimator"])
+    _check_params(path, meta["params"], meta["_format"])
     _check_arrays(path, arrays, meta)
-    if meta["estimator"] in _TASK_ESTIMATORS:
+    if meta["_format"] in _TASK_ESTIMATORS:
         if meta["n_pairs"] != 1 or arrays["classes"].tolist() != [-1, 1]:
             _fail(path, f"is corrupt (a {meta['estimator']} file holds one problem)")
         meta["_fitted"] = _read_task_fitted(path, meta)
@@ -986,6 +1011,7 @@ def load_model(path):
     except (TypeError, ValueError) as exc:
         _fail(path, f"is corrupt ({exc})")
     meta = dict(meta)
-    meta.pop("_fitted", None)
+    for key in ("_fitted", "_cls", "_format"):
+        meta.pop(key, None)
     meta["standardize"] = (arrays["x_mean"], arrays["x_scale"]) if "x_mean" in arrays else None
     return clf, meta

@@ -8,6 +8,7 @@ optional scikit-learn bases, ``_checks`` the checks of ``X`` and ``y``,
 the classifiers, then one module per estimator family.
 """
 
+from ..tasks import register_estimator
 from ._sklearn import ConvergenceWarning
 from .mkboost import MKBoostClassifier
 from .mkl import MKLClassifier
@@ -19,3 +20,8 @@ __all__ = [
     "ConvergenceWarning", "MKLClassifier", "MKLClassifierCV", "MKBoostClassifier",
     "MKLRegressor", "MKLRegressorCV", "MKLOneClass",
 ]
+
+# one line per estimator whose fitted models mklopt.persist saves ---------------
+register_estimator(MKLClassifier, "classification")
+register_estimator(MKLRegressor, "regression")
+register_estimator(MKLOneClass, "one-class")

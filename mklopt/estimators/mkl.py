@@ -16,7 +16,8 @@ from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion
 from ..kernels.sharded import ShardLostError
 from ..methods import Chain, LevelBundle, get_method
-from ..oracles import CompositeOracle, LogisticDual, SVMDual
+from ..oracles import CompositeOracle, SVMDual
+from ..tasks import get_oracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._checks import check_is_fitted
 from ._names import kernel_names, weights_table
@@ -270,7 +271,9 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         unit mean diagonal on the training set, as a Gaussian kernel has;
         ``C`` then means what it means in ``sklearn.svm.SVC`` (see
         :doc:`/estimators`, "C and the normalisation").
-    loss : {"hinge", "logistic"}, default="hinge"
+    loss : str, default="hinge"
+        The oracle, by its name in the registry of :mod:`mklopt.tasks`
+        (task ``"classification"``; ``y`` is passed as -1/+1 per pair).
         ``"hinge"``: the SVM (:class:`~mklopt.oracles.SVMDual`).
         ``"logistic"``: kernel logistic regression,
         ``C sum_i log(1 + exp(-y_i (f(x_i) + b))) + |f|^2 / 2`` per kernel
@@ -672,8 +675,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         return lambda: _fresh_method(m)
 
     def _prepare_fit(self, X):
-        if self.loss not in ("hinge", "logistic"):
-            raise ValueError(f"loss must be 'hinge' or 'logistic', got {self.loss!r}")
+        get_oracle("classification", self.loss)  # a registered name, or an error listing them
         tol = check_real(self.tol, "tol", low=0.0, strict_low=True)
         C = check_real(self.C, "C", low=0.0, strict_low=True)
         max_iter = check_int(self.max_iter, "max_iter", low=1)
@@ -790,17 +792,14 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         bank = self._pair_bank(plan, X, rows)
         try:
             new_method = plan.new_method
-            if self.loss == "logistic":
-                oracle = LogisticDual(bank, y, C=plan.C, tol=plan.inner_tol)
-                if isinstance(new_method, partial) and new_method.func is Chain:
-                    # The tight-tol chain ends with the SVM's exact active-set
-                    # step, a QP the logistic dual is not: Level alone
-                    # certifies (the driver tightens the inner tol with it).
-                    new_method = LevelBundle
-            elif self.loss == "hinge":
-                oracle = SVMDual(bank, y, C=plan.C, tol=plan.inner_tol)
-            else:
-                raise ValueError(f"loss must be 'hinge' or 'logistic', got {self.loss!r}")
+            entry = get_oracle("classification", self.loss)
+            oracle = entry.make(bank, y, C=plan.C, tol=plan.inner_tol)
+            if not entry.exact_step and isinstance(new_method, partial) and (
+                    new_method.func is Chain):
+                # The tight-tol chain ends with the SVM's exact active-set
+                # step, a QP the logistic dual is not: Level alone
+                # certifies (the driver tightens the inner tol with it).
+                new_method = LevelBundle
             best = _BestPoint(self.callback) if self.client is not None else None
             try:
                 result = solve(oracle, new_method(), stop=self._stop(plan),

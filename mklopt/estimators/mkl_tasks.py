@@ -20,7 +20,7 @@ from .._validation import check_int, check_real
 from ..datasets import _scaling
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion, rbf
-from ..oracles import OneClassDual, RidgeDual, SVRDual
+from ..tasks import get_oracle
 from ..oracles.one_class import _check_nu
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._ovo import set_pair_attributes
@@ -42,8 +42,6 @@ __all__ = ["MKLRegressor", "MKLOneClass"]
 # widths sigma = s * sqrt(n_features); s = 1 is about scikit-learn's
 # gamma="scale" (gamma = 1 / (2 sigma^2) = 1 / (2 n_features)).
 _ONE_CLASS_WIDTHS = (0.125, 0.25, 0.5, 1.0)
-# MKLRegressor's losses: epsilon-SVR (SVRDual) and kernel ridge (RidgeDual).
-_REGRESSION_LOSSES = ("epsilon_insensitive", "squared")
 
 
 class _TaskMKL(BaseEstimator):
@@ -219,11 +217,15 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
         standard deviation when ``standardize=True`` (the targets are then
         standardised too), in units of ``y`` otherwise. Not used with
         ``loss="squared"``.
-    loss : {{"epsilon_insensitive", "squared"}}, default="epsilon_insensitive"
-        ``"epsilon_insensitive"``: epsilon-SVR. ``"squared"``: kernel ridge
+    loss : str, default="epsilon_insensitive"
+        The oracle, by its name in the registry of :mod:`mklopt.tasks`
+        (task ``"regression"``): ``"epsilon_insensitive"``: epsilon-SVR.
+        ``"squared"``: kernel ridge
         regression, ``(C/2) sum_i (y_i - f(x_i) - b)^2 + |f|^2 / 2`` per
         kernel combination (ridge ``1/C``; see the losses page of the
-        documentation); ``inner_tol`` is then not used.
+        documentation); ``inner_tol`` is then not used. An oracle
+        registered with :func:`mklopt.tasks.register_oracle` is taken by
+        its name.
 
     Attributes
     ----------{_COMMON_ATTRS}
@@ -316,10 +318,7 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
         t = check_targets(y, X.shape[0], name)
         C = check_real(self.C, "C", low=0.0, strict_low=True)
         eps = check_real(self.epsilon, "epsilon", low=0.0)
-        if self.loss not in _REGRESSION_LOSSES:
-            raise ValueError(
-                f"loss must be one of {', '.join(map(repr, _REGRESSION_LOSSES))}, got {self.loss!r}"
-            )
+        oracle = get_oracle("regression", self.loss)
         plan = self._check_common(X)
         if self.standardize:
             self.y_mean_ = float(t.mean())
@@ -328,13 +327,10 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
         else:
             self.y_mean_, self.y_scale_ = 0.0, 1.0
         t = (t - self.y_mean_) / self.y_scale_
-        if self.loss == "squared":
-            def make(bank, tol):
-                return RidgeDual(bank, t, C=C)
-        else:
-            def make(bank, tol):
-                return SVRDual(bank, t, C=C, epsilon=eps, tol=tol)
-        self._fit_oracle(X, make, plan)
+        # The oracle of self.loss from the registry (mklopt.tasks), given
+        # the values it declares it takes.
+        self._fit_oracle(X, lambda bank, tol: oracle.make(bank, t, C=C, epsilon=eps, tol=tol),
+                         plan)
         return self
 
     def predict(self, X):
@@ -461,7 +457,8 @@ class MKLOneClass(OutlierMixin, _TaskMKL):
         X = check_X(X, type(self).__name__)
         nu = _check_nu(self.nu)
         plan = self._check_common(X)
-        self._fit_oracle(X, lambda bank, tol: OneClassDual(bank, nu=nu, tol=tol), plan)
+        oracle = get_oracle("one-class", "nu")
+        self._fit_oracle(X, lambda bank, tol: oracle.make(bank, nu=nu, tol=tol), plan)
         self.offset_ = -float(self.intercept_[0])
         return self
 

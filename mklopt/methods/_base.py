@@ -87,8 +87,15 @@ def register(*names, replace=False):
     return deco
 
 
+def _load_plugins():
+    from .. import plugins
+
+    plugins.load("mklopt.methods")
+
+
 def get_method(name):
-    """The method class registered under ``name``."""
+    """The method class registered under ``name`` (entry points included, see :mod:`mklopt.plugins`)."""
+    _load_plugins()
     try:
         return METHODS[name]
     except KeyError:
@@ -106,6 +113,7 @@ def method_names(oracle_kind=None):
         :attr:`MethodBase.oracle_kind`); ``"dual"`` gives the names an
         estimator such as :class:`~mklopt.MKLClassifier` accepts.
     """
+    _load_plugins()
     return [n for n, cls in METHODS.items()
             if oracle_kind is None or getattr(cls, "oracle_kind", "dual") == oracle_kind]
 

@@ -1,5 +1,15 @@
-"""Inner oracles: map kernel weights to the solution of an MKL dual at those weights."""
+"""Inner oracles: map kernel weights to the solution of an MKL dual at those weights.
 
+Every oracle follows the :class:`Oracle` protocol; :class:`OracleBase` is
+the base of oracles outside the SMO family (a dual solved on the combined
+kernel, see docs/new_oracle.md). Each built-in oracle is registered below,
+one line each, under the name the estimators take as ``loss``
+(:mod:`mklopt.tasks`).
+"""
+
+from .._types import Oracle
+from ..tasks import register_oracle
+from ._loss_base import OracleBase
 from ._problem import DualProblem
 from ._warnings import ConvergenceWarning
 from .composite import CompositeAnswer, CompositeOracle
@@ -11,6 +21,14 @@ from .svr_dual import SVRDual
 from .weak_learners import WeakLearners
 
 __all__ = [
-    "SVMDual", "SVRDual", "OneClassDual", "RidgeDual", "LogisticDual", "WeakLearners",
-    "DualProblem", "ConvergenceWarning", "CompositeOracle", "CompositeAnswer",
+    "Oracle", "OracleBase", "SVMDual", "SVRDual", "OneClassDual", "RidgeDual", "LogisticDual",
+    "WeakLearners", "DualProblem", "ConvergenceWarning", "CompositeOracle", "CompositeAnswer",
 ]
+
+# one line per oracle: (name = the estimator's loss, task) -----------------------
+register_oracle("hinge", "classification", SVMDual, ("C", "tol"), exact_step=True)
+register_oracle("logistic", "classification", LogisticDual, ("C", "tol"))
+register_oracle("epsilon_insensitive", "regression", SVRDual, ("C", "epsilon", "tol"),
+                exact_step=True)
+register_oracle("squared", "regression", RidgeDual, ("C",))
+register_oracle("nu", "one-class", OneClassDual, ("nu", "tol"), exact_step=True)

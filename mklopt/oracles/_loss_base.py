@@ -28,15 +28,33 @@ from .._types import OracleAnswer
 from .._validation import check_int, check_real
 from ._base import check_call_weights
 
-__all__ = ["LossOracle"]
+__all__ = ["OracleBase", "LossOracle"]
 
 
-class LossOracle:
-    """Base of the smooth-loss oracles (module notes).
+class OracleBase:
+    """Base of oracles that solve their dual on the combined kernel (module notes).
 
-    Subclasses call :meth:`_setup` and define ``_solve(K, warm_start)``
-    returning ``(alpha, bias, n_iter, converged)``, ``_v(alpha)`` (the
-    vector of the quadratic forms) and ``_linear(alpha)`` (``l(alpha)``).
+    A subclass calls ``self._setup(bank)`` in ``__init__`` (``bank`` a
+    :class:`~mklopt.KernelBank`; ``mklopt.kernels.bank.as_bank`` also takes
+    an array of shape ``(n_kernels, n, n)``) and defines two hooks:
+
+    ``_solve(K, warm_start) -> (alpha, bias, n_iter, converged)``
+        Maximise the dual at the combined kernel ``K = sum_k w_k K_k``
+        (an ``n x n`` buffer the base reuses: do not keep it, and restore
+        it if you change it). ``warm_start`` is an earlier answer's
+        ``alpha`` or None.
+    ``_linear(alpha) -> float``
+        The dual's linear term ``l(alpha)``.
+
+    and, when the quadratic forms are not of ``alpha`` itself, ``_v(alpha)``
+    (the vector ``v`` of ``q_k = v' K_k v``; default ``alpha``). The base
+    checks ``w``, counts calls (``n_calls``), and builds the
+    :class:`~mklopt.OracleAnswer`: ``q`` through the bank's storage, ``J(w)
+    = l(alpha) - w'q / 2``, subgradient ``-q / 2``, value-only answers
+    (``need_q=False``) and kernel subsets (``kernels=``), so every outer
+    method and the driver's options work with it. An iterative solver passes
+    ``tol`` and ``max_iter`` to ``_setup``; the driver then adapts ``tol``
+    to the gap it must resolve.
     """
 
     #: ``need_q=False`` is supported (see :meth:`__call__`).
@@ -54,6 +72,12 @@ class LossOracle:
         self.n_calls = 0
         self.n_unconverged = 0
         self._K = None
+
+    def _v(self, alpha):
+        return alpha
+
+    def __repr__(self):
+        return f"{type(self).__name__}(n_kernels={self.n_kernels}, n_samples={self.n_samples})"
 
     def __call__(self, w, warm_start=None, need_q=True, kernels=None):
         """Solve the dual at kernel weights ``w``.
@@ -104,3 +128,7 @@ class LossOracle:
             support=support, n_solver_iter=int(n_iter), linear_term=linear_term,
             converged=bool(converged),
         )
+
+
+#: The name the built-in smooth-loss oracles were written against.
+LossOracle = OracleBase

@@ -93,9 +93,11 @@ def test_predict_proba_only_where_it_means_something():
 
 def test_bad_loss_names_the_argument():
     X, t, y = data(5, n=20)
-    with pytest.raises(ValueError, match="loss must be one of 'epsilon_insensitive', 'squared'"):
+    with pytest.raises(ValueError, match="loss must name an oracle registered for the regression task "
+                       r"\('epsilon_insensitive', 'squared'.*got 'huber'"):
         MKLRegressor(loss="huber").fit(X, t)
-    with pytest.raises(ValueError, match="loss must be 'hinge' or 'logistic'"):
+    with pytest.raises(ValueError, match="loss must name an oracle registered for the classification "
+                       r"task \('hinge', 'logistic'.*got 'squared'"):
         MKLClassifier(kernels=[rbf(1.0)], loss="squared").fit(X, y)
 
 

@@ -1,0 +1,222 @@
+"""The registry of learning tasks and their oracles (losses).
+
+A *task* is what an estimator learns: ``"classification"``
+(:class:`~mklopt.MKLClassifier`), ``"regression"``
+(:class:`~mklopt.MKLRegressor`), ``"one-class"``
+(:class:`~mklopt.MKLOneClass`) or a user's own. Each task has one or more
+oracles, registered under a short name that is the estimator's ``loss``
+(``"hinge"``, ``"logistic"``, ``"epsilon_insensitive"``, ``"squared"``,
+``"nu"``). The estimators build their oracle from this registry, the
+command line offers its names (``mklopt fit --task regression --loss
+NAME``) and a saved model names its oracle by them, so an oracle written
+outside mklopt and registered with :func:`register_oracle` (in a module of
+its own, or through the ``mklopt.oracles`` entry point group) is fitted,
+saved, loaded and run from the command line like the built-in ones.
+
+Estimator classes are registered too (:func:`register_estimator`): a saved
+model records the registered name of its estimator, found along the
+class's bases, so a subclass of a registered estimator saves (as its
+registered base, or under its own name once registered).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+__all__ = [
+    "ORACLES",
+    "ESTIMATORS",
+    "OracleEntry",
+    "EstimatorEntry",
+    "register_oracle",
+    "get_oracle",
+    "oracle_names",
+    "register_estimator",
+    "estimator_entry",
+]
+
+
+@dataclass(frozen=True)
+class OracleEntry:
+    """A registered oracle: how an estimator of ``task`` builds it.
+
+    Attributes
+    ----------
+    name : str
+        The registry name (the estimator's ``loss``).
+    task : str
+        The task it solves (``"classification"``, ``"regression"``,
+        ``"one-class"`` or a user's).
+    factory : callable
+        ``factory(bank, y, **params) -> oracle``; ``y`` is left out for a
+        task without targets (``"one-class"``).
+    params : tuple of str
+        The keywords ``factory`` takes, among the estimator's validated
+        values: ``"C"``, ``"epsilon"``, ``"nu"`` and ``"tol"`` (the inner
+        tolerance).
+    exact_step : bool
+        Whether the dual is a box-constrained quadratic program, so that
+        the exact active-set step (:class:`~mklopt.methods.ActiveSet`)
+        applies to it.
+    """
+
+    name: str
+    task: str
+    factory: Callable[..., Any]
+    params: tuple = ()
+    exact_step: bool = False
+
+    def make(self, bank, y=None, **values):
+        """The oracle on ``bank`` (and targets ``y``), given the estimator's ``values``.
+
+        Keywords the oracle does not take are dropped; a keyword it takes
+        and ``values`` lacks is an error naming it.
+        """
+        missing = [p for p in self.params if p not in values]
+        if missing:
+            raise TypeError(f"oracle {self.name!r} needs {', '.join(missing)}")
+        kwargs = {p: values[p] for p in self.params}
+        if y is None:
+            return self.factory(bank, **kwargs)
+        return self.factory(bank, y, **kwargs)
+
+
+@dataclass(frozen=True)
+class EstimatorEntry:
+    """A registered estimator class (see :func:`register_estimator`)."""
+
+    name: str
+    cls: type
+    task: str
+
+
+#: Registered oracles: (task, name) -> :class:`OracleEntry`.
+ORACLES: dict[tuple[str, str], OracleEntry] = {}
+#: Registered estimators: name -> :class:`EstimatorEntry`.
+ESTIMATORS: dict[str, EstimatorEntry] = {}
+
+
+def register_oracle(name, task, factory=None, params=None, exact_step=False, replace=False):
+    """Register an oracle under ``name`` for ``task``; usable as a decorator.
+
+    Parameters
+    ----------
+    name : str
+        The registry name, which estimators take as ``loss``.
+    task : str
+        ``"classification"``, ``"regression"``, ``"one-class"`` or a
+        task of your own.
+    factory : callable, optional
+        ``factory(bank, y, **params)`` (without ``y`` for
+        ``"one-class"``) returning the oracle; usually the oracle class.
+        Omit it to use ``register_oracle`` as a class decorator.
+    params : sequence of str, optional
+        The estimator values the factory takes (``"C"``, ``"epsilon"``,
+        ``"nu"``, ``"tol"``). Default: those of them in the factory's
+        signature.
+    exact_step : bool, default=False
+        Whether the exact active-set step applies (a box-constrained QP
+        dual, as the SVM's).
+    replace : bool, default=False
+        Let ``name`` be taken over for ``task`` (re-running a notebook cell).
+
+    Returns
+    -------
+    OracleEntry, or the decorator
+
+    Raises
+    ------
+    ValueError
+        If ``(task, name)`` is taken by another factory and ``replace`` is false.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty string, got {name!r}")
+    if not isinstance(task, str) or not task:
+        raise TypeError(f"task must be a non-empty string, got {task!r}")
+    if factory is None:
+        def deco(cls):
+            register_oracle(name, task, cls, params, exact_step, replace)
+            return cls
+        return deco
+    if not callable(factory):
+        raise TypeError(f"factory must be callable, got {type(factory).__name__}")
+    if params is None:
+        try:
+            sig = inspect.signature(factory).parameters
+        except (TypeError, ValueError):
+            sig = {}
+        params = tuple(p for p in ("C", "epsilon", "nu", "tol") if p in sig)
+    entry = OracleEntry(name, task, factory, tuple(params), bool(exact_step))
+    old = ORACLES.get((task, name))
+    if old is not None and old.factory is not factory and not replace:
+        raise ValueError(f"oracle name {name!r} is already registered for task {task!r}")
+    ORACLES[(task, name)] = entry
+    return entry
+
+
+def _load_plugins():
+    from . import plugins
+
+    plugins.load("mklopt.oracles")
+
+
+def get_oracle(task, name):
+    """The :class:`OracleEntry` of ``name`` for ``task``; the error lists the known names."""
+    _load_plugins()
+    try:
+        return ORACLES[(task, name)]
+    except (KeyError, TypeError):
+        known = ", ".join(repr(n) for n in oracle_names(task)) or "none"
+        raise ValueError(
+            f"loss must name an oracle registered for the {task} task ({known}), got {name!r}"
+        ) from None
+
+
+def oracle_names(task=None):
+    """Registered oracle names (of ``task`` only, if given), in registration order."""
+    _load_plugins()
+    return [n for (t, n) in ORACLES if task is None or t == task]
+
+
+def register_estimator(cls, task, name=None, replace=False):
+    """Register an estimator class, so that its fitted models save and load by ``name``.
+
+    Parameters
+    ----------
+    cls : type
+        The estimator class; it must subclass a registered estimator (whose
+        model format it shares).
+    task : str
+        Its task.
+    name : str, optional
+        The name saved models record; default ``cls.__name__``.
+    replace : bool, default=False
+        Let ``name`` be taken over by another class.
+    """
+    name = cls.__name__ if name is None else name
+    old = ESTIMATORS.get(name)
+    if old is not None and old.cls is not cls and not replace:
+        raise ValueError(f"estimator name {name!r} is already registered")
+    ESTIMATORS[name] = EstimatorEntry(name, cls, task)
+    return cls
+
+
+def estimator_entry(obj):
+    """The entry of a registered name, or of the nearest registered class of an estimator.
+
+    Raises
+    ------
+    ValueError
+        If nothing registered matches.
+    """
+    if isinstance(obj, str):
+        if obj in ESTIMATORS:
+            return ESTIMATORS[obj]
+        raise ValueError(f"no estimator is registered as {obj!r}")
+    by_cls = {e.cls: e for e in ESTIMATORS.values()}
+    for base in type(obj).__mro__:
+        if base in by_cls:
+            return by_cls[base]
+    raise ValueError(f"{type(obj).__name__} is not a registered estimator or a subclass of one")

@@ -1,0 +1,64 @@
+"""The registry of tasks, oracles and estimators (mklopt.tasks)."""
+
+import numpy as np
+import pytest
+
+from mklopt import MKLRegressor, tasks
+from mklopt.kernels import rbf
+from mklopt.oracles import RidgeDual, SVRDual
+from mklopt.persist import load_model, save_model
+
+
+def _data(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    return X, np.sin(X[:, 0]) + 0.1 * rng.normal(size=n)
+
+
+def test_builtins_are_registered_by_task():
+    assert tasks.oracle_names("classification")[:2] == ["hinge", "logistic"]
+    assert set(tasks.oracle_names("regression")) >= {"epsilon_insensitive", "squared"}
+    assert tasks.get_oracle("regression", "squared").factory is RidgeDual
+    assert tasks.get_oracle("regression", "epsilon_insensitive").params == ("C", "epsilon", "tol")
+    with pytest.raises(ValueError, match="registered for the one-class task .*'nu'.*got 'x'"):
+        tasks.get_oracle("one-class", "x")
+
+
+def test_a_registered_oracle_is_the_estimators_loss(monkeypatch):
+    # a factory of one's own (here RidgeDual without offset, as a user's oracle)
+    monkeypatch.setitem(tasks.ORACLES, ("regression", "ridge_no_offset"), tasks.OracleEntry(
+        "ridge_no_offset", "regression", lambda bank, y, C: RidgeDual(bank, y, C=C,
+                                                                      fit_intercept=False),
+        ("C",)))
+    X, y = _data()
+    reg = MKLRegressor(kernels=[rbf(0.5), rbf(2.0)], loss="ridge_no_offset", C=10.0).fit(X, y)
+    assert reg.intercept_[0] == 0.0  # the user's oracle ran: no offset
+    ref = MKLRegressor(kernels=[rbf(0.5), rbf(2.0)], loss="squared", C=10.0).fit(X, y)
+    assert ref.intercept_[0] != 0.0
+
+
+def test_register_refuses_a_taken_name_unless_replace():
+    with pytest.raises(ValueError, match="already registered"):
+        tasks.register_oracle("squared", "regression", SVRDual)
+    entry = tasks.register_oracle("squared", "regression", RidgeDual, ("C",), replace=True)
+    assert tasks.get_oracle("regression", "squared") is entry
+
+
+def test_a_subclassed_estimator_saves_and_loads(tmp_path, monkeypatch):
+    class MKLKernelRidge(MKLRegressor):
+        pass
+
+    X, y = _data()
+    est = MKLKernelRidge(kernels=[rbf(1.0)], loss="squared").fit(X, y)
+    # unregistered: saved in its registered base's name, loaded as the base
+    save_model(est, tmp_path / "a.npz")
+    back, meta = load_model(tmp_path / "a.npz")
+    assert meta["estimator"] == "MKLRegressor" and type(back) is MKLRegressor
+    np.testing.assert_allclose(back.predict(X), est.predict(X), rtol=1e-12)
+    # registered: saved and loaded as itself
+    monkeypatch.setitem(tasks.ESTIMATORS, "MKLKernelRidge",
+                        tasks.EstimatorEntry("MKLKernelRidge", MKLKernelRidge, "regression"))
+    save_model(est, tmp_path / "b.npz")
+    back, meta = load_model(tmp_path / "b.npz")
+    assert meta["estimator"] == "MKLKernelRidge" and type(back) is MKLKernelRidge
+    np.testing.assert_allclose(back.predict(X), est.predict(X), rtol=1e-12)
