@@ -26,6 +26,8 @@ from .estimators import MKLClassifier, MKLOneClass, MKLRegressor
 from .kernels import grid
 from .methods import PRESETS, method_names
 from .persist import ModelFormatError, load_model, save_model
+from .plugins import PluginError
+from .tasks import estimator_entry, oracle_names
 
 __all__ = ["main"]
 
@@ -85,10 +87,12 @@ def _bench(args):
             raise UserError(f"{what} {n!r}; the bench runs the binary sets: {', '.join(binary)}")
     proto = PROTOCOLS[args.protocol]
     methods = args.methods or list(proto.methods)
-    bad = [m for m in methods if m not in PRESETS]
+    # presets, and any registered method (entry points included) at its defaults
+    known = [*PRESETS, *(n for n in method_names() if n not in PRESETS)]
+    bad = [m for m in methods if m not in known]
     if bad:
         raise UserError(
-            f"unknown method(s) {', '.join(bad)}; choose from {', '.join(sorted(PRESETS))}"
+            f"unknown method(s) {', '.join(bad)}; choose from {', '.join(sorted(known))}"
         )
     if args.splits < 1:
         raise UserError("--splits must be at least 1")
@@ -233,6 +237,13 @@ def _targets(labels, path, label):
 
 def _task_options(args):
     """Refuse options that belong to another task."""
+    if args.loss is not None and args.task == "one-class":
+        raise UserError("--loss is used with --task classification or regression")
+    if args.loss is not None:
+        names = oracle_names(args.task)
+        if args.loss not in names:
+            raise UserError(f"--loss {args.loss!r} is not an oracle of the {args.task} task; "
+                            f"choose from {', '.join(names)}")
     if args.task != "regression" and args.epsilon is not None:
         raise UserError("--epsilon is only used with --task regression")
     if args.task != "one-class" and args.nu is not None:
@@ -280,7 +291,8 @@ def _fit_task(args):
     if args.task == "regression":
         eps = 0.1 if args.epsilon is None else args.epsilon
         C = {} if args.C is None else {"C": args.C}
-        est = MKLRegressor(epsilon=eps, **C, **common)
+        loss = {} if args.loss is None else {"loss": args.loss}
+        est = MKLRegressor(epsilon=eps, **C, **loss, **common)
     else:
         est = MKLOneClass(nu=0.5 if args.nu is None else args.nu, **common)
     t0 = time.perf_counter()
@@ -339,6 +351,7 @@ def _fit(args):
     clf = MKLClassifier(
         kernels=kernels,
         method=args.method,
+        **({} if args.loss is None else {"loss": args.loss}),
         C=1.0 if args.C is None else args.C,
         standardize=not args.no_standardize,
         tol=args.tol,
@@ -379,7 +392,8 @@ def _predict(args):
         clf, meta = load_model(args.model)
     except ModelFormatError as exc:
         raise UserError(str(exc)) from None
-    task = {"MKLRegressor": "regression", "MKLOneClass": "one-class"}.get(meta["estimator"])
+    task = {"regression": "regression", "one-class": "one-class"}.get(
+        estimator_entry(meta["estimator"]).task)
     if task is None:
         X, y, _ = _read_csv(
             args.data, meta.get("label"), need_label=False, features=meta.get("feature_names")
@@ -530,6 +544,14 @@ def build_parser():
         "label column) (default: classification)",
     )
     f.add_argument(
+        "--loss", default=None, metavar="NAME",
+        help="the oracle, by its registered name for the task: "
+        + "; ".join(f"{t}: {', '.join(oracle_names(t))}"
+                    for t in ("classification", "regression"))
+        + " (oracles from plugins included; default: the estimator's, hinge or "
+        "epsilon_insensitive)",
+    )
+    f.add_argument(
         "--epsilon", type=float, default=None,
         help="with --task regression: width of the insensitive tube, in units of the "
         "target's standard deviation (default: 0.1)",
@@ -592,7 +614,12 @@ def build_parser():
 
 
 def main(argv=None):
-    parser = build_parser()
+    try:
+        # the parser lists registered methods and oracles, plugins included
+        parser = build_parser()
+    except PluginError as exc:
+        print(f"mklopt: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     try:
         return args.func(args)

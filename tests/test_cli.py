@@ -526,7 +526,9 @@ def test_bench_protocols_and_methods_come_from_the_registry(tmp_path, capsys):
         assert set(proto.methods) <= set(PRESETS)
     code, _, err = _run(capsys, "bench", "--methods", "lp3", "--out", tmp_path)
     line = _one_error_line(err, "bench")
-    assert code == 2 and f"choose from {', '.join(sorted(PRESETS))}" in line
+    # the presets, then every registered method at its defaults (plugins included)
+    known = line.split("choose from ")[1].split(", ")
+    assert code == 2 and set(PRESETS) | set(method_names()) == set(known), line
 
 
 def test_cli_imports_without_the_posix_resource_module():

@@ -159,12 +159,18 @@ def add_preset(key, method, label, **params):
 
 
 def get_preset(key):
-    """The :class:`Preset` registered under ``key``."""
-    try:
+    """The :class:`Preset` registered under ``key``, or a registered method's defaults.
+
+    A method name without a preset of its own (a user's method, perhaps from
+    an entry point) runs with its default parameters, labelled by its name.
+    """
+    if key in PRESETS:
         return PRESETS[key]
-    except KeyError:
-        known = ", ".join(PRESETS)
-        raise ValueError(f"unknown method {key!r}; choose from {known}") from None
+    _load_plugins()
+    if key in METHODS:
+        return Preset(key, key, key)
+    known = ", ".join([*PRESETS, *(n for n in METHODS if n not in PRESETS)])
+    raise ValueError(f"unknown method {key!r}; choose from {known}") from None
 
 
 @dataclass
