@@ -19,6 +19,7 @@ EXPECTED = {
     "groups.py": "group weights gamma",
     "mkboost_vs_mkl.py": "MKBoost-S2",
     "precomputed_kernels.py": "cross-validation accuracy",
+    "user_plugin.py": "check_method(BBSPG) and check_oracle(KernelRidgeOracle) passed",
 }
 
 
@@ -55,6 +56,17 @@ VALUES = {
     "mkboost_vs_mkl.py": [
         (r"\n(?:L1-MKL \(level\)|MKBoost-[DS][12]) +\d+\.\d+ +(\d\.\d+)  ", lambda v: v >= 0.93),
         (r"certified: relative duality gap " + NUMBER + r" after", lambda v: 0 <= v <= 1e-2),
+    ],
+    # user_plugin: the user's method certifies the toy optimum to 1e-8 and
+    # lands within its gap of the exact value; through the estimator it
+    # certifies 1e-6 and predicts as the built-in squared loss; the model
+    # survives saving unchanged
+    "user_plugin.py": [
+        (r"BBSPG on a toy: relative gap " + NUMBER, lambda v: 0 <= v <= 1e-8),
+        (r"\|J - J\*\| = " + NUMBER, lambda v: v <= 1e-7),
+        (r"method='bb_spg'\): relative gap " + NUMBER, lambda v: 0 <= v <= 1e-6),
+        (r"predictions within " + NUMBER + " std", lambda v: v <= 1e-3),
+        (r"largest prediction change " + NUMBER, lambda v: v <= 1e-12),
     ],
 }
 # How many values each pattern must find (one unless said here).

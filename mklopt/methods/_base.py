@@ -153,7 +153,8 @@ def add_preset(key, method, label, **params):
     """Register the preset ``key``: method ``method`` with ``params``, shown as ``label``."""
     if key in PRESETS:
         raise ValueError(f"preset {key!r} is already registered")
-    get_method(method)  # the method must be registered first
+    if method not in METHODS:  # (plugins are read only then, never while mklopt imports)
+        get_method(method)  # the method must be registered first
     PRESETS[key] = preset = Preset(key, method, label, tuple(params.items()))
     return preset
 

@@ -63,6 +63,10 @@ class OracleBase:
     supports_kernel_subsets = True
 
     def _setup(self, bank, tol=None, max_iter=None):
+        """Keep the bank (a KernelBank, or matrices of shape (n_kernels, n, n)) and counters."""
+        from ..kernels.bank import as_bank
+
+        bank = as_bank(bank)
         self.bank = bank
         self.n_kernels = int(bank.n_kernels)
         self.n_samples = int(bank.n_samples)
