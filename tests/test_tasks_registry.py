@@ -62,3 +62,37 @@ def test_a_subclassed_estimator_saves_and_loads(tmp_path, monkeypatch):
     back, meta = load_model(tmp_path / "b.npz")
     assert meta["estimator"] == "MKLKernelRidge" and type(back) is MKLKernelRidge
     np.testing.assert_allclose(back.predict(X), est.predict(X), rtol=1e-12)
+
+
+def test_methods_declare_the_estimator_parameters_they_take(monkeypatch):
+    from mklopt import MKLClassifier
+    from mklopt.methods import METHODS, AnalyticLp, LevelBundle, estimator_params_of
+
+    assert estimator_params_of(AnalyticLp) == {"p": "p"}
+    assert estimator_params_of(LevelBundle) == {}
+    seen = []
+
+    class Renamed(AnalyticLp):  # takes the estimator's p as its own "order"
+        estimator_params = {"p": "order"}
+
+        def __init__(self, order=2.0):
+            seen.append(order)
+            super().__init__(p=order)
+
+        def get_params(self, deep=False):
+            return {"order": self.p}
+
+    monkeypatch.setitem(METHODS, "renamed_lp", Renamed)
+    X, y = _data()
+    y = np.where(y > np.median(y), 1, -1)
+    clf = MKLClassifier(kernels=[rbf(0.5), rbf(2.0)], method="renamed_lp", p=3.0).fit(X, y)
+    assert seen and set(seen) == {3.0}
+    assert np.linalg.norm(clf.weights_, 3.0) == pytest.approx(1.0, rel=1e-6)
+    with pytest.raises(ValueError, match="p=3.0 is only used by"):
+        MKLClassifier(kernels=[rbf(1.0)], method="level", p=3.0).fit(X, y)
+
+    class Bad(LevelBundle):
+        estimator_params = {"q": "q"}
+
+    with pytest.raises(ValueError, match="Bad.estimator_params names q"):
+        estimator_params_of(Bad)

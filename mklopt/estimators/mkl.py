@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import inspect
 import time
 import warnings
 from dataclasses import dataclass
@@ -15,10 +14,10 @@ from .._validation import check_int, check_real
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion
 from ..kernels.sharded import ShardLostError
-from ..methods import Chain, LevelBundle, get_method
+from ..methods import Chain, LevelBundle, estimator_params_of, get_method, method_names
 from ..oracles import CompositeOracle, SVMDual
-from ..tasks import get_oracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
+from ..tasks import get_oracle
 from ._checks import check_is_fitted
 from ._names import kernel_names, weights_table
 from ._ovo import ClassifierBase, pair_label, set_pair_attributes
@@ -59,9 +58,10 @@ def resolve_method_name(method, n_kernels):
     return method
 
 
-#: Registered methods that run elastic-net MKL, with the constructor argument
-#: that receives the estimator's ``elastic_net`` (the mixing parameter lam).
-ELASTIC_NET_METHODS = {"elastic_net": "lam", "spg": "elastic_net"}
+def _elastic_net_methods():
+    """Registered methods that declare they take the estimators' ``elastic_net``."""
+    return [n for n in method_names(oracle_kind="dual")
+            if "elastic_net" in estimator_params_of(get_method(n))]
 
 
 def _method_name_for(method, n_kernels, elastic_net):
@@ -215,13 +215,6 @@ def _fresh_method(method):
         except TypeError:
             pass
     return copy.deepcopy(method)
-
-
-def _init_params(cls):
-    try:
-        return set(inspect.signature(cls.__init__).parameters) - {"self"}
-    except (TypeError, ValueError):  # pragma: no cover - builtins
-        return set()
 
 
 class MKLClassifier(SharedClientMixin, ClassifierBase):
@@ -615,29 +608,30 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
             except ValueError as exc:
                 raise ValueError(f"method: {exc}") from None
             _check_oracle_kind(cls, repr(m))
-            accepted = _init_params(cls)
+            # the estimator parameters the method declares it takes
+            accepted = estimator_params_of(cls)
             label = f"method={m!r}"
             kwargs = {}
             if "p" in accepted:
                 if self.p is None:
                     raise ValueError(f"p is required with {label} (the Lp norm, 1 < p <= inf)")
-                kwargs["p"] = self.p
+                kwargs[accepted["p"]] = self.p
             elif self.p is not None:
                 raise ValueError(
                     f"p={self.p!r} is only used by Lp-MKL (method='lp'); remove it for {label}"
                 )
             if "groups" in accepted:
                 if self.groups is not None:
-                    kwargs["groups"] = self._resolve_groups(specs)
+                    kwargs[accepted["groups"]] = self._resolve_groups(specs)
             elif self.groups is not None:
                 raise ValueError(
                     "groups is only used by the grouped formulation (method='mirror'); "
                     f"remove it for {label}"
                 )
-            enet_arg = ELASTIC_NET_METHODS.get(cls.name)
+            enet_arg = accepted.get("elastic_net")
             if enet is not None:
                 if enet_arg is None:
-                    names = ", ".join(repr(n) for n in ELASTIC_NET_METHODS)
+                    names = ", ".join(repr(n) for n in _elastic_net_methods())
                     raise ValueError(
                         f"elastic_net={self.elastic_net!r} needs a method that runs elastic-net "
                         f"MKL ({names}, or 'auto' for 'elastic_net'); {label} solves another "

@@ -7,18 +7,20 @@ are registered next to their method with :func:`add_preset`.
 """
 
 from ._base import (
+    ESTIMATOR_PARAMS,
     METHODS,
     PRESETS,
     MethodBase,
     Preset,
     add_preset,
+    estimator_params_of,
     get_method,
     get_preset,
     method_names,
     register,
 )
 
-__all__ = ["METHODS", "PRESETS", "MethodBase", "Preset", "add_preset", "get_method",
+__all__ = ["ESTIMATOR_PARAMS", "estimator_params_of", "METHODS", "PRESETS", "MethodBase", "Preset", "add_preset", "get_method",
            "get_preset", "method_names", "register", "Subgradient", "Boosting",
            "CuttingPlane", "LevelBundle", "MirrorDescent", "AnalyticLp", "AnalyticElasticNet",
            "KernelWorkingSet",

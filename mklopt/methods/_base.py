@@ -40,6 +40,8 @@ from .._types import MethodReport
 from ..stopping import Stop
 
 __all__ = [
+    "ESTIMATOR_PARAMS",
+    "estimator_params_of",
     "MethodBase",
     "register",
     "METHODS",
@@ -116,6 +118,32 @@ def method_names(oracle_kind=None):
     _load_plugins()
     return [n for n, cls in METHODS.items()
             if oracle_kind is None or getattr(cls, "oracle_kind", "dual") == oracle_kind]
+
+
+#: The estimators' formulation parameters a method may declare it takes.
+ESTIMATOR_PARAMS = ("p", "groups", "elastic_net")
+
+
+def estimator_params_of(cls):
+    """``{estimator parameter: constructor keyword}`` that method class ``cls`` takes.
+
+    Its ``estimator_params`` when declared, else ``p`` and ``groups`` when
+    its constructor names them.
+    """
+    declared = getattr(cls, "estimator_params", None)
+    if declared is not None:
+        bad = sorted(set(declared) - set(ESTIMATOR_PARAMS))
+        if bad:
+            raise ValueError(
+                f"{cls.__name__}.estimator_params names {', '.join(bad)}; the estimators pass "
+                f"{', '.join(ESTIMATOR_PARAMS)}"
+            )
+        return dict(declared)
+    try:
+        names = set(inspect.signature(cls.__init__).parameters)
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        names = set()
+    return {p: p for p in ("p", "groups") if p in names}
 
 
 @dataclass(frozen=True)
@@ -217,6 +245,14 @@ class MethodBase:
         What the reported value is, as the driver's progress lines name it:
         ``"J"`` (the MKL objective) unless the method reports something
         else (boosting: ``"exp loss"``).
+    estimator_params : dict or None
+        Which of the estimators' formulation parameters the method takes,
+        as ``{estimator parameter: constructor keyword}``: ``"p"`` (Lp-MKL),
+        ``"groups"`` (kernel groups), ``"elastic_net"`` (the mixing
+        parameter). An estimator passes a parameter the method declares and
+        refuses one it does not. ``None`` (the default) declares those of
+        ``p`` and ``groups`` that the constructor names; see
+        :func:`estimator_params_of`.
     """
 
     name = "base"
@@ -225,6 +261,7 @@ class MethodBase:
     uses_cuts = False
     needs_problem = False
     value_label = "J"
+    estimator_params = None
 
     # ---- the protocol --------------------------------------------------------
     def start(self, oracle, handover=None):

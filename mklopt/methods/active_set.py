@@ -127,6 +127,9 @@ class ActiveSet(MethodBase):
     True
     """
 
+    #: the estimators' parameters it takes (estimator name: constructor keyword)
+    estimator_params = {"groups": "groups"}
+
     needs_problem = True
 
     def __init__(self, groups=None):

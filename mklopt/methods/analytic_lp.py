@@ -89,6 +89,9 @@ class AnalyticLp(MethodBase):
     True
     """
 
+    #: the estimators' parameters it takes (estimator name: constructor keyword)
+    estimator_params = {"p": "p"}
+
     def __init__(self, p=2.0):
         self.p = p
 
@@ -186,6 +189,9 @@ class AnalyticElasticNet(MethodBase):
     >>> bool(res.converged and ElasticNet(4, 0.5).contains(res.weights))
     True
     """
+
+    #: the estimators' parameters it takes (estimator name: constructor keyword)
+    estimator_params = {"elastic_net": "lam"}
 
     def __init__(self, lam=0.5):
         self.lam = lam

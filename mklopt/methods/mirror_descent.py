@@ -138,6 +138,9 @@ class MirrorDescent(MethodBase):
     True
     """
 
+    #: the estimators' parameters it takes (estimator name: constructor keyword)
+    estimator_params = {"groups": "groups"}
+
     def __init__(self, groups=None, step_scale=1.0, inner_tol=1e-6, max_inner=50):
         self.groups = groups
         self.step_scale = step_scale

@@ -135,6 +135,9 @@ class SPG(MethodBase):
     True
     """
 
+    #: the estimators' parameters it takes (estimator name: constructor keyword)
+    estimator_params = {"elastic_net": "elastic_net"}
+
     def __init__(self, norm=1.0, elastic_net=None, memory=10, sufficient_decrease=1e-4,
                  max_backtracks=30):
         self.norm = norm
