@@ -54,7 +54,6 @@ import numpy as np
 
 from . import __version__
 from .estimators import MKBoostClassifier, MKLClassifier, MKLOneClass, MKLRegressor
-from .tasks import estimator_entry
 from .estimators._ovo import pair_values, set_pair_attributes
 from .estimators.mkl import _BinaryMKL
 from .kernels import (
@@ -70,7 +69,8 @@ from .kernels import (
     poly,
     rbf,
 )
-from .methods import METHODS
+from .methods import METHODS, method_names
+from .tasks import estimator_entry
 
 __all__ = ["save_model", "load_model", "ModelFormatError", "FORMAT_NAME", "FORMAT_VERSION"]
 
@@ -875,7 +875,8 @@ def _build(a, meta, specs):
     params = dict(meta["params"])
     if params.get("kernels") not in ("grid", "all_features"):
         params["kernels"] = list(specs)
-    if params.get("method") not in (None, "auto") and params["method"] not in METHODS:
+    # registered names, plugins' included (a method from an entry point loads by name)
+    if params.get("method") not in (None, "auto") and params["method"] not in method_names():
         params["method"] = None
     if isinstance(params.get("groups"), list):
         params["groups"] = [list(g) for g in params["groups"]]

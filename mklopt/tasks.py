@@ -22,8 +22,9 @@ registered base, or under its own name once registered).
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 __all__ = [
     "ORACLES",

@@ -20,8 +20,8 @@ from .._validation import check_int, check_real
 from ..datasets import _scaling
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion, rbf
-from ..tasks import get_oracle
 from ..oracles.one_class import _check_nu
+from ..tasks import get_oracle
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._ovo import set_pair_attributes
 from ._params import check_storage_params, resolve_kernel_specs

@@ -20,7 +20,8 @@ from ._base import (
     register,
 )
 
-__all__ = ["ESTIMATOR_PARAMS", "estimator_params_of", "METHODS", "PRESETS", "MethodBase", "Preset", "add_preset", "get_method",
+__all__ = ["ESTIMATOR_PARAMS", "estimator_params_of", "METHODS", "PRESETS", "MethodBase",
+           "Preset", "add_preset", "get_method",
            "get_preset", "method_names", "register", "Subgradient", "Boosting",
            "CuttingPlane", "LevelBundle", "MirrorDescent", "AnalyticLp", "AnalyticElasticNet",
            "KernelWorkingSet",

@@ -96,7 +96,7 @@ def _load_plugins():
 
 
 def get_method(name):
-    """The method class registered under ``name`` (entry points included, see :mod:`mklopt.plugins`)."""
+    """The method class registered under ``name`` (entry points included: :mod:`mklopt.plugins`)."""
     _load_plugins()
     try:
         return METHODS[name]

@@ -21,9 +21,9 @@ import warnings
 import numpy as np
 from scipy.optimize import linprog
 
-from ._optional import require
-from ._types import OracleAnswer
-from .domains import ElasticNet, GroupSimplex, LpBall, Simplex
+from .._optional import require
+from .._types import OracleAnswer
+from ..domains import ElasticNet, GroupSimplex, LpBall, Simplex
 
 __all__ = ["PiecewiseLinearOracle", "SmoothQuadraticOracle", "check_method", "check_oracle",
            "parametrize_with_checks"]
@@ -324,8 +324,8 @@ def check_method(method_or_class, seeds=(0, 1), max_calls=150):
     converged meets its gap target; and a second run after ``start`` gives
     the same result as the first (``start`` resets everything).
     """
-    from .driver import solve
-    from .stopping import DualityGap, MaxOracleCalls
+    from ..driver import solve
+    from ..stopping import DualityGap, MaxOracleCalls
 
     method = method_or_class() if isinstance(method_or_class, type) else method_or_class
     name = type(method).__name__
