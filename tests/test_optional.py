@@ -6,6 +6,7 @@ import pytest
 
 from mklopt import _bench
 from mklopt._optional import optional, pyplot, require
+from mklopt.domains import LpBall
 from mklopt.testing import SmoothQuadraticOracle
 
 
@@ -14,7 +15,10 @@ def test_a_missing_module_is_none_or_an_error_that_says_how_to_install_it(monkey
     assert optional("cvxpy") is None
     with pytest.raises(ImportError, match=r'^the exact optimum of SmoothQuadraticOracle needs '
                        r'cvxpy, which is not installed; pip install "mklopt\[test\]"$'):
-        SmoothQuadraticOracle.random(3).exact_l1_optimum()
+        SmoothQuadraticOracle.random(3).exact_optimum(LpBall(3, 2.0))
+    # the L1 optimum needs no cvxpy (Newton on the optimality conditions)
+    value, bound = SmoothQuadraticOracle.random(3).certified_l1_optimum()
+    assert bound <= 1e-12 * abs(value)
     with pytest.raises(ImportError, match=r"^X needs somepackage, .* pip install somepackage$"):
         require("somepackage.sub", "X")
 
