@@ -36,7 +36,29 @@ class _EarlyClaim(CuttingPlane):
         return out
 
 
+class _Mutating(LevelBundle):
+    """Writes its run's state back into a hyper-parameter (breaks clone and reruns)."""
+
+    def _tell(self, state, query, answer):
+        self.lam = 0.5
+        return super()._tell(state, query, answer)
+
+
+class _Miscounted(CuttingPlane):
+    """Reports the weights of the last query instead of the best point's."""
+
+    def report(self):
+        import dataclasses
+
+        rep = super().report()
+        if rep.best is None or rep.evaluated is None:
+            return rep
+        return dataclasses.replace(rep, weights=rep.evaluated)
+
+
 @pytest.mark.parametrize("cls, message", [
+    (_Mutating, "hyper-parameters unchanged"),
+    (_Miscounted, "reported weights reproduce the reported value"),
     (_Uphill, "never increases"),
     (_WrongLower, "bounds are valid"),
     (_EarlyClaim, "converged implies|value - J"),

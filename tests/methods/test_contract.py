@@ -1,7 +1,8 @@
-"""The contract every registered outer method must meet (STYLE 2.8).
+"""The contract every registered outer method must meet.
 
 Runs automatically over ``mklopt.methods.METHODS``: a new method is tested
-as soon as its import line is added, on a toy oracle (methods that read the
+as soon as its import line is added, through the public kit
+(:func:`mklopt.testing.check_method`, on toy oracles; methods that read the
 oracle's dual problem need a real one) and on a small SVM with a known
 optimum, alone and chained with every other L1 method.
 """
@@ -15,7 +16,7 @@ from mklopt import solve
 from mklopt.domains import Simplex
 from mklopt.methods import METHODS, Chain
 from mklopt.stopping import DualityGap, MaxIter, MaxOracleCalls
-from tests._toy_oracles import SmoothQuadraticOracle
+from mklopt.testing import SmoothQuadraticOracle, parametrize_with_checks
 from tests.methods import _svm_problems as P
 
 ALL_DUAL = sorted(
@@ -37,47 +38,21 @@ def method_cls(request):
     return request.param
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_contract_on_smooth_oracle(method_cls, seed):
-    oracle = SmoothQuadraticOracle.random(7, 5, seed=seed)
-    method = make(method_cls)
-    seen = []
+def _kit_methods():
+    """Every registered method that runs on a toy oracle, and a few configurations."""
+    from mklopt.methods import SPG, AnalyticElasticNet, AnalyticLp, Subgradient
 
-    def record(p):
-        seen.append(p)
-
-    res = solve(oracle, method, stop=DualityGap(1e-4) | MaxOracleCalls(400), callback=record)
-    dom = method.domain
-    # every evaluated point lies in the formulation's feasible set
-    for p in res.history:
-        assert dom.contains(p.weights, tol=1e-7), p.weights
-    # one history row per oracle call, callbacks saw them all
-    assert len(res.history) == res.n_oracle_calls == oracle.n_calls == len(seen)
-    # best value never increases; gaps never negative
-    ups = np.array([p.upper for p in res.history])
-    assert np.all(np.diff(ups) <= 0)
-    assert all(p.gap >= 0 for p in res.history)
-    # lower <= J* <= upper, and the value is within the reported gap of J*
-    exact = oracle.exact_optimum(dom)
-    tol = 1e-6 * abs(exact)
-    assert res.lower <= exact + tol
-    assert res.value >= exact - tol
-    assert res.value - exact <= res.gap + tol
-    for p in res.history:
-        assert p.lower <= exact + tol
-    # the reported weights reproduce the reported value
-    assert oracle(res.weights).value == pytest.approx(res.value, rel=1e-9)
+    return [*DUAL_METHODS, AnalyticLp(p=1.5), AnalyticElasticNet(0.9),
+            Subgradient(direction="projected", norm=2.0), SPG(norm=2.0)]
 
 
-def test_start_resets_everything(method_cls):
-    oracle = SmoothQuadraticOracle.random(6, 4, seed=3)
-    method = make(method_cls)
-    r1 = solve(oracle, method, stop=MaxOracleCalls(25))
-    r2 = solve(oracle, method, stop=MaxOracleCalls(25))
-    v1 = [p.value for p in r1.history]
-    v2 = [p.value for p in r2.history]
-    np.testing.assert_allclose(v1, v2, rtol=1e-12)
-    np.testing.assert_allclose(r1.weights, r2.weights, rtol=1e-12)
+# The toy-oracle contract is the public kit's (mklopt.testing.check_method):
+# feasible queries, one history row per call, monotone best value, valid
+# bounds around a certified J*, value - J* <= gap, no false convergence
+# claim, start resets everything, hyper-parameters unchanged.
+@parametrize_with_checks(methods=_kit_methods())
+def test_every_method_passes_the_kit(check):
+    check()
 
 
 def test_queries_are_read_only_and_order_is_enforced(method_cls):
@@ -93,16 +68,6 @@ def test_queries_are_read_only_and_order_is_enforced(method_cls):
     method.tell(q, oracle(q))
     with pytest.raises(RuntimeError, match="pending"):
         method.tell(q, oracle(q))
-
-
-def test_hyper_parameters_are_not_mutated(method_cls):
-    method = make(method_cls)
-    before = dict(method.get_params())
-    solve(SmoothQuadraticOracle.random(6, 4, seed=5), method, stop=MaxIter(30))
-    after = method.get_params()
-    assert before.keys() == after.keys()
-    for k in before:
-        assert before[k] is after[k] or before[k] == after[k], k
 
 
 # ------------------------------------------------------- oracle x method
