@@ -10,7 +10,7 @@ Examples
 65
 """
 
-from .bank import STORAGES, KernelBank
+from .bank import STORAGES, KernelBank, as_bank
 from .expansion import KernelExpansion
 from .feature_maps import FeatureMap, FeatureMapFunctions, nystroem, random_fourier
 from .functions import KernelFunctions
@@ -20,6 +20,7 @@ from .stack import KernelStack
 
 __all__ = [
     "KernelBank",
+    "as_bank",
     "KernelStack",
     "KernelFunctions",
     "KernelExpansion",

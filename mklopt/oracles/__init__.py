@@ -1,14 +1,16 @@
 """Inner oracles: map kernel weights to the solution of an MKL dual at those weights.
 
-Every oracle follows the :class:`Oracle` protocol; :class:`OracleBase` is
-the base of oracles outside the SMO family (a dual solved on the combined
-kernel, see docs/new_oracle.md). Each built-in oracle is registered below,
+Every oracle follows the :class:`Oracle` protocol. :class:`DualOracle` is
+the base of the SMO family (a dual of libsvm's form: build the problem,
+nothing else) and :class:`OracleBase` that of oracles outside it (a dual
+solved on the combined kernel); see the user guide's page on new oracles. Each built-in oracle is registered below,
 one line each, under the name the estimators take as ``loss``
 (:mod:`mklopt.tasks`).
 """
 
 from .._types import Oracle
 from ..tasks import register_oracle
+from ._base import DualOracle
 from ._loss_base import OracleBase
 from ._problem import DualProblem
 from ._warnings import ConvergenceWarning
@@ -21,7 +23,7 @@ from .svr_dual import SVRDual
 from .weak_learners import WeakLearners
 
 __all__ = [
-    "Oracle", "OracleBase", "SVMDual", "SVRDual", "OneClassDual", "RidgeDual", "LogisticDual",
+    "Oracle", "OracleBase", "DualOracle", "SVMDual", "SVRDual", "OneClassDual", "RidgeDual", "LogisticDual",
     "WeakLearners", "DualProblem", "ConvergenceWarning", "CompositeOracle", "CompositeAnswer",
 ]
 
