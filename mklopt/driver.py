@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from ._types import Progress, Result
+from ._types import Handover, Progress, Result
 from .oracles._warnings import ConvergenceWarning
 from .stopping import DualityGap, MaxIter, Stop, as_criterion
 
@@ -26,7 +26,8 @@ TOL_RATIO = 1e-2
 TOL_FLOOR = 1e-9
 
 
-def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=True):
+def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=True,
+          initial=None):
     """Run an outer ``method`` against an ``oracle`` until ``stop`` holds.
 
     Parameters
@@ -47,6 +48,15 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     adapt_tol : bool, default=True
         Let the oracle's tolerance follow the gap (see Notes). Only oracles
         with a ``tol`` attribute are affected, and it is restored at the end.
+    initial : array-like of shape (n_kernels,), optional
+        Kernel weights to evaluate first instead of the method's own
+        starting point, for example the optimum of a similar problem. They
+        are projected onto the method's feasible set; the first oracle call
+        is made there and the method resumes from that answer as from a
+        chain's hand-over (its cutting-plane model, descent or update start
+        from it; see :class:`~mklopt.methods.Chain`). The certificate is
+        unchanged: only the path to it differs. Needs a method whose queries
+        are weight vectors on a feasible set (not boosting).
 
     Returns
     -------
@@ -107,6 +117,7 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
         raise TypeError("callback must be callable, taking one Progress row")
     stop.reset()
     method.start(oracle)
+    first = _initial_query(method, oracle, initial)
     rep = method.report()
     history = []
     calls0 = getattr(oracle, "n_calls", 0)
@@ -123,20 +134,28 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     gap_target = _relative_gap_target(stop)
     try:
         while verdict is None:
-            query = method.ask()
+            query = method.ask() if first is None else first
             if rep.warm_start is not None:
                 warm = rep.warm_start
             if inner is not None:
                 inner.set(rep)
             kwargs = {}
-            if value_only and rep.need == "value":
+            if first is not None:
+                pass  # the hand-over needs the whole answer (q on every kernel)
+            elif value_only and rep.need == "value":
                 kwargs["need_q"] = False
             elif subsets and rep.kernels is not None:
                 # A method working on part of a large bank (a kernel working
                 # set) asks for q on those kernels only.
                 kwargs["kernels"] = rep.kernels
             answer = oracle(query, warm_start=warm, **kwargs)
-            method.tell(query, answer)
+            if first is None:
+                method.tell(query, answer)
+            else:
+                # The given start is evaluated: the method resumes from it as
+                # from a chain's hand-over (it becomes the best point).
+                method.start(oracle, Handover(weights=query, answer=answer))
+                first = None
             warm = getattr(answer, "alpha", None)
             rep = method.report()
             row = Progress(
@@ -172,6 +191,30 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     elapsed = time.perf_counter() - t0
     verdict = _check_gap_target(stop, method.report(), verdict)
     return _result(method, method.report(), oracle, history, verdict, elapsed, calls0)
+
+
+def _initial_query(method, oracle, initial):
+    """The checked first query for ``initial`` weights (None without them)."""
+    if initial is None:
+        return None
+    domain = method.domain
+    if domain is None or not getattr(method, "query_is_array", True):
+        raise ValueError(
+            f"initial: {type(method).__name__} does not query weight vectors on a feasible "
+            "set, so it cannot start from given weights; leave initial=None"
+        )
+    try:
+        w = np.asarray(initial, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError("initial must be an array of kernel weights") from None
+    m = oracle.n_kernels
+    if w.shape != (m,):
+        raise ValueError(f"initial must have shape ({m},) (one weight per kernel), got {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("initial weights must be finite (no NaN or inf)")
+    w = np.array(domain.project(w), dtype=np.float64)
+    w.flags.writeable = False
+    return w
 
 
 def _duality_gaps(stop):
