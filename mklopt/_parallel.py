@@ -197,12 +197,16 @@ def parallel_map(func, tasks, n_jobs=None, name="n_jobs", n_tasks=None):
         tasks = list(tasks)
         n_tasks = len(tasks)
     joblib = _joblib(n_jobs, name)
-    if joblib is None or n_tasks <= 1:
+    if joblib is None or n_tasks < 1:
         return [func(*args) for args in tasks]
     pid = os.getpid()
     client = _dask_client(joblib)
     if client is not None:
+        # On a cluster even one task runs there: as a named task, retried
+        # when its worker dies, and off the client's memory.
         return _on_dask(client, func, tasks, pid)
+    if n_tasks == 1:
+        return [func(*args) for args in tasks]
     # Every task is a whole fit (tens of milliseconds at least), so joblib's
     # automatic batching, which groups tasks that end quickly, only hurts:
     # two fits in one batch cannot go to two workers. joblib's default

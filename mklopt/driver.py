@@ -49,11 +49,17 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     adapt_tol : bool, default=True
         Let the oracle's tolerance follow the gap (see Notes). Only oracles
         with a ``tol`` attribute are affected, and it is restored at the end.
-    initial : Result, optional
-        Resume from an earlier run's result (see Notes): the method starts
-        from its best point (weights, ``alpha``, ``q``, value and lower
-        bound) without calling the oracle there, and the first call is
-        warm-started with its ``alpha`` unless ``warm_start`` is given.
+    initial : Result or array-like of shape (n_kernels,), optional
+        Where to start. A :class:`~mklopt.Result` resumes an earlier run
+        (see Notes): the method starts from its best point (weights,
+        ``alpha``, ``q``, value and lower bound) without calling the oracle
+        there, and the first call is warm-started with its ``alpha`` unless
+        ``warm_start`` is given. An array of kernel weights is evaluated
+        first instead of the method's own starting point, for example the
+        optimum of a similar problem: it is projected onto the method's
+        feasible set, the first oracle call is made there, and the method
+        resumes from that answer as from a chain's hand-over. Either way the
+        certificate is unchanged: only the path to it differs.
 
     Returns
     -------
@@ -127,12 +133,16 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable, taking one Progress row")
     stop.reset()
+    first = None
     if initial is None:
         method.start(oracle)
-    else:
+    elif isinstance(initial, Result):
         method.start(oracle, handover=_handover(initial, oracle, method))
         if warm_start is None:
             warm_start = initial.alpha
+    else:
+        method.start(oracle)
+        first = _initial_query(method, oracle, initial)
     rep = method.report()
     history = []
     calls0 = getattr(oracle, "n_calls", 0)
@@ -152,20 +162,28 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     gap_target = _relative_gap_target(stop)
     try:
         while verdict is None:
-            query = method.ask()
+            query = method.ask() if first is None else first
             if rep.warm_start is not None:
                 warm = rep.warm_start
             if inner is not None:
                 inner.set(rep)
             kwargs = {}
-            if value_only and rep.need == "value":
+            if first is not None:
+                pass  # the hand-over needs the whole answer (q on every kernel)
+            elif value_only and rep.need == "value":
                 kwargs["need_q"] = False
             elif subsets and rep.kernels is not None:
                 # A method working on part of a large bank (a kernel working
                 # set) asks for q on those kernels only.
                 kwargs["kernels"] = rep.kernels
             answer = oracle(query, warm_start=warm, **kwargs)
-            method.tell(query, answer)
+            if first is None:
+                method.tell(query, answer)
+            else:
+                # The given start is evaluated: the method resumes from it as
+                # from a chain's hand-over (it becomes the best point).
+                method.start(oracle, Handover(weights=query, answer=answer))
+                first = None
             warm = getattr(answer, "alpha", None)
             rep = method.report()
             row = _row(rep, time.perf_counter() - t0,
@@ -231,11 +249,7 @@ def _handover(result, oracle, method):
             f"initial: the Result has {w.size} kernel weights but the oracle has "
             f"n_kernels={m}; resume with the oracle the result came from"
         )
-    try:
-        takes_handover = "handover" in inspect.signature(method.start).parameters
-    except (TypeError, ValueError):
-        takes_handover = False
-    if not takes_handover:
+    if not _takes_handover(method):
         raise TypeError(
             f"initial: {type(method).__name__}.start takes no handover, so it cannot resume; "
             "subclass mklopt.methods.MethodBase (or accept start(oracle, handover=None))"
@@ -250,6 +264,39 @@ def _handover(result, oracle, method):
         converged=not (math.isinf(result.gap) and result.gap > 0),
     )
     return Handover(weights=w, answer=answer, lower=float(result.lower))
+
+
+def _initial_query(method, oracle, initial):
+    """The checked first query for ``initial`` weights (None without them)."""
+    if initial is None:
+        return None
+    domain = method.domain
+    if (domain is None or not getattr(method, "query_is_array", True)
+            or not _takes_handover(method)):
+        raise ValueError(
+            f"initial: {type(method).__name__} does not query weight vectors on a feasible "
+            "set, so it cannot start from given weights; leave initial=None"
+        )
+    try:
+        w = np.asarray(initial, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError("initial must be a Result of solve or an array of kernel weights") from None
+    m = oracle.n_kernels
+    if w.shape != (m,):
+        raise ValueError(f"initial must have shape ({m},) (one weight per kernel), got {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("initial weights must be finite (no NaN or inf)")
+    w = np.array(domain.project(w), dtype=np.float64)
+    w.flags.writeable = False
+    return w
+
+
+def _takes_handover(method):
+    """Whether ``method.start`` accepts a hand-over (every MethodBase does)."""
+    try:
+        return "handover" in inspect.signature(method.start).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _duality_gaps(stop):

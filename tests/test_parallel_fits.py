@@ -64,6 +64,22 @@ def assert_same_mkl(a, b, X):
     np.testing.assert_array_equal(b.predict(X), a.predict(X))
 
 
+def assert_equivalent_mkl(a, b, X):
+    """Two fits of the same problem through different kernel storages.
+
+    Pairs on a cluster build banks of their own, equal to the shared
+    bank's views up to rounding. A pair starts from its parent pair's
+    weights, so rounding-level differences move the path (not the
+    certificate): each pair's certified intervals [lower, value] of the
+    optimum must overlap, and the models must predict alike.
+    """
+    for ra, rb in zip(a.result_, b.result_):
+        slack = 1e-3 * abs(ra.value)  # inner solves: a share of tol=1e-2
+        assert ra.lower <= rb.value + slack and rb.lower <= ra.value + slack
+        assert ra.converged and rb.converged
+    np.testing.assert_array_equal(b.predict(X), a.predict(X))
+
+
 def assert_same_boost(a, b, X):
     assert rel(b.weights_, a.weights_) <= 1e-10
     np.testing.assert_array_equal(b.n_fits_, a.n_fits_)
@@ -160,7 +176,7 @@ def test_pairs_as_dask_tasks_equal_the_serial_fit(client, data, serial):
     with joblib.parallel_backend("dask"):
         a = mkl().fit(X, y)  # n_jobs=None: the backend decides
         b = boost(n_jobs=-1).fit(X, y)
-    assert_same_mkl(serial[0], a, X)
+    assert_equivalent_mkl(serial[0], a, X)
     assert_same_boost(serial[1], b, X)
 
 
@@ -180,7 +196,7 @@ def test_pair_tasks_are_named_after_their_pair(client, data, serial, tmp_path):
     X, y = data
     with no_hang(120), joblib.parallel_backend("dask"):
         b = mkl(callback=_RecordTask(tmp_path)).fit(X, y)
-    assert_same_mkl(serial[0], b, X)
+    assert_equivalent_mkl(serial[0], b, X)
     names = sorted(p.stem.rsplit("-", 1)[0] for p in tmp_path.glob("*.txt"))
     assert names == ["mklopt-pair-0-vs-1", "mklopt-pair-0-vs-2", "mklopt-pair-1-vs-2"]
 
@@ -209,7 +225,7 @@ def test_a_worker_killed_during_a_pair_gives_a_retried_task(client, data, serial
         with no_hang(120), joblib.parallel_backend("dask"):
             b = mkl(callback=_KillOnce(marker)).fit(X, y)
         assert marker.exists()  # a worker did die mid-fit
-        assert_same_mkl(serial[0], b, X)
+        assert_equivalent_mkl(serial[0], b, X)
     finally:
         client.wait_for_workers(2, timeout=60)
     assert client.submit(sum, [1, 2], pure=False).result() == 3  # still usable
@@ -298,19 +314,23 @@ def test_pairs_are_dispatched_largest_first_and_kept_in_pair_order(monkeypatch):
     sizes = {0: 12, 1: 30, 2: 20, 3: 8}
     X = np.vstack([rng.normal(loc=c, size=(k, 2)) for c, k in sizes.items()])
     y = np.repeat(list(sizes), list(sizes.values()))
-    seen = []
+    waves = []
     real = ovo.parallel_map
 
     def spy(func, tasks, *args, **kwargs):
+        waves.append([])
+
         def record():
             for t in tasks:
-                seen.append(t[1].shape[0])
+                waves[-1].append(t[1].shape[0])
                 yield t
         return real(func, record(), *args, **kwargs)
 
     monkeypatch.setattr(ovo, "parallel_map", spy)
     clf = MKLClassifier(kernels=[rbf(1.0), poly(2)], C=1.0).fit(X, y)
-    assert seen == sorted(seen, reverse=True) and len(seen) == 6
+    # pairs go out in waves (each after the pair it starts from), largest first in each
+    assert all(w == sorted(w, reverse=True) for w in waves)
+    assert sum(len(w) for w in waves) == 6 and max(len(w) for w in waves) > 1
     monkeypatch.setattr(ovo, "parallel_map", real)
     ref = MKLClassifier(kernels=[rbf(1.0), poly(2)], C=1.0).fit(X, y)
     np.testing.assert_array_equal(clf.pairs_, ref.pairs_)

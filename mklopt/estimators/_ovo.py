@@ -57,6 +57,62 @@ def ovo_vote(decisions, pairs, n_classes):
     return votes + conf / (3.0 * (np.abs(conf) + 1.0))
 
 
+def star_parents(pairs):
+    """Warm-start parents of one-vs-one problems: each shares a class with its parent.
+
+    For the pairs ``(i, j)``, ``i < j``, of :func:`itertools.combinations`,
+    ``(0, j)`` starts from ``(0, j - 1)`` and ``(i, j)`` from ``(0, j)``;
+    ``(0, 1)`` is the root. Pairs that share a class tend to have similar
+    optimal kernel weights, and the tree is shallow: ``(i, j)`` is
+    ``j - 1 + [i > 0]`` steps from the root, so the waves of independent
+    pairs grow quickly.
+
+    Parameters
+    ----------
+    pairs : ndarray of shape (n_pairs, 2)
+
+    Returns
+    -------
+    list of int
+        The parent's index of each pair, -1 for the root (and for any pair
+        whose parent is not among ``pairs``).
+    """
+    index = {(int(i), int(j)): k for k, (i, j) in enumerate(pairs)}
+    parents = []
+    for i, j in pairs:
+        i, j = int(i), int(j)
+        parent = (0, j) if i > 0 else (0, j - 1)
+        parents.append(index.get(parent, -1) if parent != (i, j) else -1)
+    return parents
+
+
+def _waves(parents, n):
+    """Problem indices in waves: each wave after the waves of its problems' parents."""
+    if parents is None:
+        return [list(range(n))]
+    depth = [None] * n
+
+    def settle(p):
+        chain = []
+        while depth[p] is None and parents[p] >= 0:
+            chain.append(p)
+            p = parents[p]
+            if len(chain) > n:
+                raise ValueError("the problems' parents form a cycle")
+        d = 0 if depth[p] is None else depth[p]
+        depth[p] = d
+        for q in reversed(chain):
+            d += 1
+            depth[q] = d
+
+    for p in range(n):
+        settle(p)
+    waves = [[] for _ in range(max(depth) + 1)]
+    for p in range(n):
+        waves[depth[p]].append(p)
+    return waves
+
+
 def pair_label(classes, i, j):
     """``"'a' vs 'b'"``: classes ``i`` and ``j`` as the user wrote them (no NumPy scalar reprs)."""
     a, b = np.asarray(classes)[[i, j]].tolist()
@@ -150,6 +206,14 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
         same order; by default each tuple goes to ``_fit_binary``, in
         parallel with ``n_jobs``. Overridden when the problems are solved
         together (shared kernel weights).
+    ``_pair_parents(self, plan, pairs) -> list or None``
+        Optional. For each problem, the index of the problem whose model
+        it starts from (or -1), as :func:`star_parents` gives; None (the
+        default) fits the problems independently. Problems run in waves,
+        each after its parent, and ``_fit_binary`` receives
+        ``_pair_start(parent_model)`` as its last argument (None for a
+        root). The order does not depend on ``n_jobs``, so parallel fits
+        give the serial models.
     ``_finish_fit(self, plan, models, rows)``
         Optional. Set the estimator-specific fitted attributes (for example
         ``weights_`` with one row per pair, see :func:`set_pair_attributes`)
@@ -192,6 +256,14 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
     def _prepare_pairs(self, plan, X, rows):
         """Build what every binary problem reads (default: the plan as it is)."""
         return plan
+
+    def _pair_parents(self, plan, pairs):
+        """The problem each problem starts from, or None (default: independent)."""
+        return None
+
+    def _pair_start(self, model):
+        """What a problem receives from its parent's model (default: the model)."""
+        return model
 
     #: Whether ``_fit_binary`` receives the problem's training rows before its extras.
     _fit_binary_takes_rows = False
@@ -265,27 +337,34 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
         plan = self._prepare_pairs(plan, X, all_rows)
         takes_rows = self._fit_binary_takes_rows
 
-        # Largest pairs first: run in parallel, the longest tasks then start
-        # early and the short ones fill the gaps at the end (the makespan of
-        # this order is within 4/3 of the best when cost grows with size).
-        order = sorted(range(len(pairs)), key=lambda p: -all_rows[p].size)
+        parents = self._pair_parents(plan, pairs) if len(pairs) > 1 else None
+        models = [None] * len(pairs)
 
-        def tasks():
+        def tasks(order):
             # Lazily: a serial fit holds one pair's copy of X at a time.
             for p in order:
                 rows = all_rows[p]
                 y_pm1 = np.where(y_idx[rows] == pairs[p][1], 1.0, -1.0)
                 head = (plan, np.ascontiguousarray(X[rows]), y_pm1)
-                yield (*head, rows, *extras[p]) if takes_rows else (*head, *extras[p])
+                args = (*head, rows, *extras[p]) if takes_rows else (*head, *extras[p])
+                if parents is not None:
+                    parent = parents[p]
+                    args = (*args, None if parent < 0 else self._pair_start(models[parent]))
+                yield args
 
-        # The pairs are independent: with n_jobs (or a joblib backend such
-        # as Dask) they run as parallel tasks, with the same results.
-        # On a Dask cluster the tasks are named after their pair (class indices).
-        with task_names(f"pair-{pairs[p][0]}-vs-{pairs[p][1]}" for p in order):
-            fitted = self._fit_pairs(tasks(), n_jobs, len(pairs))
-        models = [None] * len(pairs)
-        for p, model in zip(order, fitted):
-            models[p] = model
+        # Each wave's pairs are independent (all of them, without parents):
+        # with n_jobs (or a joblib backend such as Dask) they run as
+        # parallel tasks, with the same results. Largest pairs first: the
+        # longest tasks then start early and the short ones fill the gaps
+        # at the end (the makespan of this order is within 4/3 of the best
+        # when cost grows with size). On a Dask cluster the tasks are named
+        # after their pair (class indices).
+        for wave in _waves(parents, len(pairs)):
+            order = sorted(wave, key=lambda p: -all_rows[p].size)
+            with task_names(f"pair-{pairs[p][0]}-vs-{pairs[p][1]}" for p in order):
+                fitted = self._fit_pairs(tasks(order), n_jobs, len(order))
+            for p, model in zip(order, fitted):
+                models[p] = model
         self.classes_ = classes
         self.n_features_in_ = X.shape[1]
         self.scaler_mean_, self.scaler_scale_ = mean, scale

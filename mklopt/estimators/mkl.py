@@ -20,7 +20,7 @@ from ..stopping import DualityGap, MaxIter, TimeLimit
 from ..tasks import get_oracle
 from ._checks import check_is_fitted
 from ._names import kernel_names, weights_table
-from ._ovo import ClassifierBase, pair_label, set_pair_attributes
+from ._ovo import ClassifierBase, pair_label, set_pair_attributes, star_parents
 from ._params import check_estimator_client, check_storage_params, resolve_kernel_specs
 from ._precomputed import check_test_kernels, fit_precomputed, is_precomputed, precomputed_specs
 from ._sklearn import ConvergenceWarning, SharedClientMixin
@@ -751,6 +751,20 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         )
         return plan
 
+    def _pair_parents(self, plan, pairs):
+        """One-vs-one pairs start from the weights of a pair sharing a class.
+
+        The optimal weights of pairs that share a class are often close,
+        and a run started there certifies its gap in fewer oracle calls
+        (on digits, 3.5 calls per pair instead of 9.4). The start changes
+        the path only, not the certificate. The shared-weight formulation
+        solves all pairs at once and has no parents.
+        """
+        return None if plan.shared else star_parents(pairs)
+
+    def _pair_start(self, model):
+        return model.weights
+
     def _pair_bank(self, plan, X, rows):
         """The kernels of one binary problem: a view of the shared bank, or its own."""
         if plan.bank is not None:
@@ -782,7 +796,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
             result=result,
         )
 
-    def _fit_binary(self, plan, X, y, rows=None):
+    def _fit_binary(self, plan, X, y, rows=None, start=None):
         bank = self._pair_bank(plan, X, rows)
         try:
             new_method = plan.new_method
@@ -797,7 +811,8 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
             best = _BestPoint(self.callback) if self.client is not None else None
             try:
                 result = solve(oracle, new_method(), stop=self._stop(plan),
-                               callback=self.callback if best is None else best)
+                               callback=self.callback if best is None else best,
+                               initial=start)
             except ShardLostError as exc:
                 raise best.lost(exc) from exc
         finally:
