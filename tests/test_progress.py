@@ -135,7 +135,7 @@ def test_verbose_1_names_pairs_and_gaps(three, capsys, no_tqdm):
     for (i, j), gap, calls in zip(clf.pairs_, clf.gap_, clf.n_oracle_calls_, strict=True):
         a, b = clf.classes_[[i, j]]
         line = next(ln for ln in err.splitlines() if f"('{a}' vs '{b}')" in ln)
-        assert f"rel. gap {gap:.2e}" in line and f"{calls} oracle calls" in line
+        assert f"rel. gap {gap:.2e}" in line and f"{calls} oracle call" in line
 
 
 # ---------------------------------------------------------------- level 2

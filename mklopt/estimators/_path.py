@@ -309,8 +309,9 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
         )
         points.append(prev)
         if on_point is not None:
-            on_point(here, f"rel. gap {prev.rel_gap:.2e}, {prev.n_oracle_calls} oracle calls"
-                     + ("" if prev.converged else ", not converged"))
+            calls = prev.n_oracle_calls
+            on_point(here, f"rel. gap {prev.rel_gap:.2e}, {calls} oracle call"
+                     + ("" if calls == 1 else "s") + ("" if prev.converged else ", not converged"))
     return points
 
 

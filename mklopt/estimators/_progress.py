@@ -87,13 +87,17 @@ def _duration(seconds):
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
 
 
+def _calls(n):
+    return f"{n} oracle call" + ("" if n == 1 else "s")
+
+
 def run_summary(result):
     """``"rel. gap 3.2e-03, 7 oracle calls"`` of a :class:`~mklopt.Result` (no gap if nan)."""
     parts = []
     gap = float(getattr(result, "rel_gap", math.nan))
     if not math.isnan(gap):
         parts.append(f"rel. gap {gap:.2e}")
-    parts.append(f"{int(result.n_oracle_calls)} oracle calls")
+    parts.append(_calls(int(result.n_oracle_calls)))
     if not result.converged:
         parts.append(f"not converged ({result.reason})")
     return ", ".join(parts)
@@ -102,7 +106,7 @@ def run_summary(result):
 def fold_summary(stats):
     """How a fold's C path went, from its ``stats`` (arrays of shape (n_Cs, n_pairs))."""
     return (f"max rel. gap {float(stats['rel_gap'].max()):.2e}, "
-            f"{int(stats['n_oracle_calls'].sum())} oracle calls")
+            + _calls(int(stats["n_oracle_calls"].sum())))
 
 
 class TaskProgress:
