@@ -14,7 +14,7 @@ random data whose kernels are computed on the fly, through a row cache
 smaller than the matrix (so the row path, its rate and its hit rate show).
 
     python benchmarks/bench_verbose.py --ref fa28060
-    python benchmarks/bench_verbose.py --example --n 20000 --cache-mb 200
+    python benchmarks/bench_verbose.py --example --plain --n 20000 --cache-mb 200 --max-iter 6
 """
 
 from __future__ import annotations
@@ -109,7 +109,11 @@ def main():
     ap.add_argument("--kernels", type=int, default=10)
     ap.add_argument("--cache-mb", type=float, default=200.0)
     ap.add_argument("--max-iter", type=int, default=8)
+    ap.add_argument("--plain", action="store_true",
+                    help="with --example: plain lines even when tqdm is installed")
     args = ap.parse_args()
+    if args.plain:
+        sys.modules["tqdm"] = None  # as if it were not installed
     if args.example:
         example(args.n, args.d, args.kernels, args.cache_mb, args.max_iter)
     else:
