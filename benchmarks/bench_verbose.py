@@ -7,13 +7,16 @@ numba up with one untimed fit, then times ``--repeats`` fits of
 ``MKLClassifier()`` (the defaults: 17 kernels, 45 one-vs-one pairs) on
 scikit-learn's digits (1,797 points, 64 features), stderr discarded; the
 trees take turns, so drift of the machine spreads over all of them. Reported:
-the median fit time per tree and level, and its ratio to the reference.
+the median wall-clock and CPU (``time.process_time``, the child's own
+threads; less moved by other processes on a shared machine) fit time per
+tree and level, with their ranges and ratios to the reference.
 
 With ``--example`` it instead prints the ``verbose=2`` output of one fit on
 random data whose kernels are computed on the fly, through a row cache
 smaller than the matrix (so the row path, its rate and its hit rate show).
 
-    python benchmarks/bench_verbose.py --ref fa28060
+    python benchmarks/bench_verbose.py --ref fa28060 --rounds 5
+    python benchmarks/bench_verbose.py --overhead
     python benchmarks/bench_verbose.py --example --plain --n 20000 --cache-mb 200 --max-iter 6
 """
 
@@ -38,10 +41,10 @@ warnings.simplefilter("ignore")
 MKLClassifier(**kw).fit(X[:300], y[:300])  # numba warm-up
 times = []
 for _ in range(int(sys.argv[2])):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     MKLClassifier(**kw).fit(X, y)
-    times.append(time.perf_counter() - t0)
-print(" ".join(repr(t) for t in times))
+    times.append((time.perf_counter() - t0, time.process_time() - c0))
+print(" ".join(f"{w!r}/{c!r}" for w, c in times))
 """
 
 
@@ -57,7 +60,7 @@ def _times(tree, level, repeats):
     env = dict(os.environ, PYTHONPATH=tree)
     out = subprocess.run([sys.executable, "-c", CHILD, level, str(repeats)], env=env,
                          check=True, capture_output=True, text=True).stdout
-    return [float(t) for t in out.split()]
+    return [tuple(float(x) for x in t.split("/")) for t in out.split()]
 
 
 def compare(ref, repeats, rounds):
@@ -70,14 +73,41 @@ def compare(ref, repeats, rounds):
             for label, tree, level in runs:
                 t = _times(tree, level, repeats)
                 times[label].extend(t)
-                print(f"round {r + 1}: {label}: " + ", ".join(f"{x:.2f}" for x in t),
-                      file=sys.stderr, flush=True)
-    base = statistics.median(times[runs[0][0]])
-    print("| tree | fits | median fit s | ratio to reference |")
-    print("|---|---|---|---|")
+                print(f"round {r + 1}: {label}: wall/CPU s "
+                      + ", ".join(f"{w:.2f}/{c:.2f}" for w, c in t), file=sys.stderr, flush=True)
+    ref = times[runs[0][0]]
+    wall0 = statistics.median(w for w, _ in ref)
+    cpu0 = statistics.median(c for _, c in ref)
+    print("| tree | fits | median wall s (min-max) | ratio | median CPU s (min-max) | ratio |")
+    print("|---|---|---|---|---|---|")
     for label, _, _ in runs:
-        med = statistics.median(times[label])
-        print(f"| {label} | {len(times[label])} | {med:.3f} | {med / base:.3f} |")
+        wall = [w for w, _ in times[label]]
+        cpu = [c for _, c in times[label]]
+        mw, mc = statistics.median(wall), statistics.median(cpu)
+        print(f"| {label} | {len(wall)} | {mw:.2f} ({min(wall):.2f}-{max(wall):.2f}) | "
+              f"{mw / wall0:.2f} | {mc:.2f} ({min(cpu):.2f}-{max(cpu):.2f}) | {mc / cpu0:.2f} |")
+
+
+def silent_overhead(n_pairs=45, number=2000):
+    """Seconds of the work ``verbose=0`` adds to one fit of ``n_pairs`` pairs, best of 5.
+
+    What the estimators run at level 0 that they did not before: the
+    progress object (off), the per-pair name wrapper and the check that
+    installs no per-call callback.
+    """
+    import timeit
+
+    from mklopt.estimators._progress import TaskProgress, call_lines, labelled
+
+    named = labelled(lambda: None)
+
+    def one_fit():
+        with TaskProgress(0, "MKLClassifier", n_pairs, "pair"):
+            for _ in range(n_pairs):
+                named("'0' vs '1'")
+                call_lines(0, "MKLClassifier", None, None)
+
+    return min(timeit.repeat(one_fit, number=number, repeat=5)) / number
 
 
 def example(n, d, n_kernels, cache_mb, max_iter):
@@ -109,12 +139,16 @@ def main():
     ap.add_argument("--kernels", type=int, default=10)
     ap.add_argument("--cache-mb", type=float, default=200.0)
     ap.add_argument("--max-iter", type=int, default=8)
+    ap.add_argument("--overhead", action="store_true",
+                    help="time the Python work verbose=0 adds to a 45-pair fit")
     ap.add_argument("--plain", action="store_true",
                     help="with --example: plain lines even when tqdm is installed")
     args = ap.parse_args()
     if args.plain:
         sys.modules["tqdm"] = None  # as if it were not installed
-    if args.example:
+    if args.overhead:
+        print(f"verbose=0 adds {silent_overhead() * 1e6:.1f} us to a 45-pair fit")
+    elif args.example:
         example(args.n, args.d, args.kernels, args.cache_mb, args.max_iter)
     else:
         compare(args.ref, args.repeats, args.rounds)
