@@ -3,11 +3,12 @@
 mklopt needs numpy, scipy, numba and ecos. scikit-learn (the ``SVC``
 baseline of the scale benchmark), cvxpy (the exact references of
 :mod:`mklopt.testing`), matplotlib (figures), joblib and dask.distributed
-(parallel and distributed runs) are extras. A module-level import would make
-each of them required, and would slow ``import mklopt`` down, so every
-module asks for them here, at the point of use: :func:`optional` when the
-feature can do without (a figure is skipped), :func:`require` when it cannot
-(the error says what to install).
+(parallel and distributed runs) and tqdm (the estimators' progress bars)
+are extras. A module-level import would make each of them required, and
+would slow ``import mklopt`` down, so every module asks for them here, at
+the point of use: :func:`optional` when the feature can do without (a
+figure is skipped), :func:`require` when it cannot (the error says what to
+install).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ _INSTALL = {
     "matplotlib": 'pip install "mklopt[plot]"',
     "joblib": "pip install joblib (it comes with scikit-learn)",
     "distributed": 'pip install "mklopt[dask]"',
+    "tqdm": 'pip install "mklopt[progress]"',
 }
 
 

@@ -141,7 +141,7 @@ def _dask_client(joblib):
     return getattr(backend, "client", None)
 
 
-def _on_dask(client, func, tasks, pid):
+def _on_dask(client, func, tasks, pid, on_done=None):
     """``parallel_map`` on a Dask cluster: one named task per fit, results in order."""
     names = _TASK_NAMES.get() or []
     token = uuid.uuid4().hex[:8]
@@ -154,7 +154,16 @@ def _on_dask(client, func, tasks, pid):
             futures.append(
                 client.submit(_call, func, args, pid, key=f"mklopt-{name}-{token}", pure=False)
             )
-        return client.gather(futures)
+        if on_done is None:
+            return client.gather(futures)
+        distributed = optional("distributed")
+        index = {f.key: k for k, f in enumerate(futures)}
+        results = [None] * len(futures)
+        for future, value in distributed.as_completed(futures, with_results=True):
+            k = index[future.key]
+            results[k] = value
+            on_done(k, value)
+        return results
     finally:
         # After an error (a KilledWorker, a fit that raised) or an interrupt,
         # nothing is left running on the cluster; after success this only
@@ -167,7 +176,21 @@ def _call(func, args, parent_pid):
         return func(*args)
 
 
-def parallel_map(func, tasks, n_jobs=None, name="n_jobs", n_tasks=None):
+def _call_indexed(k, func, args, parent_pid):
+    return k, _call(func, args, parent_pid)
+
+
+def _serially(func, tasks, on_done):
+    """``[func(*args) for args in tasks]`` in this process, reporting each result."""
+    results = []
+    for k, args in enumerate(tasks):
+        results.append(func(*args))
+        if on_done is not None:
+            on_done(k, results[-1])
+    return results
+
+
+def parallel_map(func, tasks, n_jobs=None, name="n_jobs", n_tasks=None, on_done=None):
     """``[func(*args) for args in tasks]``, possibly in parallel through joblib.
 
     Parameters
@@ -186,6 +209,10 @@ def parallel_map(func, tasks, n_jobs=None, name="n_jobs", n_tasks=None):
         The number of tasks when ``tasks`` is a generator, which is then
         consumed lazily (serially one task at a time, so that only one
         task's arguments exist at once).
+    on_done : callable, optional
+        ``on_done(k, result)`` in the calling process as each task ends
+        (``k`` its position in ``tasks``), in the order they end: the hook
+        of the estimators' progress lines.
 
     Returns
     -------
@@ -198,19 +225,29 @@ def parallel_map(func, tasks, n_jobs=None, name="n_jobs", n_tasks=None):
         n_tasks = len(tasks)
     joblib = _joblib(n_jobs, name)
     if joblib is None or n_tasks < 1:
-        return [func(*args) for args in tasks]
+        return _serially(func, tasks, on_done)
     pid = os.getpid()
     client = _dask_client(joblib)
     if client is not None:
         # On a cluster even one task runs there: as a named task, retried
         # when its worker dies, and off the client's memory.
-        return _on_dask(client, func, tasks, pid)
+        return _on_dask(client, func, tasks, pid, on_done)
     if n_tasks == 1:
-        return [func(*args) for args in tasks]
+        return _serially(func, tasks, on_done)
     # Every task is a whole fit (tens of milliseconds at least), so joblib's
     # automatic batching, which groups tasks that end quickly, only hurts:
     # two fits in one batch cannot go to two workers. joblib's default
     # pre-dispatch (2 n_jobs tasks ahead) keeps a lazy ``tasks`` from
     # holding every task's arguments at once.
-    parallel = joblib.Parallel(n_jobs=n_jobs, batch_size=1)
-    return parallel(joblib.delayed(_call)(func, args, pid) for args in tasks)
+    if on_done is None:
+        parallel = joblib.Parallel(n_jobs=n_jobs, batch_size=1)
+        return parallel(joblib.delayed(_call)(func, args, pid) for args in tasks)
+    # Results as they end (joblib >= 1.4), each tagged with its position.
+    parallel = joblib.Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator_unordered")
+    results = [None] * n_tasks
+    for k, value in parallel(
+        joblib.delayed(_call_indexed)(k, func, args, pid) for k, args in enumerate(tasks)
+    ):
+        results[k] = value
+        on_done(k, value)
+    return results

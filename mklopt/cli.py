@@ -287,6 +287,7 @@ def _fit_task(args):
         elastic_net=args.elastic_net,
         time_limit=args.time_limit,
         standardize=not args.no_standardize,
+        verbose=args.verbose,
     )
     if args.task == "regression":
         eps = 0.1 if args.epsilon is None else args.epsilon
@@ -360,6 +361,7 @@ def _fit(args):
         groups=args.groups,
         elastic_net=args.elastic_net,
         time_limit=args.time_limit,
+        verbose=args.verbose,
     )
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -595,6 +597,14 @@ def build_parser():
         help="use the features as they are; by default each feature is centred and "
         "scaled with its training mean and standard deviation (saved in the model "
         "and applied again by predict)",
+    )
+    f.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="progress on stderr: -v a line per binary problem (a bar with tqdm installed), "
+        "-vv also a line per oracle call (default: none)",
     )
     f.add_argument("--model", required=True, metavar="MODEL.npz", help="where to save the model")
     f.set_defaults(func=_fit)

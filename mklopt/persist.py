@@ -55,6 +55,7 @@ import numpy as np
 from . import __version__
 from .estimators import MKBoostClassifier, MKLClassifier, MKLOneClass, MKLRegressor
 from .estimators._ovo import pair_values, set_pair_attributes
+from .estimators._progress import check_verbose
 from .estimators.mkl import _BinaryMKL
 from .kernels import (
     RBF,
@@ -104,6 +105,7 @@ _PARAMS = (
     "cache_size",
     "max_memory",
     "multiclass",
+    "verbose",
 )
 
 # array name -> (allowed dtype kinds, ndim); shapes are checked together below.
@@ -517,6 +519,12 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
             # by versions that do not know the parameter.
             if value == "shared":
                 saved[name] = value
+        elif name == "verbose":
+            # Written only when set, as elastic_net: files of silent models
+            # stay readable by versions without the parameter, and files
+            # written before it existed load with the default 0.
+            if value:
+                saved[name] = check_verbose(value)
         else:
             saved[name] = _jsonable(value, name)
     meta = {
@@ -723,6 +731,7 @@ def _check_params(path, params, estimator="MKLClassifier"):
         "loss": lambda v: isinstance(v, str),
         "standardize": lambda v: v in ("auto", True, False),
         "multiclass": lambda v: v in ("ovo", "shared"),
+        "verbose": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
         # A name, or a feature map as JSON (checked when the classifier is built).
         "storage": lambda v: (isinstance(v, str) and v in STORAGES) or isinstance(v, dict),
     }

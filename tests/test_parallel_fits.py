@@ -180,6 +180,20 @@ def test_pairs_as_dask_tasks_equal_the_serial_fit(client, data, serial):
     assert_same_boost(serial[1], b, X)
 
 
+def test_dask_pairs_report_progress_as_they_end(client, data, serial, capsys, monkeypatch):
+    """verbose=1: one line per pair task, written here as each task ends, ranks 1..3."""
+    import re
+
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # plain lines
+    X, y = data
+    with joblib.parallel_backend("dask"):
+        a = mkl(verbose=1).fit(X, y)
+    err = capsys.readouterr().err
+    ranks = re.findall(r"^\[MKLClassifier\] pair (\d) of 3 ", err, re.M)
+    assert ranks == ["1", "2", "3"], err
+    assert_equivalent_mkl(serial[0], a, X)
+
+
 class _RecordTask:
     """A callback that writes the key of the Dask task it runs in to a file."""
 
@@ -322,7 +336,7 @@ def test_pairs_are_dispatched_largest_first_and_kept_in_pair_order(monkeypatch):
 
         def record():
             for t in tasks:
-                waves[-1].append(t[1].shape[0])
+                waves[-1].append(t[2].shape[0])  # (name, plan, X, y, rows)
                 yield t
         return real(func, record(), *args, **kwargs)
 

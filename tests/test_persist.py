@@ -233,6 +233,8 @@ def _edit_meta(path, **changes):
         ({"kernel_specs": [{"kind": "sigmoid"}] * 4}, "unknown kind"),
         ({"feature_names": ["a", "b"]}, "feature_names"),
         ({"params": {"C": "lots"}}, "corrupt"),
+        ({"params": {"verbose": "loud"}}, "verbose"),
+        ({"params": {"verbose": -1}}, "verbose"),
     ],
 )
 def test_bad_metadata(saved, changes, message):

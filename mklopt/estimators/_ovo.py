@@ -18,6 +18,7 @@ from .._parallel import check_n_jobs, parallel_map, task_names
 from ..datasets import _scaling
 from ._checks import check_feature_names, check_is_fitted, check_X, check_X_y
 from ._params import check_standardize
+from ._progress import TaskProgress, check_verbose, labelled, run_summary
 from ._sklearn import BaseEstimator, ClassifierMixin, ClassifierScoreMixin
 
 __all__ = ["ClassifierBase", "ovo_vote", "pair_label", "set_pair_attributes", "pair_values"]
@@ -200,11 +201,13 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
         are the training rows of problem ``k``), before any is solved: the
         place to build what all of them read, such as one kernel bank for
         all pairs. Returns the plan the problems receive.
-    ``_fit_pairs(self, tasks, n_jobs, n_tasks) -> list of models``
+    ``_fit_pairs(self, tasks, n_jobs, n_tasks, on_done) -> list of models``
         Optional. Fit all binary problems from the argument tuples of
-        ``_fit_binary`` that ``tasks`` yields, returning the models in the
-        same order; by default each tuple goes to ``_fit_binary``, in
-        parallel with ``n_jobs``. Overridden when the problems are solved
+        ``_fit_binary`` that ``tasks`` yields (each preceded by the
+        problem's name), returning the models in the same order and calling
+        ``on_done(k, model)`` (when not None) as problem ``k`` ends; by
+        default each tuple goes to ``_fit_binary``, in parallel with
+        ``n_jobs``. Overridden when the problems are solved
         together (shared kernel weights).
     ``_pair_parents(self, plan, pairs) -> list or None``
         Optional. For each problem, the index of the problem whose model
@@ -268,15 +271,24 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
     #: Whether ``_fit_binary`` receives the problem's training rows before its extras.
     _fit_binary_takes_rows = False
 
-    def _fit_pairs(self, tasks, n_jobs, n_tasks):
+    def _fit_pairs(self, tasks, n_jobs, n_tasks, on_done=None):
         """Models of all binary problems, in the order of ``tasks`` (default: one by one).
 
-        ``tasks`` yields the argument tuples of ``_fit_binary``. The default
-        fits them independently, in parallel with ``n_jobs``; a subclass
-        whose problems are coupled (one weight vector for all pairs)
-        overrides it to solve them together.
+        ``tasks`` yields the argument tuples of ``_fit_binary``, each
+        preceded by the problem's name (for the progress lines). The default
+        fits them independently, in parallel with ``n_jobs``, calling
+        ``on_done(k, model)`` as problem ``k`` ends; a subclass whose
+        problems are coupled (one weight vector for all pairs) overrides it
+        to solve them together.
         """
-        return parallel_map(self._fit_binary, tasks, n_jobs, n_tasks=n_tasks)
+        return parallel_map(labelled(self._fit_binary), tasks, n_jobs, n_tasks=n_tasks,
+                            on_done=on_done)
+
+    @staticmethod
+    def _run_summary(model):
+        """How a binary problem's run went, for the progress lines."""
+        result = getattr(model, "result", None)
+        return "" if result is None else run_summary(result)
 
     def _finish_fit(self, plan, models, rows):
         """Set estimator-specific fitted attributes (default: nothing)."""
@@ -326,6 +338,7 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
             mean = scale = None
         n_jobs = getattr(self, "n_jobs", None)
         check_n_jobs(n_jobs)
+        verbose = check_verbose(getattr(self, "verbose", 0))
         plan = self._prepare_fit(X)
         pairs = np.array(list(combinations(range(classes.shape[0]), 2)), dtype=np.int64)
         extras = self._pair_extras(plan, len(pairs))
@@ -340,31 +353,42 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
         parents = self._pair_parents(plan, pairs) if len(pairs) > 1 else None
         models = [None] * len(pairs)
 
+        def label(p):
+            return "" if len(pairs) == 1 else pair_label(classes, *pairs[p])
+
         def tasks(order):
             # Lazily: a serial fit holds one pair's copy of X at a time.
             for p in order:
                 rows = all_rows[p]
                 y_pm1 = np.where(y_idx[rows] == pairs[p][1], 1.0, -1.0)
-                head = (plan, np.ascontiguousarray(X[rows]), y_pm1)
+                head = (label(p), plan, np.ascontiguousarray(X[rows]), y_pm1)
                 args = (*head, rows, *extras[p]) if takes_rows else (*head, *extras[p])
                 if parents is not None:
                     parent = parents[p]
                     args = (*args, None if parent < 0 else self._pair_start(models[parent]))
                 yield args
 
-        # Each wave's pairs are independent (all of them, without parents):
-        # with n_jobs (or a joblib backend such as Dask) they run as
-        # parallel tasks, with the same results. Largest pairs first: the
-        # longest tasks then start early and the short ones fill the gaps
-        # at the end (the makespan of this order is within 4/3 of the best
-        # when cost grows with size). On a Dask cluster the tasks are named
-        # after their pair (class indices).
-        for wave in _waves(parents, len(pairs)):
-            order = sorted(wave, key=lambda p: -all_rows[p].size)
-            with task_names(f"pair-{pairs[p][0]}-vs-{pairs[p][1]}" for p in order):
-                fitted = self._fit_pairs(tasks(order), n_jobs, len(order))
-            for p, model in zip(order, fitted):
-                models[p] = model
+        unit = "problem" if len(pairs) == 1 else "pair"
+        with TaskProgress(verbose, name, len(pairs), unit) as progress:
+            # Each wave's pairs are independent (all of them, without
+            # parents): with n_jobs (or a joblib backend such as Dask) they
+            # run as parallel tasks, with the same results. Largest pairs
+            # first: the longest tasks then start early and the short ones
+            # fill the gaps at the end (the makespan of this order is within
+            # 4/3 of the best when cost grows with size). On a Dask cluster
+            # the tasks are named after their pair (class indices).
+            for wave in _waves(parents, len(pairs)):
+                order = sorted(wave, key=lambda p: -all_rows[p].size)
+
+                def done(k, model, order=order):
+                    progress.advance(label(order[k]) or "the binary problem",
+                                     self._run_summary(model))
+
+                with task_names(f"pair-{pairs[p][0]}-vs-{pairs[p][1]}" for p in order):
+                    fitted = self._fit_pairs(tasks(order), n_jobs, len(order),
+                                             done if progress.on else None)
+                for p, model in zip(order, fitted):
+                    models[p] = model
         self.classes_ = classes
         self.n_features_in_ = X.shape[1]
         self.scaler_mean_, self.scaler_scale_ = mean, scale

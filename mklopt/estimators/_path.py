@@ -43,6 +43,7 @@ from ..domains import Simplex
 from ..driver import solve
 from ..oracles import SVMDual
 from ..stopping import as_criterion
+from ._progress import call_lines
 
 __all__ = ["PathPoint", "c_path", "ray_scale"]
 
@@ -213,7 +214,8 @@ def ray_scale(L, Q, ratio):
     return float(min(max(L / Q, 0.0), ratio))
 
 
-def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=None):
+def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=None,
+           verbose=0, name="", where="", on_point=None):
     """Solve one binary MKL problem at every ``C`` of ``Cs``, each warm-started.
 
     Parameters
@@ -239,6 +241,13 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
         feasible when scaled by ``0 <= t <= C1 / C0`` (box constraints
         proportional to ``C``, an equality with a zero right-hand side), as
         those of SVMDual and SVRDual do.
+    verbose : int, default=0
+        At 2, a line per oracle call (:func:`~._progress.call_lines`).
+    name, where : str
+        The estimator's name and this path's place in the fit (``"fold 2
+        of 5"``), for the progress lines.
+    on_point : callable, optional
+        ``on_point(label, summary)`` as each point of the path is solved.
 
     Returns
     -------
@@ -258,8 +267,10 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
         if record:
             oracle.cuts = []
         extra_calls = 0
+        here = f"{where} C={C:g}".strip()
+        callback_c = call_lines(verbose, name, oracle, callback, where=here)
         if prev is None:
-            res = solve(oracle, method, stop=stop(), callback=callback)
+            res = solve(oracle, method, stop=stop(), callback=callback_c)
         else:
             a0, t = _scaled_start(oracle, prev, C)
             if resumable:
@@ -275,11 +286,11 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
                     res = _certified_at_start(method, oracle, handover, stop)
                 if res is None:
                     # Go on from the method as the handover started it.
-                    res = solve(oracle, _Started(method), stop=stop(), callback=callback,
+                    res = solve(oracle, _Started(method), stop=stop(), callback=callback_c,
                                 warm_start=answer.alpha)
             else:
                 # A method without handovers: only SMO is warm-started.
-                res = solve(oracle, method, stop=stop(), callback=callback, warm_start=a0)
+                res = solve(oracle, method, stop=stop(), callback=callback_c, warm_start=a0)
         prev_cuts = tuple(oracle.cuts) if record else ()
         if domain is None:
             # The feasible set is the problem's, the same at every C.
@@ -298,6 +309,10 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
             fit_time=time.perf_counter() - t0,
         )
         points.append(prev)
+        if on_point is not None:
+            calls = prev.n_oracle_calls
+            on_point(here, f"rel. gap {prev.rel_gap:.2e}, {calls} oracle call"
+                     + ("" if calls == 1 else "s") + ("" if prev.converged else ", not converged"))
     return points
 
 

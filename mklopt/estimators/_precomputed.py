@@ -31,6 +31,8 @@ from ..kernels import KernelBank
 from ..kernels.stack import KernelStack, _as_stack
 from ..oracles import SVMDual
 from ._checks import check_y
+from ._ovo import pair_label
+from ._progress import TaskProgress, call_lines, labelled, run_summary
 
 __all__ = [
     "PRECOMPUTED",
@@ -155,12 +157,13 @@ class PrecomputedExpansion:
         return out
 
 
-def _fit_pair(bank, rows, y, normalize, plan, stop, callback):
+def _fit_pair(bank, rows, y, normalize, plan, stop, callback, name):
     """One binary problem on the view of ``rows``; its model keeps training indices."""
     from .mkl import _BinaryMKL
 
     view = bank.view(rows, normalize=normalize)
     oracle = SVMDual(view, y, C=plan.C, tol=plan.inner_tol)
+    callback = call_lines(plan.verbose, name, oracle, callback)
     result = solve(oracle, plan.new_method(), stop=stop, callback=callback)
     w = np.asarray(result.weights, dtype=np.float64)
     alpha = np.asarray(result.alpha, dtype=np.float64)
@@ -214,9 +217,20 @@ def fit_precomputed(est, X, y):
         all_rows = [np.arange(n, dtype=np.int64)]
     else:
         all_rows = [np.flatnonzero((y_idx == i) | (y_idx == j)) for i, j in pairs]
-    tasks = ((bank, rows, np.where(y_idx[rows] == j, 1.0, -1.0), est.normalize, plan,
-              est._stop(plan), est.callback) for rows, (_, j) in zip(all_rows, pairs))
-    models = parallel_map(_fit_pair, tasks, est.n_jobs, n_tasks=len(pairs))
+    def label(k):
+        return "" if len(pairs) == 1 else pair_label(classes, *pairs[k])
+
+    tasks = ((label(k), bank, rows, np.where(y_idx[rows] == j, 1.0, -1.0), est.normalize, plan,
+              est._stop(plan), est.callback, name)
+             for k, (rows, (_, j)) in enumerate(zip(all_rows, pairs)))
+    with TaskProgress(plan.verbose, name, len(pairs),
+                      "problem" if len(pairs) == 1 else "pair") as progress:
+
+        def done(k, model):
+            progress.advance(label(k) or "the binary problem", run_summary(model.result))
+
+        models = parallel_map(labelled(_fit_pair), tasks, est.n_jobs, n_tasks=len(pairs),
+                              on_done=done if progress.on else None)
     est.classes_ = classes
     est.n_features_in_ = n  # as SVC(kernel="precomputed"): the training samples
     est.scaler_mean_ = est.scaler_scale_ = None

@@ -15,6 +15,7 @@ from ..oracles import WeakLearners
 from ..stopping import MaxIter
 from ._ovo import ClassifierBase, pair_label, set_pair_attributes
 from ._params import check_estimator_client, check_seed, check_storage_params, resolve_kernel_specs
+from ._progress import call_lines, check_verbose
 from ._sklearn import ConvergenceWarning, SharedClientMixin
 
 __all__ = ["MKBoostClassifier"]
@@ -28,6 +29,7 @@ class _BoostPlan:
     tol: float
     specs: list
     seeds: np.random.Generator
+    verbose: int = 0
 
 
 @dataclass
@@ -134,6 +136,10 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
         per chunk of kernels (:class:`mklopt.oracles.WeakLearners`). The
         model is the same as without a client. Cannot be combined with
         ``n_jobs``. Clones (``sklearn.base.clone``) share the client.
+    verbose : int, default=0
+        Progress on standard error, as for :class:`~mklopt.MKLClassifier`:
+        1 a line (or a tqdm bar) as each binary problem ends, 2 also a line
+        per boosting round (the exponential loss). See :doc:`/progress`.
 
     Attributes
     ----------
@@ -226,6 +232,7 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
         max_memory=None,
         n_jobs=None,
         client=None,
+        verbose=0,
     ):
         self.kernels = kernels
         self.variant = variant
@@ -242,6 +249,7 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
         self.max_memory = max_memory
         self.n_jobs = n_jobs
         self.client = client
+        self.verbose = verbose
 
     # ---- parameter validation ----------------------------------------------
     def _resolve_specs(self, n_features):
@@ -267,7 +275,8 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
         specs = self._resolve_specs(X.shape[1])
         # One stream of seeds, one per binary problem in turn: the same
         # random_state gives the same model, pairs get different draws.
-        return _BoostPlan(C, tol, specs, np.random.default_rng(self.random_state))
+        return _BoostPlan(C, tol, specs, np.random.default_rng(self.random_state),
+                          verbose=check_verbose(self.verbose))
 
     def _pair_extras(self, plan, n_pairs):
         # Every pair's seed is drawn here, in pair order, so that pairs
@@ -286,7 +295,10 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
         )
         oracle = WeakLearners(bank, y, C=plan.C, tol=plan.tol, client=self.client)
         # The method stops itself after n_rounds; MaxIter only guards the loop.
-        result = solve(oracle, self._method(seed), stop=MaxIter(int(self.n_rounds) + 1))
+        method = self._method(seed)
+        result = solve(oracle, method, stop=MaxIter(int(self.n_rounds) + 1),
+                       callback=call_lines(plan.verbose, type(self).__name__, oracle,
+                                           value_label=method.value_label))
         ens = result.extra["ensemble"]
         rows = {
             int(k): bank.functions.take(ens.support[int(k)]).subset([int(k)])

@@ -23,6 +23,7 @@ from ._names import kernel_names, weights_table
 from ._ovo import ClassifierBase, pair_label, set_pair_attributes, star_parents
 from ._params import check_estimator_client, check_storage_params, resolve_kernel_specs
 from ._precomputed import check_test_kernels, fit_precomputed, is_precomputed, precomputed_specs
+from ._progress import call_lines, check_verbose
 from ._sklearn import ConvergenceWarning, SharedClientMixin
 
 __all__ = ["MKLClassifier"]
@@ -91,6 +92,8 @@ class _Plan:
     bank: object = None
     #: One weight vector for all binary problems (``multiclass="shared"``).
     shared: bool = False
+    #: The estimator's ``verbose``, checked (see ``_progress.py``).
+    verbose: int = 0
 
 
 def _joblib_backend_is_remote():
@@ -384,6 +387,13 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         exact active-set step (``method="active_set"`` or a chain ending in
         it): with ``tol < 1e-4`` the level method runs alone. With two
         classes both are the same problem.
+    verbose : int, default=0
+        Progress on standard error, as scikit-learn's ``verbose``: 0 prints
+        nothing; 1 a line (a tqdm bar when tqdm is installed) as each
+        binary problem ends, with its rank of all, the elapsed time and an
+        estimate of the time left; 2 also a line per oracle call (value,
+        relative gap, calls and, for kernels computed on the fly, kernel
+        rows per second and row-cache hit rate). See :doc:`/progress`.
 
     Attributes
     ----------
@@ -510,6 +520,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         n_jobs=None,
         client=None,
         multiclass="ovo",
+        verbose=0,
     ):
         self.kernels = kernels
         self.method = method
@@ -532,6 +543,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         self.n_jobs = n_jobs
         self.client = client
         self.multiclass = multiclass
+        self.verbose = verbose
 
     @property
     def predict_proba(self):
@@ -717,7 +729,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
             if self.inner_tol is None:
                 inner_tol = _INNER_TOL_MAX
         return _Plan(C, tol, max_iter, inner_tol, threshold, deadline, specs, new_method,
-                     shared=shared)
+                     shared=shared, verbose=check_verbose(getattr(self, "verbose", 0)))
 
     # ---- one binary problem ------------------------------------------------
     def _stop(self, plan):
@@ -808,10 +820,11 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
                 # step, a QP the logistic dual is not: Level alone
                 # certifies (the driver tightens the inner tol with it).
                 new_method = LevelBundle
-            best = _BestPoint(self.callback) if self.client is not None else None
+            callback = call_lines(plan.verbose, type(self).__name__, oracle, self.callback)
+            best = _BestPoint(callback) if self.client is not None else None
             try:
                 result = solve(oracle, new_method(), stop=self._stop(plan),
-                               callback=self.callback if best is None else best,
+                               callback=callback if best is None else best,
                                initial=start)
             except ShardLostError as exc:
                 raise best.lost(exc) from exc
@@ -821,11 +834,12 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         w = np.asarray(result.weights, dtype=np.float64)
         return self._binary_model(plan, bank, y, w, result.alpha, result.bias, result)
 
-    def _fit_pairs(self, tasks, n_jobs, n_tasks):
+    def _fit_pairs(self, tasks, n_jobs, n_tasks, on_done=None):
         """Independent pairs (``"ovo"``), or one joint run for all of them (``"shared"``)."""
         tasks = list(tasks)
-        if n_tasks < 2 or not tasks[0][0].shared:
-            return super()._fit_pairs(tasks, n_jobs, n_tasks)
+        if n_tasks < 2 or not tasks[0][1].shared:
+            return super()._fit_pairs(tasks, n_jobs, n_tasks, on_done)
+        tasks = [t[1:] for t in tasks]  # no per-pair progress names: one joint run
         plan = tasks[0][0]
         banks = []
         try:
@@ -838,7 +852,8 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
             # One w for all pairs: the outer method minimises sum_p J_p(w).
             oracle = CompositeOracle(parts)
             result = solve(oracle, plan.new_method(), stop=self._stop(plan),
-                           callback=self.callback)
+                           callback=call_lines(plan.verbose, type(self).__name__, oracle,
+                                               self.callback, where="shared"))
             w = np.asarray(result.weights, dtype=np.float64)
             models = []
             for part, bank, a, (_, _, yp, _) in zip(
@@ -850,6 +865,10 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
                 part.tol = plan.inner_tol
                 ans = part(w, warm_start=a, need_q=False)
                 models.append(self._binary_model(plan, bank, yp, w, ans.alpha, ans.bias, result))
+            if on_done is not None:
+                # The pairs end together, with the joint run.
+                for k, model in enumerate(models):
+                    on_done(k, model)
         finally:
             if self.client is not None:
                 for bank in banks:

@@ -14,10 +14,11 @@ from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..kernels.stack import _as_stack
 from ._checks import check_feature_names, check_is_fitted, check_X_y, check_y
-from ._ovo import ovo_vote
+from ._ovo import ovo_vote, pair_label
 from ._params import check_standardize
 from ._path import c_path
 from ._precomputed import is_precomputed, precomputed_bank
+from ._progress import PointTicker, TaskProgress, fold_summary, write
 from ._sklearn import HAS_SKLEARN, BaseEstimator, ClassifierMixin, ConvergenceWarning
 from .mkl import MKLClassifier
 
@@ -30,6 +31,7 @@ CS_RANGE = (1e-2, 1e3)
 _SHARED = (
     "kernels", "method", "p", "groups", "tol", "max_iter", "inner_tol", "normalize",
     "standardize", "weight_threshold", "storage", "cache_size", "max_memory", "callback",
+    "verbose",
 )
 
 
@@ -131,7 +133,7 @@ def _splits(cv, X, y, y_idx, classifier=True):
 
 
 def _fit_fold(bank, y_idx, train, test, pairs, Cs, normalize, new_method, stop, inner_tol,
-              threshold, callback):
+              threshold, callback, verbose=0, name="", where=(), on_point=None):
     """The C path of every binary problem of one fold, and its validation decisions.
 
     Each binary problem (one per pair of classes) reads its rows of the
@@ -142,6 +144,8 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, normalize, new_method, stop, 
 
     Returns ``(decisions, stats)``: ``decisions`` of shape (n_Cs, n_test,
     n_pairs); ``stats`` a dict of arrays of shape (n_Cs, n_pairs).
+    ``verbose``, ``name``, ``where`` (one label per pair) and ``on_point``
+    are handed to :func:`c_path` for the progress lines.
     """
     n_c, n_p = len(Cs), len(pairs)
     decisions = np.empty((n_c, test.size, n_p))
@@ -152,7 +156,9 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, normalize, new_method, stop, 
         rows = train[(y_idx[train] == i) | (y_idx[train] == j)]
         y = np.where(y_idx[rows] == j, 1.0, -1.0)
         view = bank.view(rows, normalize=normalize)
-        points = c_path(view, y, Cs, new_method, stop, inner_tol, callback=callback)
+        points = c_path(view, y, Cs, new_method, stop, inner_tol, callback=callback,
+                        verbose=verbose, name=name, where=where[p] if where else "",
+                        on_point=on_point)
         factors = bank.scales / view.scales
         for c, pt in enumerate(points):
             sv = np.flatnonzero(pt.alpha > 0.0)
@@ -315,6 +321,13 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         Folds fitted at the same time (through joblib), and the pairs of
         the final refit. ``None`` means 1 unless a
         ``joblib.parallel_backend`` context says otherwise.
+    verbose : int, default=0
+        Progress on standard error: 1 a line (or a tqdm bar) as each point
+        of the path ends, one per (fold, C) and pair of classes, with its
+        rank of all, the elapsed time and an estimate of the time left,
+        then the refit's own lines; 2 also a line per oracle call. Folds
+        run in parallel report their points as each fold ends. See
+        :doc:`/progress`.
 
     Attributes
     ----------
@@ -414,6 +427,7 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         max_memory=None,
         callback=None,
         n_jobs=None,
+        verbose=0,
     ):
         self.Cs = Cs
         self.cv = cv
@@ -433,6 +447,7 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         self.max_memory = max_memory
         self.callback = callback
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
     def _estimator(self, C):
         """The :class:`MKLClassifier` of this grid at ``C``."""
@@ -507,11 +522,29 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         splits = _splits(self.cv, X, y, y_idx)
         pairs = list(combinations(range(classes.shape[0]), 2))
         stop = _StopFactory(base, plan)
-        tasks = ((bank, y_idx, train, test, pairs, Cs, self.normalize, plan.new_method, stop,
-                  plan.inner_tol, plan.threshold, self.callback) for train, test in splits)
-        folds = parallel_map(_fit_fold, tasks, self.n_jobs, n_tasks=len(splits))
+        n_s = len(splits)
+        with TaskProgress(plan.verbose, name, n_s * len(pairs) * Cs.size,
+                          "path point") as progress:
 
-        n_s, n_c = len(splits), Cs.size
+            def where(k):
+                fold = f"fold {k + 1} of {n_s}"
+                if len(pairs) == 1:
+                    return [fold]
+                return [f"{fold}, {pair_label(classes, i, j)}," for i, j in pairs]
+
+            tasks = ((bank, y_idx, train, test, pairs, Cs, self.normalize, plan.new_method, stop,
+                      plan.inner_tol, plan.threshold, self.callback, plan.verbose, name,
+                      where(k), PointTicker(progress, k) if progress.on else None)
+                     for k, (train, test) in enumerate(splits))
+
+            def done(k, fold):
+                PointTicker.rest(progress, k, len(pairs) * Cs.size, f"fold {k + 1} of {n_s}",
+                                 fold_summary(fold[1]))
+
+            folds = parallel_map(_fit_fold, tasks, self.n_jobs, n_tasks=n_s,
+                                 on_done=done if progress.on else None)
+
+        n_c = Cs.size
         scores = np.empty((n_c, n_s))
         fit_time = np.empty((n_c, n_s))
         score_time = np.empty((n_c, n_s))
@@ -524,6 +557,8 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
                 score_time[c, k] = time.perf_counter() - t0
         set_cv_results(self, Cs, scores, fit_time, score_time, folds)
 
+        if plan.verbose:
+            write(f"[{name}] best C={self.best_C_:g}; refitting on all {y.shape[0]} samples")
         t0 = time.perf_counter()
         self.best_estimator_ = self._estimator(self.best_C_).fit(X_given, y_given)
         self.refit_time_ = time.perf_counter() - t0

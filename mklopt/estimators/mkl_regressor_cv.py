@@ -15,6 +15,7 @@ from ..kernels import KernelBank
 from ..oracles import SVRDual
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._path import _recording, c_path
+from ._progress import PointTicker, TaskProgress, fold_summary, write
 from ._sklearn import HAS_SKLEARN, BaseEstimator, ConvergenceWarning, RegressorMixin
 from .mkl_cv import _splits, _StopFactory, check_Cs, set_cv_results
 from .mkl_tasks import MKLRegressor
@@ -24,6 +25,7 @@ __all__ = ["MKLRegressorCV"]
 _SHARED = (
     "kernels", "method", "epsilon", "p", "groups", "tol", "max_iter", "inner_tol", "normalize",
     "standardize", "weight_threshold", "storage", "cache_size", "max_memory", "callback",
+    "verbose",
 )
 
 
@@ -32,7 +34,7 @@ def _make_svr(t, epsilon, bank, C, tol):
 
 
 def _fit_fold(bank, t, train, test, Cs, epsilon, normalize, new_method, stop, inner_tol,
-              threshold, callback):
+              threshold, callback, verbose=0, name="", where="", on_point=None):
     """The C path of one fold and its validation predictions (standardised targets).
 
     Returns ``(predictions, stats)``: ``predictions`` of shape (n_Cs,
@@ -41,7 +43,8 @@ def _fit_fold(bank, t, train, test, Cs, epsilon, normalize, new_method, stop, in
     view = bank.view(train, normalize=normalize)
     make = functools.partial(_make_svr, t[train], epsilon)
     points = c_path(view, t[train], Cs, new_method, stop, inner_tol, callback=callback,
-                    make_oracle=make)
+                    make_oracle=make, verbose=verbose, name=name, where=where,
+                    on_point=on_point)
     factors = bank.scales / view.scales
     preds = np.empty((len(Cs), test.size))
     names = ("rel_gap", "value", "n_oracle_calls", "n_iter", "fit_time")
@@ -115,6 +118,13 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         training part).
     n_jobs : int, optional
         Folds fitted at the same time (through joblib).
+    verbose : int, default=0
+        Progress on standard error: 1 a line (or a tqdm bar) as each point
+        of the path ends, one per (fold, C) and pair of classes, with its
+        rank of all, the elapsed time and an estimate of the time left,
+        then the refit's own lines; 2 also a line per oracle call. Folds
+        run in parallel report their points as each fold ends. See
+        :doc:`/progress`.
 
     Attributes
     ----------
@@ -165,6 +175,7 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         max_memory=None,
         callback=None,
         n_jobs=None,
+        verbose=0,
     ):
         self.Cs = Cs
         self.cv = cv
@@ -185,6 +196,7 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         self.max_memory = max_memory
         self.callback = callback
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
     def _estimator(self, C):
         return MKLRegressor(C=C, **{name: getattr(self, name) for name in _SHARED})
@@ -234,11 +246,21 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         bank = KernelBank.from_specs(Xs, plan.specs, storage=self.storage, normalize=None,
                                      cache_size=self.cache_size, max_memory=self.max_memory)
         stop = _StopFactory(base, plan)
-        tasks = ((bank, ts, train, test, Cs, eps, self.normalize, plan.new_method, stop,
-                  plan.inner_tol, plan.threshold, self.callback) for train, test in splits)
-        folds = parallel_map(_fit_fold, tasks, self.n_jobs, n_tasks=len(splits))
+        n_s = len(splits)
+        with TaskProgress(plan.verbose, name, n_s * Cs.size, "path point") as progress:
+            tasks = ((bank, ts, train, test, Cs, eps, self.normalize, plan.new_method, stop,
+                      plan.inner_tol, plan.threshold, self.callback, plan.verbose, name,
+                      f"fold {k + 1} of {n_s}", PointTicker(progress, k) if progress.on else None)
+                     for k, (train, test) in enumerate(splits))
 
-        n_s, n_c = len(splits), Cs.size
+            def done(k, fold):
+                PointTicker.rest(progress, k, Cs.size, f"fold {k + 1} of {n_s}",
+                                 fold_summary(fold[1]))
+
+            folds = parallel_map(_fit_fold, tasks, self.n_jobs, n_tasks=n_s,
+                                 on_done=done if progress.on else None)
+
+        n_c = Cs.size
         scores = np.empty((n_c, n_s))
         fit_time = np.empty((n_c, n_s))
         score_time = np.empty((n_c, n_s))
@@ -251,6 +273,8 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
                 scores[c, k] = scorer(model, positions, t[test])
                 score_time[c, k] = time.perf_counter() - t0
         set_cv_results(self, Cs, scores, fit_time, score_time, folds)
+        if plan.verbose:
+            write(f"[{name}] best C={self.best_C_:g}; refitting on all {t.shape[0]} samples")
         t0 = time.perf_counter()
         self.best_estimator_ = self._estimator(self.best_C_).fit(X_given, y_given)
         self.refit_time_ = time.perf_counter() - t0

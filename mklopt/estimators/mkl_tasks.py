@@ -25,6 +25,7 @@ from ..tasks import get_oracle
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._ovo import set_pair_attributes
 from ._params import check_storage_params, resolve_kernel_specs
+from ._progress import TaskProgress, call_lines, check_verbose, run_summary
 from ._sklearn import BaseEstimator, ConvergenceWarning, OutlierMixin, RegressorMixin
 from .mkl import (
     _INNER_TOL_MAX,
@@ -84,7 +85,8 @@ class _TaskMKL(BaseEstimator):
         else:
             specs = resolve_kernel_specs(self.kernels, X.shape[1], protocol="level2008")
         new_method = self._method_factory(specs)
-        return _Plan(None, tol, max_iter, inner_tol, threshold, deadline, specs, new_method)
+        return _Plan(None, tol, max_iter, inner_tol, threshold, deadline, specs, new_method,
+                     verbose=check_verbose(self.verbose))
 
     def _fit_oracle(self, X, make_oracle, plan):
         if self.standardize:
@@ -101,7 +103,11 @@ class _TaskMKL(BaseEstimator):
             max_memory=self.max_memory,
         )
         oracle = make_oracle(bank, plan.inner_tol)
-        result = solve(oracle, plan.new_method(), stop=self._stop(plan), callback=self.callback)
+        name = type(self).__name__
+        with TaskProgress(plan.verbose, name, 1, "problem") as progress:
+            result = solve(oracle, plan.new_method(), stop=self._stop(plan),
+                           callback=call_lines(plan.verbose, name, oracle, self.callback))
+            progress.advance("the MKL problem", run_summary(result))
         w = np.asarray(result.weights, dtype=np.float64)
         coef_all = np.asarray(result.alpha, dtype=np.float64)  # v: beta or alpha
         support = np.flatnonzero(coef_all != 0.0).astype(np.int64)
@@ -164,8 +170,9 @@ _COMMON_DOC = """
         Centre and scale every feature with its training mean and standard
         deviation before the kernels see it (constant features are only
         centred); prediction applies the same transform.
-    weight_threshold, time_limit, storage, cache_size, max_memory, callback
-        As for :class:`~mklopt.MKLClassifier`."""
+    weight_threshold, time_limit, storage, cache_size, max_memory, callback, verbose
+        As for :class:`~mklopt.MKLClassifier` (``verbose=1``: one line when the
+        problem is solved; 2: also one per oracle call)."""
 
 _COMMON_ATTRS = """
     n_features_in_ : int
@@ -277,6 +284,7 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
         cache_size=None,
         max_memory=None,
         callback=None,
+        verbose=0,
     ):
         self.kernels = kernels
         self.method = method
@@ -297,6 +305,7 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
         self.cache_size = cache_size
         self.max_memory = max_memory
         self.callback = callback
+        self.verbose = verbose
 
     def fit(self, X, y):
         """Fit the kernel weights and the SVR.
@@ -416,6 +425,7 @@ class MKLOneClass(OutlierMixin, _TaskMKL):
         cache_size=None,
         max_memory=None,
         callback=None,
+        verbose=0,
     ):
         self.kernels = kernels
         self.method = method
@@ -434,6 +444,7 @@ class MKLOneClass(OutlierMixin, _TaskMKL):
         self.cache_size = cache_size
         self.max_memory = max_memory
         self.callback = callback
+        self.verbose = verbose
 
     def _grid(self, n_features):
         root = float(np.sqrt(n_features))
