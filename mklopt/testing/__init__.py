@@ -142,7 +142,7 @@ class PiecewiseLinearOracle:
         return self.exact_l1_solution()[0]
 
     def exact_l1_solution(self):
-        """``(J*, w*)``: min over the simplex of max_j (s_j - q_j'w / 2) (see :meth:`certified_l1_optimum`)."""
+        """``(J*, w*)``: the L1 optimum and a minimiser (see :meth:`certified_l1_optimum`)."""
         value, _, w = self._certified()
         return value, w
 
@@ -518,7 +518,9 @@ def check_method(method_or_class, seeds=(0, 1), max_calls=150):
         prev = math.inf
         for row in rows:
             if dom is not None and not dom.contains(row.weights, tol=1e-7):
-                raise AssertionError(f"{where}: queries are feasible: {row.weights} is not in {dom}")
+                raise AssertionError(
+                    f"{where}: queries are feasible: {row.weights} is not in {dom}"
+                )
             if row.upper > prev + slack:
                 raise AssertionError(
                     f"{where}: the best value never increases: {prev} then {row.upper}"
@@ -526,7 +528,9 @@ def check_method(method_or_class, seeds=(0, 1), max_calls=150):
             prev = row.upper
             if row.gap < 0:
                 raise AssertionError(f"{where}: the gap is never negative: {row.gap}")
-            if exact is not None and not (row.lower <= exact + slack and exact <= row.upper + slack):
+            valid = row.lower <= exact + slack and exact <= row.upper + slack if exact is not None \
+                else True
+            if not valid:
                 raise AssertionError(
                     f"{where}: bounds are valid (lower <= J* <= upper): "
                     f"lower={row.lower}, J*={exact}, upper={row.upper}"
