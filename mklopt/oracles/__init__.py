@@ -24,7 +24,8 @@ from .weak_learners import WeakLearners
 
 __all__ = [
     "Oracle", "OracleBase", "DualOracle", "SVMDual", "SVRDual", "OneClassDual", "RidgeDual",
-    "LogisticDual", "WeakLearners", "DualProblem", "ConvergenceWarning", "CompositeOracle", "CompositeAnswer",
+    "LogisticDual", "WeakLearners", "DualProblem", "ConvergenceWarning", "CompositeOracle",
+    "CompositeAnswer",
 ]
 
 # one line per oracle: (name = the estimator's loss, task) -----------------------
