@@ -2,9 +2,10 @@
 
 :func:`check_method` and :func:`check_oracle` raise ``AssertionError``
 naming the violated property; :func:`parametrize_with_checks` runs them as
-pytest cases.
+pytest cases; :mod:`mklopt.testing.strategies` has hypothesis strategies
+(imported only from there: hypothesis is a test dependency).
 
-They answer like :class:`mklopt.oracles.SVMDual` (an
+The toy oracles answer like :class:`mklopt.oracles.SVMDual` (an
 :class:`~mklopt.OracleAnswer` with ``value``, ``q``, ``alpha``, ...) but in
 microseconds, and they know their exact optimum, so a new outer method can
 be checked for convergence without an SVM.
@@ -12,7 +13,10 @@ be checked for convergence without an SVM.
 ``PiecewiseLinearOracle`` has ``J(w) = max_j f(w, alpha_j)`` over a few fixed
 "dual points", each given by ``s_j = 1'alpha_j`` and ``q_j >= 0``, so that
 ``f(w, alpha_j) = s_j - w'q_j / 2`` and ``J`` is a convex piecewise-linear
-function; its minimum over the simplex is an LP (``exact_l1_optimum``).
+function; its minimum over the simplex is an LP. ``SmoothQuadraticOracle``
+is smooth. Both return their L1 optimum with a certified error bound
+(``certified_l1_optimum``, about 1e-15 relative) and as a float
+(``exact_l1_optimum``).
 """
 
 import math
