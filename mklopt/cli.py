@@ -24,7 +24,7 @@ from ._optional import optional
 from ._parallel import check_n_jobs, parallel_map
 from .estimators import MKLClassifier, MKLOneClass, MKLRegressor
 from .kernels import grid
-from .methods import PRESETS, method_names
+from .methods import PRESETS, estimator_params_of, get_method, method_names
 from .persist import ModelFormatError, load_model, save_model
 from .plugins import PluginError
 from .tasks import estimator_entry, oracle_names
@@ -248,11 +248,34 @@ def _task_options(args):
         raise UserError("--epsilon is only used with --task regression")
     if args.task != "one-class" and args.nu is not None:
         raise UserError("--nu is only used with --task one-class")
-    if args.method != "lp" and args.p is not None:
-        raise UserError("--p is only used with --method lp")
-    if args.method != "mirror" and args.groups is not None:
-        raise UserError("--groups is only used with --method mirror")
+    _check_formulation(args)
     _check_elastic_net(args)
+
+
+def _takes(method, param):
+    """Whether registered ``method`` declares it takes the estimators' ``param``."""
+    if method == "auto":
+        return False
+    return param in estimator_params_of(get_method(method))
+
+
+def _takers(param):
+    return ", ".join(n for n in method_names(oracle_kind="dual") if _takes(n, param))
+
+
+def _check_formulation(args):
+    """``--p`` and ``--groups`` only with a method that declares it takes them."""
+    if args.p is not None and not _takes(args.method, "p"):
+        raise UserError(f"--p is only used with --method {_takers('p')}")
+    if args.groups is not None and not _takes(args.method, "groups"):
+        raise UserError(f"--groups is only used with --method {_takers('groups')}")
+
+
+def _p(args):
+    """The Lp norm to pass: --p, or 2 for a method that needs one."""
+    if not _takes(args.method, "p"):
+        return None
+    return 2.0 if args.p is None else args.p
 
 
 def _check_elastic_net(args):
@@ -282,7 +305,7 @@ def _fit_task(args):
         method=args.method,
         tol=args.tol,
         max_iter=args.max_iter,
-        p=(2.0 if args.p is None else args.p) if args.method == "lp" else None,
+        p=_p(args),
         groups=args.groups,
         elastic_net=args.elastic_net,
         time_limit=args.time_limit,
@@ -342,13 +365,10 @@ def _fit(args):
             f"{args.data}: the label column {args.label!r} has {n_classes} distinct values "
             f"for {X.shape[0]} rows; is it a class label?"
         )
-    if args.method != "lp" and args.p is not None:
-        raise UserError("--p is only used with --method lp")
-    if args.method != "mirror" and args.groups is not None:
-        raise UserError("--groups is only used with --method mirror")
+    _check_formulation(args)
     _check_elastic_net(args)
     kernels = "grid" if args.kernels == "grid" else "all_features"
-    p = (2.0 if args.p is None else args.p) if args.method == "lp" else None
+    p = _p(args)
     clf = MKLClassifier(
         kernels=kernels,
         method=args.method,

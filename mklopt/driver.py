@@ -186,9 +186,18 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
                 first = None
             warm = getattr(answer, "alpha", None)
             rep = method.report()
-            row = _row(rep, time.perf_counter() - t0,
-                       getattr(oracle, "n_calls", len(history) + 1) - calls0,
-                       float(answer.value), query if rep.evaluated is None else rep.evaluated)
+            row = Progress(
+                iteration=rep.n_iter,
+                elapsed=time.perf_counter() - t0,
+                n_oracle_calls=getattr(oracle, "n_calls", len(history) + 1) - calls0,
+                value=float(answer.value),
+                lower=rep.lower,
+                upper=rep.upper,
+                gap=rep.gap,
+                rel_gap=rep.rel_gap,
+                weights=np.array(query if rep.evaluated is None else rep.evaluated,
+                                 dtype=np.float64),
+            )
             history.append(row)
             if log_progress and row.elapsed >= next_report:
                 next_report = row.elapsed + 1.0
@@ -213,7 +222,7 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
 
 
 def _row(rep, elapsed, n_calls, value, weights):
-    """The history row of a method report (the point evaluated and the bounds)."""
+    """A history row from a method report (the resumed point's, before any call)."""
     return Progress(
         iteration=rep.n_iter,
         elapsed=elapsed,

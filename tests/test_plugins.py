@@ -109,6 +109,11 @@ def test_entry_points_feed_the_registries_in_process(tmp_path, monkeypatch):
         assert get_method("bb_spg_ep").__module__ == "mkl_extras_ep.bb_spg"
         assert "kernel_ridge_ep" in oracle_names("regression")
         assert [ep.name for ep in plugins.loaded("mklopt.methods")] == ["bb_spg"]
+        # bench runs a method without a preset at its defaults, under its name
+        from mklopt.methods import get_preset
+
+        preset = get_preset("bb_spg_ep")
+        assert preset.label == "bb_spg_ep" and type(preset.make()).__name__ == "BBSPG"
     finally:
         METHODS.pop("bb_spg_ep", None)
         ORACLES.pop(("regression", "kernel_ridge_ep"), None)
@@ -133,3 +138,16 @@ def test_a_broken_plugin_is_named(tmp_path, monkeypatch):
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "plugin 'broken'" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_mklopt_bench_runs_a_plugin_method(tmp_path):
+    site = _dist_info(tmp_path / "site", GOOD)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mklopt", "bench", "--datasets", "sonar", "--methods", "bb_spg",
+         "level", "--splits", "1", "--quiet", "--out", str(tmp_path / "out")],
+        env=_env(PLUGIN, site), capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    row = next(line for line in proc.stdout.splitlines() if "| bb_spg |" in line)
+    assert row.rstrip().endswith("| 1/1 |")  # converged to the protocol's gap

@@ -96,3 +96,19 @@ def test_methods_declare_the_estimator_parameters_they_take(monkeypatch):
 
     with pytest.raises(ValueError, match="Bad.estimator_params names q"):
         estimator_params_of(Bad)
+
+
+def test_the_cli_reads_the_declarations(tmp_path, capsys):
+    from mklopt.cli import main
+
+    X, y = _data(30)
+    rows = ["a,b,label"] + [f"{a:.6f},{b:.6f},{int(t > 0)}" for (a, b), t in zip(X, y)]
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
+    args = ["fit", str(tmp_path / "d.csv"), "--model", str(tmp_path / "m.npz")]
+    assert main([*args, "--p", "3"]) == 2
+    assert "--p is only used with --method lp" in capsys.readouterr().err
+    assert main([*args, "--method", "level", "--groups", "features"]) == 2
+    assert "--groups is only used with --method active_set, exact, mirror" in \
+        capsys.readouterr().err
+    assert main([*args, "--method", "lp", "--p", "3", "--kernels", "grid"]) == 0
+    capsys.readouterr()

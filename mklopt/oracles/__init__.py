@@ -3,9 +3,9 @@
 Every oracle follows the :class:`Oracle` protocol. :class:`DualOracle` is
 the base of the SMO family (a dual of libsvm's form: build the problem,
 nothing else) and :class:`OracleBase` that of oracles outside it (a dual
-solved on the combined kernel); see the user guide's page on new oracles. Each built-in oracle is registered below,
-one line each, under the name the estimators take as ``loss``
-(:mod:`mklopt.tasks`).
+solved on the combined kernel); see the user guide's page on new oracles.
+Each built-in oracle is registered below, one line each, under the name the
+estimators take as ``loss`` (:mod:`mklopt.tasks`).
 """
 
 from .._types import Oracle
@@ -23,8 +23,9 @@ from .svr_dual import SVRDual
 from .weak_learners import WeakLearners
 
 __all__ = [
-    "Oracle", "OracleBase", "DualOracle", "SVMDual", "SVRDual", "OneClassDual", "RidgeDual", "LogisticDual",
-    "WeakLearners", "DualProblem", "ConvergenceWarning", "CompositeOracle", "CompositeAnswer",
+    "Oracle", "OracleBase", "DualOracle", "SVMDual", "SVRDual", "OneClassDual", "RidgeDual",
+    "LogisticDual", "WeakLearners", "DualProblem", "ConvergenceWarning", "CompositeOracle",
+    "CompositeAnswer",
 ]
 
 # one line per oracle: (name = the estimator's loss, task) -----------------------

@@ -2,9 +2,10 @@
 
 :func:`check_method` and :func:`check_oracle` raise ``AssertionError``
 naming the violated property; :func:`parametrize_with_checks` runs them as
-pytest cases.
+pytest cases; :mod:`mklopt.testing.strategies` has hypothesis strategies
+(imported only from there: hypothesis is a test dependency).
 
-They answer like :class:`mklopt.oracles.SVMDual` (an
+The toy oracles answer like :class:`mklopt.oracles.SVMDual` (an
 :class:`~mklopt.OracleAnswer` with ``value``, ``q``, ``alpha``, ...) but in
 microseconds, and they know their exact optimum, so a new outer method can
 be checked for convergence without an SVM.
@@ -12,7 +13,10 @@ be checked for convergence without an SVM.
 ``PiecewiseLinearOracle`` has ``J(w) = max_j f(w, alpha_j)`` over a few fixed
 "dual points", each given by ``s_j = 1'alpha_j`` and ``q_j >= 0``, so that
 ``f(w, alpha_j) = s_j - w'q_j / 2`` and ``J`` is a convex piecewise-linear
-function; its minimum over the simplex is an LP (``exact_l1_optimum``).
+function; its minimum over the simplex is an LP. ``SmoothQuadraticOracle``
+is smooth. Both return their L1 optimum with a certified error bound
+(``certified_l1_optimum``, about 1e-15 relative) and as a float
+(``exact_l1_optimum``).
 """
 
 import math
@@ -142,7 +146,7 @@ class PiecewiseLinearOracle:
         return self.exact_l1_solution()[0]
 
     def exact_l1_solution(self):
-        """``(J*, w*)``: min over the simplex of max_j (s_j - q_j'w / 2) (see :meth:`certified_l1_optimum`)."""
+        """``(J*, w*)``: the L1 optimum and a minimiser (see :meth:`certified_l1_optimum`)."""
         value, _, w = self._certified()
         return value, w
 
@@ -518,7 +522,9 @@ def check_method(method_or_class, seeds=(0, 1), max_calls=150):
         prev = math.inf
         for row in rows:
             if dom is not None and not dom.contains(row.weights, tol=1e-7):
-                raise AssertionError(f"{where}: queries are feasible: {row.weights} is not in {dom}")
+                raise AssertionError(
+                    f"{where}: queries are feasible: {row.weights} is not in {dom}"
+                )
             if row.upper > prev + slack:
                 raise AssertionError(
                     f"{where}: the best value never increases: {prev} then {row.upper}"
@@ -526,7 +532,9 @@ def check_method(method_or_class, seeds=(0, 1), max_calls=150):
             prev = row.upper
             if row.gap < 0:
                 raise AssertionError(f"{where}: the gap is never negative: {row.gap}")
-            if exact is not None and not (row.lower <= exact + slack and exact <= row.upper + slack):
+            valid = row.lower <= exact + slack and exact <= row.upper + slack if exact is not None \
+                else True
+            if not valid:
                 raise AssertionError(
                     f"{where}: bounds are valid (lower <= J* <= upper): "
                     f"lower={row.lower}, J*={exact}, upper={row.upper}"

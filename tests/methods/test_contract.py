@@ -15,7 +15,7 @@ import pytest
 from mklopt import solve
 from mklopt.domains import Simplex
 from mklopt.methods import METHODS, Chain
-from mklopt.stopping import DualityGap, MaxIter, MaxOracleCalls
+from mklopt.stopping import DualityGap, MaxOracleCalls
 from mklopt.testing import SmoothQuadraticOracle, parametrize_with_checks
 from tests.methods import _svm_problems as P
 
