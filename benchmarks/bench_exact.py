@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from mklopt import datasets, solve
-from mklopt._bench import protocol_bank
+from mklopt.bench.runs import protocol_bank
 from mklopt.methods import Chain, LevelBundle
 from mklopt.methods._restricted import kernel_factor
 from mklopt.oracles import SVMDual

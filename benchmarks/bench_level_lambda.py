@@ -12,7 +12,7 @@ calls do not depend on the machine's load.
 import argparse
 
 from mklopt import datasets, solve
-from mklopt._bench import protocol_bank
+from mklopt.bench.runs import protocol_bank
 from mklopt.methods import LevelBundle
 from mklopt.oracles import SVMDual
 from mklopt.stopping import DualityGap, MaxOracleCalls, TimeLimit

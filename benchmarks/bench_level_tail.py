@@ -12,7 +12,7 @@ import argparse
 import time
 
 from mklopt import datasets, solve
-from mklopt._bench import protocol_bank
+from mklopt.bench.runs import protocol_bank
 from mklopt.methods import LevelBundle
 from mklopt.oracles import SVMDual
 from mklopt.stopping import DualityGap, MaxOracleCalls, TimeLimit

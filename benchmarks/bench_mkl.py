@@ -15,7 +15,8 @@ import json
 import os
 import sys
 
-from mklopt import _bench, datasets
+from mklopt import datasets
+from mklopt.bench import runs as _bench
 
 
 def main(argv=None):

@@ -3,14 +3,14 @@
     python benchmarks/bench_scale.py                      # every case, about an hour
     python benchmarks/bench_scale.py --cases letter-level letter-svc
 
-Runs each case of :mod:`mklopt._bench_scale` in its own process (peak RSS per
+Runs each case of :mod:`mklopt.bench.scale` in its own process (peak RSS per
 case), prints the table and writes ``bench-out/scale/`` (results.json,
 table.md, scale_curves.png). See that module's docstring for the cases.
 """
 
 import sys
 
-from mklopt._bench_scale import main
+from mklopt.bench.scale import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -21,7 +21,7 @@ import time
 import warnings
 
 from mklopt import KernelBank, datasets, solve
-from mklopt._bench import warm_up
+from mklopt.bench.runs import warm_up
 from mklopt.kernels import grid
 from mklopt.methods import LevelBundle
 from mklopt.oracles import SVMDual

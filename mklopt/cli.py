@@ -16,12 +16,11 @@ import warnings
 
 import numpy as np
 
-from . import _bench as B
-from . import _bench_scale, datasets
-from ._bench import PROTOCOLS
+from . import datasets
 from ._csvio import CSVError, class_labels, read_csv
 from ._optional import optional
 from ._parallel import check_n_jobs, parallel_map
+from .bench import PROTOCOLS  # the settings only: the runners load when bench runs
 from .estimators import MKLClassifier, MKLOneClass, MKLRegressor
 from .kernels import grid
 from .methods import PRESETS, estimator_params_of, get_method, method_names
@@ -37,11 +36,11 @@ class UserError(Exception):
 
 
 # ----------------------------------------------------------------------------
-# bench (the protocols are mklopt._bench.PROTOCOLS)
+# bench (the protocols are mklopt.bench.PROTOCOLS; the runners load here)
 # ----------------------------------------------------------------------------
 def _bench_kloft(args):
-    """``--protocol kloft2010``: the poster's two experiments (see mklopt._bench_kloft)."""
-    from . import _bench_kloft  # imported only here: it needs scikit-learn for its SVC
+    """``--protocol kloft2010``: the poster's two experiments (see mklopt.bench.kloft)."""
+    from .bench import kloft as _bench_kloft  # imported only here: it needs scikit-learn
 
     cases = args.cases or ["toy", "times"]
     bad = [c for c in cases if c not in ("toy", "times")]
@@ -60,6 +59,9 @@ def _bench_kloft(args):
 
 
 def _bench(args):
+    from .bench import runs as B
+    from .bench import scale as _bench_scale
+
     if args.sizes and args.protocol != "kloft2010":
         raise UserError("--sizes belongs to --protocol kloft2010")
     if args.protocol == "kloft2010":

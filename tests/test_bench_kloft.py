@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from mklopt import _bench_kloft as K
+from mklopt.bench import kloft as K
 from mklopt.cli import main as cli_main
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from mklopt import _bench
+from mklopt.bench import runs as _bench
 from mklopt.methods import PRESETS
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import mklopt
 from mklopt import datasets
-from mklopt._bench import PROTOCOLS
+from mklopt.bench import PROTOCOLS
 from mklopt.cli import build_parser, main
 from mklopt.methods import PRESETS, method_names
 from mklopt.persist import load_model

@@ -4,8 +4,8 @@ import sys
 
 import pytest
 
-from mklopt import _bench
 from mklopt._optional import optional, pyplot, require
+from mklopt.bench import runs as _bench
 from mklopt.domains import LpBall
 from mklopt.testing import SmoothQuadraticOracle
 

@@ -40,14 +40,15 @@ import time
 
 import numpy as np
 
-from . import datasets
-from ._bench import PROTOCOLS, warm_up
-from ._optional import pyplot, require
-from .driver import solve
-from .kernels import KernelBank, KernelExpansion, grid, random_rbf, rbf
-from .methods import AnalyticLp, KernelWorkingSet, LevelBundle
-from .oracles import SVMDual
-from .stopping import DualityGap, MaxIter, TimeLimit
+from .. import datasets
+from .._optional import pyplot, require
+from ..driver import solve
+from ..kernels import KernelBank, KernelExpansion, grid, random_rbf, rbf
+from ..methods import AnalyticLp, KernelWorkingSet, LevelBundle
+from ..oracles import SVMDual
+from ..stopping import DualityGap, MaxIter, TimeLimit
+from ._protocols import PROTOCOLS
+from .runs import warm_up
 
 __all__ = ["CASES", "run_case", "run_isolated", "unknown_cases", "main"]
 
@@ -193,7 +194,7 @@ def run_case(name):
 
 def run_isolated(name, log_progress=True):
     """Run one case in a fresh Python process; its progress lines go to stderr."""
-    cmd = [sys.executable, "-m", "mklopt._bench_scale", "--child", name]
+    cmd = [sys.executable, "-m", "mklopt.bench.scale", "--child", name]
     if not log_progress:
         cmd.append("--quiet")
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
@@ -257,7 +258,7 @@ def _curve_figure(results, path):
 
 
 def main(argv=None):
-    """``python -m mklopt._bench_scale [--cases ...] [--out DIR]``."""
+    """``python -m mklopt.bench.scale [--cases ...] [--out DIR]``."""
     parser = argparse.ArgumentParser(description="mklopt scale benchmark")
     parser.add_argument("--cases", nargs="+", default=list(CASES),
                         help="cases to run (default: all); see the module docstring")

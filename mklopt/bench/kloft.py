@@ -61,10 +61,10 @@ from statistics import NormalDist
 
 import numpy as np
 
-from . import datasets
-from ._optional import pyplot, require
-from .estimators import MKLClassifier
-from .kernels import linear, rbf
+from .. import datasets
+from .._optional import pyplot, require
+from ..estimators import MKLClassifier
+from ..kernels import linear, rbf
 
 __all__ = [
     "BAYES_ERROR", "NOISE_LEVELS", "TOY_P", "TIME_P", "TIME_SIZES", "FULL_TIME_SIZES",
