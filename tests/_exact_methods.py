@@ -60,7 +60,10 @@ def configurations(formulation, has_problem):
             ("subgradient (projected)", lambda: Subgradient(direction="projected")),
             ("mirror", MirrorDescent),
             ("spg", SPG),
-            ("working_set (size 2)", lambda: KernelWorkingSet(size=2)),
+            # 3 kernels: size 2 runs its inner method on the whole bank,
+            # size 1 a real working set grown by pricing
+            ("working_set (size 2, whole bank)", lambda: KernelWorkingSet(size=2)),
+            ("working_set (size 1)", lambda: KernelWorkingSet(size=1)),
             # lam = 0 of the elastic net is L1-MKL (on the face sum(w) = 1)
             ("elastic_net (lam 0)", lambda: AnalyticElasticNet(0.0)),
             ("chain (spg -> level)", lambda: Chain("spg", "level")),
@@ -84,6 +87,19 @@ def configurations(formulation, has_problem):
              lambda: Subgradient(direction="projected", elastic_net=arg)),
         ]
     raise ValueError(formulation)
+
+
+def certifies_slowly(label):
+    """Whether the configuration's only lower bound is the best single answer's ``D(alpha)``.
+
+    Mirror descent, the projected subgradient (diminishing steps) and a
+    working set on a strict subset of the kernels have no model of ``J``:
+    their certificate closes only as fast as one answer's own gap, which on
+    the drawn problems sometimes stayed above 1e-4 after 3,000 calls
+    (``benchmarks/bench_conic_exact.py``). Their bracket is checked, not
+    their convergence.
+    """
+    return label.startswith(("mirror", "subgradient (projected", "working_set (size 1"))
 
 
 #: The method classes :func:`configurations` places (with or without a DualProblem).

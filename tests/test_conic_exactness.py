@@ -10,10 +10,13 @@ accuracy and the slack of every comparison.
 For each drawn problem, every configuration of a registered method that
 solves the formulation (``tests/_exact_methods.py``) runs to a relative
 duality gap of 1e-4 and must bracket the reference: ``lower <= J* <=
-value <= J* + gap``. Then one polishing run goes to 1e-6 and must match
-the reference to 1e-6: the level method chained with the exact active-set
-step where the oracle describes its dual as a box-constrained program
-(the hinge loss), and the level method alone otherwise (the logistic and
+value <= J* + gap`` (and must converge, except the configurations whose only
+certificate is a single answer's dual value, ``certifies_slowly``: mirror
+descent, the projected subgradient and a working set on a strict subset,
+whose bracket is checked within the budget). Then one polishing run goes
+to 1e-6 and must match the reference to 1e-6: the level method chained
+with the exact active-set step where the oracle describes its dual as a
+box-constrained program (the hinge loss), and the level method alone otherwise (the logistic and
 squared losses and the shared-weight sum have no such program; see
 ``NEEDS_BOX_QP``), as ``MKLClassifier`` does for a tight ``tol``.
 
@@ -34,7 +37,13 @@ from mklopt.methods import Chain, LevelBundle
 from mklopt.oracles import CompositeOracle, LogisticDual, RidgeDual, SVMDual
 from mklopt.stopping import DualityGap, MaxOracleCalls
 from tests import _conic_reference as R
-from tests._exact_methods import NEEDS_BOX_QP, NOT_APPLICABLE, configurations, uncovered
+from tests._exact_methods import (
+    NEEDS_BOX_QP,
+    NOT_APPLICABLE,
+    certifies_slowly,
+    configurations,
+    uncovered,
+)
 from tests._strategies import labels, log_uniform, points, reals
 
 TARGET = 1e-4
@@ -92,10 +101,10 @@ def reference(parts, C, loss, formulation, fit_intercept=True):
     return ref
 
 
-def check_bracket(res, ref, label):
+def check_bracket(res, ref, label, converged=True):
     """Converged, and ``lower <= J* <= value <= J* + gap`` to the slack."""
     slack = SLACK * max(1.0, abs(ref))
-    assert res.converged, (label, res.reason, res.rel_gap)
+    assert res.converged or not converged, (label, res.reason, res.rel_gap)
     assert res.lower <= ref + slack, (label, res.lower, ref)
     assert res.value >= ref - slack, (label, res.value, ref)
     assert res.value - ref <= res.gap + slack, (label, res.value, ref, res.gap)
@@ -104,7 +113,7 @@ def check_bracket(res, ref, label):
 def run_all(make, formulation, has_problem, ref, budget=3000):
     for label, factory in configurations(formulation, has_problem):
         res = solve(make(), factory(), stop=DualityGap(TARGET) | MaxOracleCalls(budget))
-        check_bracket(res, ref, label)
+        check_bracket(res, ref, label, converged=not certifies_slowly(label))
 
 
 def check_polish(make, has_problem, ref, budget=3000):
