@@ -231,9 +231,17 @@ class MethodReport:
 
     @property
     def rel_gap(self):
-        """``gap / |upper|`` (``nan`` before any point or at ``upper = 0``)."""
+        """``gap / |upper|``; 0 at ``upper = 0`` with a zero gap, else ``nan`` there and before any point.
+
+        A zero gap at ``upper = 0`` (a squared loss with constant targets, say)
+        pins the optimum at 0 exactly, which meets every relative target.
+        """
         up = self.upper
-        return self.gap / abs(up) if self.best is not None and up != 0.0 else float("nan")
+        if self.best is None:
+            return float("nan")
+        if up != 0.0:
+            return self.gap / abs(up)
+        return 0.0 if self.gap == 0.0 else float("nan")
 
 
 @dataclass(frozen=True, slots=True, eq=False)

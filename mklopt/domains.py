@@ -259,9 +259,12 @@ class ElasticNet(Domain):
     def beta(self, w):
         """``beta_k = (1 - lam) w_k / (1 - lam w_k)`` (``inf`` where ``w_k >= 1/lam``)."""
         w = np.maximum(np.asarray(w, dtype=float), 0.0)
-        den = 1.0 - self.lam * w
+        c = 1.0 - self.lam
+        # 1 - lam w as (1 - w) + c w: both terms exact or accurate near
+        # lam = 1 and w = 1, where the plain difference cancels to nothing.
+        den = (1.0 - w) + c * w
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(den > 0.0, (1.0 - self.lam) * w / den, np.inf)
+            return np.where(den > 0.0, c * w / den, np.inf)
 
     def weights(self, beta):
         """``w_k = beta_k / (1 - lam + lam beta_k)``, the inverse of :meth:`beta`."""
@@ -282,7 +285,11 @@ class ElasticNet(Domain):
             return False
         if self.lam == 1.0:
             return True
-        return bool(np.sum(self.beta(np.minimum(w, 1.0))) <= 1.0 + tol * max(1, len(w)))
+        # Within a few roundings of W: near lam = 1 the set is the box up to
+        # 1 - w of order (1 - lam), and one rounding of a weight near 1 moves
+        # beta_k by O(1) (lam one ulp below 1 maps beta = 1/2 to w = 1.0).
+        w = np.minimum(w, 1.0) * (1.0 - 4.0 * np.finfo(float).eps)
+        return bool(np.sum(self.beta(w)) <= 1.0 + tol * max(1, len(w)))
 
     def support(self, q):
         q = np.maximum(np.asarray(q, dtype=float), 0.0)

@@ -223,7 +223,11 @@ def test_elastic_net_support_and_gap(point):
     d = ElasticNet(m, lam)
     w = d.weights(beta)
     if lam < 1.0:  # at lam = 1 every beta > 0 maps to w = 1: no inverse
-        np.testing.assert_allclose(d.beta(w), beta, rtol=1e-9, atol=1e-15)
+        # beta(w) has condition number about 1 + lam beta / (1 - lam): the
+        # inverse is exact up to that many roundings of w (lam one ulp below
+        # 1 maps beta = 1/2 to w = 1.0)
+        cond = 1.0 + lam / (1.0 - lam)
+        np.testing.assert_allclose(d.beta(w), beta, rtol=1e-9 + 8e-16 * cond, atol=1e-15)
     assert d.contains(w) and d.contains(d.initial())
     h = d.support(q)
     tol = 1e-9 * (1.0 + q.sum())
@@ -308,3 +312,21 @@ def test_lp_projection_of_extreme_points(p):
         assert d.contains(y, tol=1e-12) and np.linalg.norm(y, p) == pytest.approx(1.0)
         for z in (d.initial(), *np.eye(4)):
             assert (x / x.max() - y / x.max()) @ (z - y) <= 1e-9
+
+
+@pytest.mark.parametrize("m", [2, 3, 6])
+def test_elastic_net_one_ulp_below_one_starts_inside(m):
+    # lam one ulp below 1: W is the box up to 1 - w of order 1e-16, so the
+    # start 1 / (m (1 - lam) + lam) and the image of the uniform beta round
+    # to w = 1.0, which must still count as inside (it is within one
+    # rounding of W); it once counted as sum(beta) = m, and every method
+    # started outside its own set.
+    d = ElasticNet(m, float(np.nextafter(1.0, 0.0)))
+    uniform = d.weights(np.full(m, 1.0 / m))
+    assert d.contains(d.initial()) and d.contains(uniform)
+    assert np.all(np.isfinite(d.beta(d.initial())))
+    # and 1 - lam w is not lost to cancellation: beta at an exact point
+    w = np.full(m, 1.0 - 2.0**-52)  # 1 - w = 2 ulp(1/2), exactly
+    c = 1.0 - d.lam
+    np.testing.assert_allclose(d.beta(w), c * w / ((1.0 - w) + c * w), rtol=1e-15)
+    assert d.beta(w)[0] == pytest.approx(1.0 / 3.0, rel=1e-6)  # c / (2c + c)

@@ -174,10 +174,10 @@ class LogisticDual(LossOracle):
                     f"warm_start must satisfy y'alpha = 0; it is off by {r:.6g}. Pass the alpha "
                     "of an oracle of the same problem, or None for a cold start"
                 )
-            # Shrink the class in excess by a factor: stays inside (0, C).
+            # Shrink the class in excess (the sign of r) by |r|: stays inside (0, C).
             cls = self.y == np.sign(r)
             if r != 0.0:
-                a[cls] *= 1.0 - r / float(a[cls].sum())
+                a[cls] *= 1.0 - abs(r) / float(a[cls].sum())
         return a
 
     # ---- the solve -----------------------------------------------------------

@@ -201,6 +201,26 @@ def test_warm_starts_value_only_and_kernel_subsets():
     assert ans.value == pytest.approx(cold.value, rel=1e-9)
 
 
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_a_warm_start_off_the_equality_by_rounding_is_repaired(sign):
+    # A start off y'alpha = 0 by less than the repair threshold is rescaled
+    # onto it, whichever class is in excess. (The repair once grew the excess
+    # of the negative class instead: from an optimal start the solver takes
+    # no step, so each call of an outer run at the same point doubled the
+    # error until the start was refused.)
+    X, y = data(7, 12)
+    C = 8.0
+    o = LogisticDual(kernels(X), y, C=C, tol=1e-6)
+    w = np.ones(3) / 3
+    a = o(w).alpha.copy()
+    excess = y == sign
+    a[excess] += 5e-9 * C * y.size / excess.sum()  # off by half the threshold 1e-8 C n
+    for _ in range(30):  # an outer method querying the same point again
+        ans = o(w, warm_start=a)
+        assert abs(y @ ans.alpha) <= 1e-12 * C * y.size
+        a = ans.alpha
+
+
 def test_budget_exhaustion_warns_and_is_not_certified():
     X, y = data(5, 30)
     o = LogisticDual(kernels(X), y, C=5.0, tol=1e-12, max_iter=3)

@@ -127,6 +127,20 @@ def test_mkl_run_reaches_the_cvxpy_optimum():
     assert res.value == pytest.approx(ref, rel=2e-6)
 
 
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_a_zero_optimum_is_certified_as_reached(fit_intercept):
+    # Constant targets with an offset (zero targets without) give J* = 0,
+    # alpha = 0 and a zero gap; a relative gap 0 / 0 once read as "unknown"
+    # made every method stop unconverged ("gap target unmet").
+    X, _ = data(3, 12)
+    t = np.full(12, 0.7 if fit_intercept else 0.0)
+    for name in ("level", "spg", "elastic_net"):
+        res = solve(RidgeDual(kernels(X), t, C=1.0, fit_intercept=fit_intercept),
+                    get_method(name)(), stop=DualityGap(1e-6) | MaxIter(50))
+        assert res.converged and 0.0 <= res.rel_gap <= 1e-6, (name, res.reason)
+        assert res.value == pytest.approx(0.0, abs=1e-12)
+
+
 # ----------------------------------------------- storages, subsets, warm starts
 def test_every_storage_gives_the_dense_answer():
     X, t = data(3, 50)
