@@ -231,7 +231,7 @@ class MethodReport:
 
     @property
     def rel_gap(self):
-        """``gap / |upper|``; 0 at ``upper = 0`` with a zero gap, else ``nan`` there and before any point.
+        """``gap / |upper|`` (0 for a zero gap at ``upper = 0``; ``nan`` otherwise there).
 
         A zero gap at ``upper = 0`` (a squared loss with constant targets, say)
         pins the optimum at 0 exactly, which meets every relative target.
