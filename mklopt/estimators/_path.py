@@ -11,7 +11,10 @@ order, each solve can start from the previous one's answer:
   ``Q = sum_k w_k q_k(alpha)``), largest at ``t = L / Q``; SMO starts from
   ``t alpha`` with that ``t`` clipped to ``[0, C1 / C0]``, a feasible point
   needing no repair, exact when every support vector is bounded (small
-  ``C``) and left unscaled when the margin no longer grows (large ``C``);
+  ``C``) and left unscaled when the margin no longer grows (large ``C``).
+  A smooth loss (logistic, squared) has a concave ``l`` positively
+  homogeneous in ``(alpha, C)`` together; its previous vector is scaled by
+  ``C1 / C0``, which keeps it feasible and scales ``l`` by the same factor;
 * **the kernel weights.** The outer method starts from the previous
   optimal weights: the path hands it a
   :class:`~mklopt._types.Handover` (the previous weights and the oracle's
@@ -73,6 +76,8 @@ class PathPoint:
         previous weights under the new ``C``.
     fit_time : float
         Seconds spent on this point.
+    extra : object
+        What ``c_path``'s ``finish`` returned for this point (None without it).
     """
 
     C: float
@@ -86,6 +91,7 @@ class PathPoint:
     n_iter: int
     n_oracle_calls: int
     fit_time: float
+    extra: object = None
 
 
 @functools.cache
@@ -212,7 +218,8 @@ def ray_scale(L, Q, ratio):
     return float(min(max(L / Q, 0.0), ratio))
 
 
-def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=None):
+def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=None,
+           finish=None):
     """Solve one binary MKL problem at every ``C`` of ``Cs``, each warm-started.
 
     Parameters
@@ -237,7 +244,14 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
         :class:`SVMDual` on the labels ``y``. Its dual variables must stay
         feasible when scaled by ``0 <= t <= C1 / C0`` (box constraints
         proportional to ``C``, an equality with a zero right-hand side), as
-        those of SVMDual and SVRDual do.
+        those of SVMDual and SVRDual do; a smooth-loss oracle
+        (:class:`~mklopt.oracles.LogisticDual`, :class:`~mklopt.oracles.RidgeDual`)
+        is scaled by ``t = C1 / C0`` (see :func:`_scaled_start`), and a
+        :class:`~mklopt.oracles.CompositeOracle` of SVM duals (one weight
+        vector for several problems) as one dual vector.
+    finish : callable, optional
+        ``finish(oracle, result)`` after each point; what it returns is the
+        point's ``extra`` (e.g. per-problem offsets of a composite oracle).
 
     Returns
     -------
@@ -294,24 +308,69 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
             converged=bool(res.converged),
             n_iter=int(res.n_iter),
             n_oracle_calls=int(res.n_oracle_calls) + extra_calls,
-            fit_time=time.perf_counter() - t0,
+            fit_time=0.0,
+            extra=None if finish is None else finish(oracle, res),
         )
+        prev.fit_time = time.perf_counter() - t0
         points.append(prev)
     return points
 
 
 def _linear_term(oracle, alpha):
-    """``l(a) = -p'a`` of an answer's ``alpha`` (``1'alpha`` for the SVM dual)."""
-    a = oracle.to_variables(alpha)
-    return -float(oracle.problem.linear @ a)
+    """``l(alpha)`` of an answer's ``alpha`` (``1'alpha`` for the SVM dual).
+
+    Box-constrained duals (:class:`SVMDual`, :class:`SVRDual`) read it off
+    their problem's linear term, a composite oracle adds its parts', and a
+    smooth-loss oracle (logistic, ridge) evaluates its own ``l``.
+    """
+    parts = getattr(oracle, "parts", None)
+    if parts is not None:
+        return float(sum(_linear_term(o, a) for o, a in zip(parts, oracle.split(alpha),
+                                                            strict=True)))
+    if hasattr(oracle, "problem"):
+        a = oracle.to_variables(alpha)
+        return -float(oracle.problem.linear @ a)
+    return float(oracle._linear(np.asarray(alpha, dtype=np.float64)))
+
+
+def _is_linear(oracle):
+    """Whether ``l`` is linear in the dual variables (SMO duals, or composites of them)."""
+    parts = getattr(oracle, "parts", None)
+    if parts is not None:
+        return all(_is_linear(o) for o in parts)
+    return hasattr(oracle, "problem")
+
+
+def _scale_into(oracle, alpha, t):
+    """``t alpha`` in the oracle's variables, clipped to its box (rounding only)."""
+    parts = getattr(oracle, "parts", None)
+    if parts is not None:
+        return np.concatenate([_scale_into(o, a, t) for o, a in
+                               zip(parts, oracle.split(alpha), strict=True)])
+    if hasattr(oracle, "problem"):
+        a = oracle.to_variables(alpha)
+        # The minimum only removes rounding: t * a <= t * upper(C0) <= upper(C).
+        return oracle.to_alpha(np.minimum(t * a, oracle.problem.upper))
+    return t * np.asarray(alpha, dtype=np.float64)
 
 
 def _scaled_start(oracle, prev, C):
-    """``(t alpha, t)``: the previous point scaled into the new box (``t``: :func:`ray_scale`)."""
-    a = oracle.to_variables(prev.alpha)
-    L = prev.linear
-    # J = l(a) - w'q(a) / 2 at the previous optimum gives Q = w'q(a).
-    Q = 2.0 * (L - prev.value)
-    t = ray_scale(L, Q, C / prev.C)
-    # The minimum only removes rounding: t * a <= t * upper(C0) <= upper(C).
-    return oracle.to_alpha(np.minimum(t * a, oracle.problem.upper)), t
+    """``(t alpha, t)``: the previous point scaled into the new box.
+
+    With a linear ``l`` (the SVM and SVR duals, and composites of them)
+    ``t`` is :func:`ray_scale`'s, the best point on the ray. A smooth loss
+    has ``l_C(alpha) = -C sum_i V*(-alpha_i / C)``, positively homogeneous
+    of degree one in ``(alpha, C)`` together: ``t = C / C_prev`` maps the
+    previous feasible point to a feasible one with ``l_C(t alpha) = t
+    l_{C_prev}(alpha)``, so the cuts scaled by ``t`` and ``t^2`` remain
+    minorants of the new ``J``.
+    """
+    ratio = C / prev.C
+    if _is_linear(oracle):
+        L = prev.linear
+        # J = l(a) - w'q(a) / 2 at the previous optimum gives Q = w'q(a).
+        Q = 2.0 * (L - prev.value)
+        t = ray_scale(L, Q, ratio)
+    else:
+        t = ratio
+    return _scale_into(oracle, prev.alpha, t), t

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import functools
 import numbers
 import time
 import warnings
+from dataclasses import dataclass
+from functools import partial
 from itertools import combinations
 
 import numpy as np
 
 from .._parallel import check_n_jobs, parallel_map
+from ..stopping import DualityGap, MaxIter, TimeLimit
 from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..kernels.stack import _as_stack
+from ..methods import Chain, LevelBundle
+from ..oracles import CompositeOracle, LogisticDual, SVMDual
 from ._checks import check_feature_names, check_is_fitted, check_X_y, check_y
 from ._ovo import ovo_vote
 from ._params import check_standardize
-from ._path import c_path
+from ._path import _recording, c_path
 from ._precomputed import is_precomputed, precomputed_bank
 from ._sklearn import HAS_SKLEARN, BaseEstimator, ClassifierMixin, ConvergenceWarning
 from .mkl import MKLClassifier
@@ -28,8 +34,9 @@ CS_RANGE = (1e-2, 1e3)
 
 # The MKLClassifier parameters the CV estimator passes through.
 _SHARED = (
-    "kernels", "method", "p", "groups", "tol", "max_iter", "inner_tol", "normalize",
-    "standardize", "weight_threshold", "storage", "cache_size", "max_memory", "callback",
+    "kernels", "method", "loss", "p", "groups", "elastic_net", "tol", "max_iter", "inner_tol",
+    "normalize", "standardize", "weight_threshold", "time_limit", "storage", "cache_size",
+    "max_memory", "callback", "multiclass",
 )
 
 
@@ -130,43 +137,121 @@ def _splits(cv, X, y, y_idx, classifier=True):
     return out
 
 
-def _fit_fold(bank, y_idx, train, test, pairs, Cs, normalize, new_method, stop, inner_tol,
-              threshold, callback):
+@dataclass(frozen=True)
+class _Formulation:
+    """What every fold's path solves: the options of the estimator's binary problems."""
+
+    loss: str
+    shared: bool
+    normalize: object
+    new_method: object
+    stop: object
+    inner_tol: float
+    threshold: float
+    callback: object
+
+    def oracle(self, view, y, C, tol):
+        """The oracle of one binary problem at ``C``, recording cuts for the path."""
+        if self.loss == "logistic":
+            return _recording(LogisticDual)(view, y, C=C, tol=tol)
+        return _recording(SVMDual)(view, y, C=C, tol=tol)
+
+    def method_factory(self):
+        """The outer method of a path point (the estimator's own rule)."""
+        m = self.new_method
+        if self.loss == "logistic" and isinstance(m, partial) and m.func is Chain:
+            # As MKLClassifier: the chain's exact step is an SVM QP; Level certifies.
+            return LevelBundle
+        return m
+
+
+def _decision(bank, view, rows, y, test, w, alpha, bias, threshold):
+    """Decision values on ``test`` of one binary problem solved on ``view`` (rows of ``bank``)."""
+    sv = np.flatnonzero(alpha > 0.0)
+    ks = np.flatnonzero(w > threshold * w.max()).astype(np.int64)
+    d = np.full(test.size, float(bias))
+    if sv.size and ks.size:
+        factors = bank.scales / view.scales
+        blocks = bank.blocks(ks, test, rows[sv])
+        d += np.einsum("k,kij,j->i", w[ks] * factors[ks], blocks, alpha[sv] * y[sv])
+    return d
+
+
+def _pair_offsets(oracle, res):
+    """Each pair's ``(alpha, bias)`` at a shared point, as :class:`MKLClassifier` finds them.
+
+    The joint run keeps no per-pair bias: each pair is solved again at the
+    point's weights from its own ``alpha`` (already optimal there, so SMO
+    stops at once), as the estimator's shared fit does.
+    """
+    w = np.asarray(res.weights, dtype=np.float64)
+    out = []
+    for part, a in zip(oracle.parts, oracle.split(res.alpha), strict=True):
+        ans = part(w, warm_start=a, need_q=False)
+        out.append((np.asarray(ans.alpha, dtype=np.float64), float(ans.bias)))
+    return out
+
+
+_STATS = ("rel_gap", "value", "n_oracle_calls", "n_iter", "fit_time")
+
+
+def _fit_fold(bank, y_idx, train, test, pairs, Cs, form):
     """The C path of every binary problem of one fold, and its validation decisions.
 
     Each binary problem (one per pair of classes) reads its rows of the
     shared ``bank`` through a view with its own normalisation. Its decision
     values on the validation points use blocks of the same bank
     (validation rows, support-vector columns) scaled the way the view
-    scales its kernels, so no kernel is evaluated again.
+    scales its kernels, so no kernel is evaluated again. With
+    ``form.shared`` the pairs are one problem with one weight vector
+    (:class:`~mklopt.oracles.CompositeOracle`) and one path.
 
     Returns ``(decisions, stats)``: ``decisions`` of shape (n_Cs, n_test,
-    n_pairs); ``stats`` a dict of arrays of shape (n_Cs, n_pairs).
+    n_pairs); ``stats`` a dict of arrays of shape (n_Cs, n_pairs), or
+    (n_Cs, 1) for a shared problem.
     """
     n_c, n_p = len(Cs), len(pairs)
     decisions = np.empty((n_c, test.size, n_p))
-    stats = {name: np.zeros((n_c, n_p)) for name in
-             ("rel_gap", "value", "n_oracle_calls", "n_iter", "fit_time")}
-    stats["converged"] = np.zeros((n_c, n_p), dtype=bool)
-    for p, (i, j) in enumerate(pairs):
+    problems = []
+    for i, j in pairs:
         rows = train[(y_idx[train] == i) | (y_idx[train] == j)]
         y = np.where(y_idx[rows] == j, 1.0, -1.0)
-        view = bank.view(rows, normalize=normalize)
-        points = c_path(view, y, Cs, new_method, stop, inner_tol, callback=callback)
-        factors = bank.scales / view.scales
+        problems.append((rows, y, bank.view(rows, normalize=form.normalize)))
+    if form.shared and n_p > 1:
+        def make(_, C, tol):
+            return _recording(CompositeOracle)(
+                [SVMDual(view, y, C=C, tol=tol) for _, y, view in problems])
+
+        points = c_path(None, None, Cs, form.method_factory(), form.stop, form.inner_tol,
+                        callback=form.callback, make_oracle=make, finish=_pair_offsets)
+        paths = [points]
         for c, pt in enumerate(points):
-            sv = np.flatnonzero(pt.alpha > 0.0)
-            w = pt.weights
-            ks = np.flatnonzero(w > threshold * w.max()).astype(np.int64)
-            d = np.full(test.size, pt.bias)
-            if sv.size and ks.size:
-                blocks = bank.blocks(ks, test, rows[sv])
-                d += np.einsum("k,kij,j->i", w[ks] * factors[ks], blocks, pt.alpha[sv] * y[sv])
-            decisions[c, :, p] = d
-            for name in ("rel_gap", "value", "n_oracle_calls", "n_iter", "fit_time"):
+            for p, ((rows, y, view), (alpha, bias)) in enumerate(
+                    zip(problems, pt.extra, strict=True)):
+                decisions[c, :, p] = _decision(bank, view, rows, y, test, pt.weights, alpha,
+                                               bias, form.threshold)
+    else:
+        paths = []
+        for p, (rows, y, view) in enumerate(problems):
+            make = functools.partial(_oracle_at, form, y)
+            points = c_path(view, y, Cs, form.method_factory(), form.stop, form.inner_tol,
+                            callback=form.callback, make_oracle=make)
+            paths.append(points)
+            for c, pt in enumerate(points):
+                decisions[c, :, p] = _decision(bank, view, rows, y, test, pt.weights,
+                                               pt.alpha, pt.bias, form.threshold)
+    stats = {name: np.zeros((n_c, len(paths))) for name in _STATS}
+    stats["converged"] = np.zeros((n_c, len(paths)), dtype=bool)
+    for p, points in enumerate(paths):
+        for c, pt in enumerate(points):
+            for name in _STATS:
                 stats[name][c, p] = getattr(pt, name)
             stats["converged"][c, p] = pt.converged
     return decisions, stats
+
+
+def _oracle_at(form, y, view, C, tol):
+    return form.oracle(view, y, C, tol)
 
 
 class _FoldModel(ClassifierMixin, BaseEstimator):
@@ -301,8 +386,10 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         the validation points (the scorers of scikit-learn only pass ``X``
         on, so they all work; a hand-written one must not read ``X``
         itself).
-    kernels, method, p, groups, tol, max_iter, inner_tol, normalize, standardize
-        As for :class:`MKLClassifier`. With ``kernels="precomputed"``,
+    kernels, method, loss, p, groups, elastic_net, tol, max_iter, inner_tol, normalize, standardize
+        As for :class:`MKLClassifier`: every fold problem, and the refit,
+        is the estimator's own formulation (the logistic loss, elastic-net
+        MKL, ...), on the same warm-started path. With ``kernels="precomputed"``,
         ``fit`` takes the base kernels between the training samples, shape
         ``(n_kernels, n_samples, n_samples)``, which are then the one bank
         (see :doc:`/precomputed`), and ``predict`` the kernels between new
@@ -311,6 +398,18 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         As for :class:`MKLClassifier`. ``storage`` must have views of an
         index block (``"auto"``, ``"dense"`` or ``"on_the_fly"``; feature
         maps are refused).
+    time_limit : float, optional
+        Seconds for each point of a fold's path (one ``C``, one binary
+        problem, or all pairs together with ``multiclass="shared"``); a
+        point out of time keeps its best weights and counts as not
+        converged (``path_converged_``, a :class:`ConvergenceWarning`). The
+        refit gets ``time_limit`` as :class:`MKLClassifier` does, for the
+        whole fit.
+    multiclass : {"ovo", "shared"}, default="ovo"
+        As for :class:`MKLClassifier`. With ``"shared"`` and more than two
+        classes each fold's pairs are one problem with one weight vector,
+        solved along one path over ``C``; the ``path_*`` attributes then
+        have one column instead of one per pair.
     n_jobs : int, optional
         Folds fitted at the same time (through joblib), and the pairs of
         the final refit. ``None`` means 1 unless a
@@ -377,9 +476,8 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
     chosen ``C`` is the grid search's wherever their scores are further
     apart than those few points; tighten ``tol`` to narrow that margin.
 
-    *Not passed through.* ``time_limit`` and ``client`` of
-    :class:`MKLClassifier` have no counterpart: the one bank lives in this
-    process.
+    *Not passed through.* ``client`` of :class:`MKLClassifier` has no
+    counterpart: the one bank lives in this process.
 
     Examples
     --------
@@ -401,38 +499,46 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         scoring=None,
         kernels="all_features",
         method="auto",
+        loss="hinge",
         p=None,
         groups=None,
+        elastic_net=None,
         tol=1e-2,
         max_iter=500,
         inner_tol=None,
         normalize="diagonal",
         standardize="auto",
         weight_threshold=1e-6,
+        time_limit=None,
         storage="auto",
         cache_size=None,
         max_memory=None,
         callback=None,
         n_jobs=None,
+        multiclass="ovo",
     ):
         self.Cs = Cs
         self.cv = cv
         self.scoring = scoring
         self.kernels = kernels
         self.method = method
+        self.loss = loss
         self.p = p
         self.groups = groups
+        self.elastic_net = elastic_net
         self.tol = tol
         self.max_iter = max_iter
         self.inner_tol = inner_tol
         self.normalize = normalize
         self.standardize = standardize
         self.weight_threshold = weight_threshold
+        self.time_limit = time_limit
         self.storage = storage
         self.cache_size = cache_size
         self.max_memory = max_memory
         self.callback = callback
         self.n_jobs = n_jobs
+        self.multiclass = multiclass
 
     def _estimator(self, C):
         """The :class:`MKLClassifier` of this grid at ``C``."""
@@ -506,9 +612,10 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y has only one class ({classes[0].tolist()!r}); {name} needs two")
         splits = _splits(self.cv, X, y, y_idx)
         pairs = list(combinations(range(classes.shape[0]), 2))
-        stop = _StopFactory(base, plan)
-        tasks = ((bank, y_idx, train, test, pairs, Cs, self.normalize, plan.new_method, stop,
-                  plan.inner_tol, plan.threshold, self.callback) for train, test in splits)
+        form = _Formulation(self.loss, plan.shared, self.normalize, plan.new_method,
+                            _StopFactory(base, plan, self.time_limit), plan.inner_tol,
+                            plan.threshold, self.callback)
+        tasks = ((bank, y_idx, train, test, pairs, Cs, form) for train, test in splits)
         folds = parallel_map(_fit_fold, tasks, self.n_jobs, n_tasks=len(splits))
 
         n_s, n_c = len(splits), Cs.size
@@ -590,11 +697,19 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
 
 
 class _StopFactory:
-    """A fresh stopping criterion per path point, the one :class:`MKLClassifier` uses."""
+    """A fresh stopping criterion per path point, the one :class:`MKLClassifier` uses.
 
-    def __init__(self, estimator, plan):
+    With a ``time_limit`` each point gets its own budget of that many
+    seconds (the estimator's deadline is for one whole fit).
+    """
+
+    def __init__(self, estimator, plan, time_limit=None):
         self.estimator = estimator
         self.plan = plan
+        self.time_limit = time_limit
 
     def __call__(self):
-        return self.estimator._stop(self.plan)
+        if self.time_limit is None:
+            return self.estimator._stop(self.plan)
+        return (DualityGap(self.plan.tol) | MaxIter(self.plan.max_iter)
+                | TimeLimit(float(self.time_limit)))

@@ -12,18 +12,19 @@ from .._parallel import check_n_jobs, parallel_map
 from .._validation import check_real
 from ..datasets import _scaling
 from ..kernels import KernelBank
-from ..oracles import SVRDual
+from ..oracles import RidgeDual, SVRDual
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._path import _recording, c_path
 from ._sklearn import HAS_SKLEARN, BaseEstimator, ConvergenceWarning, RegressorMixin
 from .mkl_cv import _splits, _StopFactory, check_Cs, set_cv_results
-from .mkl_tasks import MKLRegressor
+from .mkl_tasks import _REGRESSION_LOSSES, MKLRegressor
 
 __all__ = ["MKLRegressorCV"]
 
 _SHARED = (
-    "kernels", "method", "epsilon", "p", "groups", "tol", "max_iter", "inner_tol", "normalize",
-    "standardize", "weight_threshold", "storage", "cache_size", "max_memory", "callback",
+    "kernels", "method", "epsilon", "loss", "p", "groups", "elastic_net", "tol", "max_iter",
+    "inner_tol", "normalize", "standardize", "weight_threshold", "time_limit", "storage",
+    "cache_size", "max_memory", "callback",
 )
 
 
@@ -31,7 +32,12 @@ def _make_svr(t, epsilon, bank, C, tol):
     return _recording(SVRDual)(bank, t, C=C, epsilon=epsilon, tol=tol)
 
 
-def _fit_fold(bank, t, train, test, Cs, epsilon, normalize, new_method, stop, inner_tol,
+def _make_ridge(t, bank, C, tol):
+    # The ridge dual is solved exactly (one factorisation): no tolerance.
+    return _recording(RidgeDual)(bank, t, C=C)
+
+
+def _fit_fold(bank, t, train, test, Cs, epsilon, loss, normalize, new_method, stop, inner_tol,
               threshold, callback):
     """The C path of one fold and its validation predictions (standardised targets).
 
@@ -39,7 +45,10 @@ def _fit_fold(bank, t, train, test, Cs, epsilon, normalize, new_method, stop, in
     n_test); ``stats`` a dict of arrays of shape (n_Cs, 1).
     """
     view = bank.view(train, normalize=normalize)
-    make = functools.partial(_make_svr, t[train], epsilon)
+    if loss == "squared":
+        make = functools.partial(_make_ridge, t[train])
+    else:
+        make = functools.partial(_make_svr, t[train], epsilon)
     points = c_path(view, t[train], Cs, new_method, stop, inner_tol, callback=callback,
                     make_oracle=make)
     factors = bank.scales / view.scales
@@ -106,13 +115,20 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
     scoring : str or callable, optional
         A scikit-learn scorer; default the coefficient of determination
         R^2.
-    kernels, method, epsilon, p, groups, tol, max_iter, inner_tol, normalize
-        As for :class:`MKLRegressor`.
+    kernels, method, epsilon, loss, p, groups, elastic_net, tol, max_iter, inner_tol, normalize
+        As for :class:`MKLRegressor`: the fold problems and the refit are the
+        estimator's formulation. With ``loss="squared"`` (kernel ridge
+        regression) each path point's oracle solves its dual exactly, and the
+        path hands over the previous weights and cuts scaled by ``C1 / C0``
+        (see :class:`MKLClassifierCV`).
     standardize, weight_threshold, storage, cache_size, max_memory, callback
         As for :class:`MKLRegressor`. ``standardize=True`` scales the
         features and the targets once, with the statistics of all the
         training data (``GridSearchCV`` would scale each fold with its own
         training part).
+    time_limit : float, optional
+        Seconds for each point of a fold's path, and for the refit as in
+        :class:`MKLRegressor` (see :class:`MKLClassifierCV`).
     n_jobs : int, optional
         Folds fitted at the same time (through joblib).
 
@@ -152,14 +168,17 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         kernels="grid",
         method="auto",
         epsilon=0.1,
+        loss="epsilon_insensitive",
         p=None,
         groups=None,
+        elastic_net=None,
         tol=1e-2,
         max_iter=500,
         inner_tol=None,
         normalize="trace",
         standardize=True,
         weight_threshold=1e-6,
+        time_limit=None,
         storage="auto",
         cache_size=None,
         max_memory=None,
@@ -172,14 +191,17 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         self.kernels = kernels
         self.method = method
         self.epsilon = epsilon
+        self.loss = loss
         self.p = p
         self.groups = groups
+        self.elastic_net = elastic_net
         self.tol = tol
         self.max_iter = max_iter
         self.inner_tol = inner_tol
         self.normalize = normalize
         self.standardize = standardize
         self.weight_threshold = weight_threshold
+        self.time_limit = time_limit
         self.storage = storage
         self.cache_size = cache_size
         self.max_memory = max_memory
@@ -216,6 +238,10 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         base = self._estimator(float(Cs[0]))
         plan = base._check_common(X)  # validates every passed-through parameter
         eps = check_real(self.epsilon, "epsilon", low=0.0)
+        if self.loss not in _REGRESSION_LOSSES:
+            raise ValueError(
+                f"loss must be one of {', '.join(map(repr, _REGRESSION_LOSSES))}, got {self.loss!r}"
+            )
         if not isinstance(self.storage, str) or self.storage == "feature_map":
             raise ValueError(
                 f"{name} reads every fold from one bank of stored or computed kernels; "
@@ -233,8 +259,8 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         splits = _splits(self.cv, X, t, None, classifier=False)
         bank = KernelBank.from_specs(Xs, plan.specs, storage=self.storage, normalize=None,
                                      cache_size=self.cache_size, max_memory=self.max_memory)
-        stop = _StopFactory(base, plan)
-        tasks = ((bank, ts, train, test, Cs, eps, self.normalize, plan.new_method, stop,
+        stop = _StopFactory(base, plan, self.time_limit)
+        tasks = ((bank, ts, train, test, Cs, eps, self.loss, self.normalize, plan.new_method, stop,
                   plan.inner_tol, plan.threshold, self.callback) for train, test in splits)
         folds = parallel_map(_fit_fold, tasks, self.n_jobs, n_tasks=len(splits))
 
