@@ -108,9 +108,11 @@ def test_time_limit_bounds_each_point(binary):
     with pytest.warns(UserWarning, match="did not reach"):
         cv = MKLClassifierCV(Cs=CS[:2], cv=3, kernels=SPECS, tol=1e-8, max_iter=10_000,
                              time_limit=1e-6).fit(X, y)
-    # The first point of every fold runs out of time after one oracle call.
+    # The first point of every fold runs out of time after its first solve
+    # (the folds after the first evaluate their starting weights before it).
     assert not cv.path_converged_[:, 0].any()
-    assert np.all(cv.path_n_oracle_calls_[:, 0] == 1)
+    assert cv.path_n_oracle_calls_[0, 0, 0] == 1
+    assert np.all(cv.path_n_oracle_calls_[:, 0] <= 2)
     assert cv.best_estimator_.time_limit == 1e-6
 
 

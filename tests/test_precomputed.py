@@ -106,7 +106,10 @@ def test_cv_estimator_on_precomputed_matches_specs(binary):
     kw = dict(Cs=[0.1, 1.0, 10.0], cv=3)
     pre = MKLClassifierCV(kernels="precomputed", **kw).fit(K, y)
     ref = MKLClassifierCV(kernels=SPECS, **kw).fit(X, y)
-    np.testing.assert_allclose(pre.path_value_, ref.path_value_, rtol=1e-6)
+    # The same problems, each point certified to tol = 1e-2 from starts that
+    # the kernels' rounding may move (other folds' steps guide each path),
+    # so two certified values of one optimum: within tol of each other.
+    np.testing.assert_allclose(pre.path_value_, ref.path_value_, rtol=1e-2)
     np.testing.assert_allclose(pre.cv_results_["mean_test_score"],
                                ref.cv_results_["mean_test_score"])
     assert pre.best_C_ == ref.best_C_

@@ -219,7 +219,7 @@ def ray_scale(L, Q, ratio):
 
 
 def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=None,
-           finish=None):
+           finish=None, guide=None):
     """Solve one binary MKL problem at every ``C`` of ``Cs``, each warm-started.
 
     Parameters
@@ -252,6 +252,15 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
     finish : callable, optional
         ``finish(oracle, result)`` after each point; what it returns is the
         point's ``extra`` (e.g. per-problem offsets of a composite oracle).
+    guide : sequence of ndarray of shape (n_kernels,), optional
+        The optimal weights of a similar problem at every ``C`` (another
+        fold's path, whose training set overlaps this one's). The first
+        point starts from ``guide[0]`` (SMO cold) instead of the method's
+        own start; a later point from its predecessor's weights moved as
+        the guide moved, ``project(w_prev + guide[c] - guide[c - 1])``,
+        instead of ``w_prev``: where the optimal weights change with ``C``
+        the guide's step predicts this problem's. Only the starting point
+        changes: every point is certified by its own answers.
 
     Returns
     -------
@@ -262,7 +271,7 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
     prev = None
     prev_cuts = ()
     domain = None
-    for C in Cs:
+    for c_index, C in enumerate(Cs):
         t0 = time.perf_counter()
         method = new_method()
         resumable = prev is not None and _accepts_handover(method)
@@ -271,19 +280,32 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
         if record:
             oracle.cuts = []
         extra_calls = 0
-        if prev is None:
+        if prev is None and guide is not None and _accepts_handover(method):
+            w0 = np.asarray(guide[0], dtype=np.float64)
+            answer = oracle(w0)
+            extra_calls = 1
+            handover = Handover(weights=w0, answer=answer, lower=-math.inf, cuts=())
+            res = _certified_at_start(method, oracle, handover, stop)
+            if res is None:
+                res = solve(oracle, _Started(method), stop=stop(), callback=callback,
+                            warm_start=answer.alpha)
+        elif prev is None:
             res = solve(oracle, method, stop=stop(), callback=callback)
         else:
             a0, t = _scaled_start(oracle, prev, C)
             if resumable:
                 # The previous weights under the new C: the handover's best point.
-                answer = oracle(prev.weights, warm_start=a0)
+                hw = prev.weights
+                if guide is not None and domain is not None:
+                    step = np.asarray(guide[c_index]) - np.asarray(guide[c_index - 1])
+                    hw = np.asarray(domain.project(hw + step), dtype=np.float64)
+                answer = oracle(hw, warm_start=a0)
                 extra_calls = 1
                 recent = prev_cuts[len(prev_cuts) - _MAX_CUTS:] if _MAX_CUTS > 0 else ()
                 cuts = tuple((t * lin, (t * t) * q) for lin, q in recent)
-                handover = Handover(weights=prev.weights, answer=answer, lower=-math.inf,
+                handover = Handover(weights=hw, answer=answer, lower=-math.inf,
                                     cuts=cuts if record else ())
-                res = _certified_point(domain, prev.weights, answer, stop)
+                res = _certified_point(domain, hw, answer, stop)
                 if res is None:
                     res = _certified_at_start(method, oracle, handover, stop)
                 if res is None:

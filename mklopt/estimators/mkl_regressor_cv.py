@@ -38,11 +38,15 @@ def _make_ridge(t, bank, C, tol):
 
 
 def _fit_fold(bank, t, train, test, Cs, epsilon, loss, normalize, new_method, stop, inner_tol,
-              threshold, callback):
+              threshold, callback, guide=None):
     """The C path of one fold and its validation predictions (standardised targets).
 
-    Returns ``(predictions, stats)``: ``predictions`` of shape (n_Cs,
-    n_test); ``stats`` a dict of arrays of shape (n_Cs, 1).
+    ``guide``: another fold's weights at every C (see
+    :func:`~mklopt.estimators.mkl_cv._fit_folds`).
+
+    Returns ``(predictions, stats, weights)``: ``predictions`` of shape
+    (n_Cs, n_test); ``stats`` a dict of arrays of shape (n_Cs, 1);
+    ``weights`` the path's weights at each C.
     """
     view = bank.view(train, normalize=normalize)
     if loss == "squared":
@@ -50,7 +54,7 @@ def _fit_fold(bank, t, train, test, Cs, epsilon, loss, normalize, new_method, st
     else:
         make = functools.partial(_make_svr, t[train], epsilon)
     points = c_path(view, t[train], Cs, new_method, stop, inner_tol, callback=callback,
-                    make_oracle=make)
+                    make_oracle=make, guide=guide)
     factors = bank.scales / view.scales
     preds = np.empty((len(Cs), test.size))
     names = ("rel_gap", "value", "n_oracle_calls", "n_iter", "fit_time")
@@ -68,7 +72,7 @@ def _fit_fold(bank, t, train, test, Cs, epsilon, loss, normalize, new_method, st
         for name in names:
             stats[name][c, 0] = getattr(pt, name)
         stats["converged"][c, 0] = pt.converged
-    return preds, stats
+    return preds, stats, [pt.weights for pt in points]
 
 
 class _FoldRegressor(RegressorMixin, BaseEstimator):
@@ -260,9 +264,14 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         bank = KernelBank.from_specs(Xs, plan.specs, storage=self.storage, normalize=None,
                                      cache_size=self.cache_size, max_memory=self.max_memory)
         stop = _StopFactory(base, plan, self.time_limit)
-        tasks = ((bank, ts, train, test, Cs, eps, self.loss, self.normalize, plan.new_method, stop,
-                  plan.inner_tol, plan.threshold, self.callback) for train, test in splits)
-        folds = parallel_map(_fit_fold, tasks, self.n_jobs, n_tasks=len(splits))
+        args = (Cs, eps, self.loss, self.normalize, plan.new_method, stop, plan.inner_tol,
+                plan.threshold, self.callback)
+        # The first fold alone, the others guided by its path (as MKLClassifierCV).
+        (train, test), rest = splits[0], splits[1:]
+        first = _fit_fold(bank, ts, train, test, *args)
+        tasks = ((bank, ts, tr, te, *args, first[2]) for tr, te in rest)
+        others = parallel_map(_fit_fold, tasks, self.n_jobs, n_tasks=len(rest))
+        folds = [first[:2]] + [fold[:2] for fold in others]
 
         n_s, n_c = len(splits), Cs.size
         scores = np.empty((n_c, n_s))
