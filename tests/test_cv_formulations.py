@@ -86,6 +86,13 @@ def test_logistic_loss(binary):
     _assert_path_matches_cold_fits(cv, X, y, folds, loss="logistic")
 
 
+def test_refit_reads_the_one_bank_and_equals_a_direct_fit(three_classes):
+    X, y = three_classes
+    cv = MKLClassifierCV(Cs=CS[:2], cv=3, kernels=SPECS, tol=TOL).fit(X, y)
+    _assert_refit_is_direct_fit(cv, X, y)
+    assert not hasattr(cv.best_estimator_, "_given_bank")
+
+
 def test_shared_multiclass(three_classes):
     X, y = three_classes
     cv, gs, folds = _cv_and_grid(X, y, multiclass="shared")

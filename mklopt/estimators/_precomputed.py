@@ -232,7 +232,9 @@ def fit_precomputed(est, X, y):
     K = _as_stack(X, "X")
     n = K[0].shape[0]
     y = check_y(y, n, name)
-    bank = precomputed_bank(K, n)
+    given = getattr(est, "_given_bank", None)
+    # MKLClassifierCV's refit hands over the bank it checked and used.
+    bank = precomputed_bank(K, n) if given is None else given
     classes, y_idx = np.unique(y, return_inverse=True)
     y_idx = y_idx.ravel()
     if classes.shape[0] < 2:

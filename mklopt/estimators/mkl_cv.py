@@ -669,7 +669,16 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         set_cv_results(self, Cs, scores, fit_time, score_time, folds)
 
         t0 = time.perf_counter()
-        self.best_estimator_ = self._estimator(self.best_C_).fit(X_given, y_given)
+        refit = self._estimator(self.best_C_)
+        # The refit reads the kernels of all points from the one bank too,
+        # where a direct fit would build this same bank (more than two
+        # classes, or precomputed kernels); its model is the direct fit's.
+        refit._given_bank = bank
+        try:
+            refit.fit(X_given, y_given)
+        finally:
+            del refit._given_bank
+        self.best_estimator_ = refit
         self.refit_time_ = time.perf_counter() - t0
         self.classes_ = classes
         self.n_features_in_ = n_features
