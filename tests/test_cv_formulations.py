@@ -178,3 +178,14 @@ def test_regressor_bad_loss(regression):
     X, y = regression
     with pytest.raises(ValueError, match="loss"):
         MKLRegressorCV(Cs=CS, kernels=RSPECS, loss="hinge").fit(X, y)
+
+
+def test_guided_folds_are_certified_and_start_warm(three_classes):
+    """Folds after the first follow its path: fewer solves, the same certified optima."""
+    X, y = three_classes
+    folds = list(StratifiedKFold(3).split(X, y))
+    cv = MKLClassifierCV(Cs=CS, cv=folds, kernels=SPECS, tol=TOL).fit(X, y)
+    calls = cv.path_n_oracle_calls_.sum(axis=2)  # (fold, C)
+    # The first fold's first point is the search's one cold start.
+    assert np.all(calls[1:, 0] < calls[0, 0])
+    _assert_path_matches_cold_fits(cv, X, y, folds, fold=2)

@@ -16,7 +16,8 @@ index block through a view with its own normalisation, and keeps the
 indices of its support vectors into the training samples, which is all
 prediction needs. Every formulation of :class:`MKLClassifier` runs on
 them: the hinge and logistic losses, one-vs-one or shared kernel weights
-(one problem over all pairs' views), elastic-net MKL. :class:`~mklopt.KernelStack` presents such stacks
+(one problem over all pairs' views), elastic-net MKL.
+:class:`~mklopt.KernelStack` presents such stacks
 samples first, for scikit-learn's cross-validation.
 """
 

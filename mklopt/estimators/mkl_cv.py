@@ -13,12 +13,12 @@ from itertools import combinations
 import numpy as np
 
 from .._parallel import check_n_jobs, parallel_map
-from ..stopping import DualityGap, MaxIter, TimeLimit
 from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..kernels.stack import _as_stack
 from ..methods import Chain, LevelBundle
 from ..oracles import CompositeOracle, LogisticDual, SVMDual
+from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._checks import check_feature_names, check_is_fitted, check_X_y, check_y
 from ._ovo import ovo_vote
 from ._params import check_standardize
@@ -386,7 +386,7 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
 
     Scores every ``C`` of the grid ``Cs`` by cross-validation, as
     ``GridSearchCV(MKLClassifier(), {"C": Cs}, cv=cv)`` does, then refits
-    :class:`MKLClassifier` at the best ``C`` on all the data. Two things
+    :class:`MKLClassifier` at the best ``C`` on all the data. Three things
     make it much faster than the grid search, with the same answers:
 
     * **one kernel bank.** The base kernels are evaluated once, on all
@@ -404,6 +404,10 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
       stay valid lower bounds under a larger ``C``. Every point of the path
       still stops at a certified relative duality gap ``tol``, as
       :class:`MKLClassifier` does.
+    * **folds that share their steps.** The first fold's path is solved
+      alone; the others start from its weights at the first ``C`` and
+      follow its steps from one ``C`` to the next (their training sets
+      overlap), so the whole search has one cold start besides the refit.
 
     Parameters
     ----------
