@@ -347,6 +347,195 @@ def _fit_task(args):
     return 0
 
 
+# ----------------------------------------------------------------------------
+# kernel stacks (.npy / .npz) for kernels="precomputed"
+# ----------------------------------------------------------------------------
+_STACK_SUFFIXES = (".npy", ".npz")
+#: How the estimator names its training kernels in its errors.
+_FIT_ARG = "X (precomputed kernels)"
+
+
+def _is_stack_file(path):
+    return os.fspath(path).lower().endswith(_STACK_SUFFIXES)
+
+
+def _numeric(arr, where):
+    if arr.dtype.kind not in "fiu":
+        raise UserError(f"{where} holds {arr.dtype} values; kernel matrices must be numbers")
+    return arr
+
+
+def _read_stack(path, label):
+    """The kernel matrices of a ``.npy``/``.npz`` file, and the labels an ``.npz`` holds.
+
+    A ``.npy`` file is one array of shape (n_kernels, n_rows, n_cols),
+    memory-mapped. An ``.npz`` archive holds either one such 3-D array or
+    several 2-D arrays, one kernel each in the archive's order, plus
+    optionally a 1-D array named ``label`` (the labels). Returns
+    ``(kernels, labels or None)``: an array or a list of 2-D arrays.
+    """
+    try:
+        if path.lower().endswith(".npy"):
+            K = np.load(path, mmap_mode="r", allow_pickle=False)
+            if K.ndim != 3:
+                raise UserError(
+                    f"{path} holds an array of shape {K.shape}; a kernel stack has shape "
+                    "(n_kernels, n_samples, n_samples)"
+                    + (" (one kernel K is saved as K[None])" if K.ndim == 2 else "")
+                )
+            return _numeric(K, path), None
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {key: archive[key] for key in archive.files}
+    except UserError:
+        raise
+    except FileNotFoundError:
+        raise UserError(f"{path} does not exist") from None
+    except (ValueError, OSError, EOFError) as exc:
+        raise UserError(f"{path} is not a readable NumPy file ({exc})") from None
+    labels = arrays.pop(label, None)
+    if labels is not None and labels.ndim != 1:
+        raise UserError(f"{path}: the labels {label!r} must be a 1-D array, got shape "
+                        f"{labels.shape}")
+    stacks = {k: v for k, v in arrays.items() if v.ndim == 3}
+    mats = {k: v for k, v in arrays.items() if v.ndim == 2}
+    other = sorted(set(arrays) - set(stacks) - set(mats))
+    if other or (stacks and mats) or len(stacks) > 1 or not (stacks or mats):
+        raise UserError(
+            f"{path} must hold one array of shape (n_kernels, n_samples, n_samples) or one 2-D "
+            f"kernel matrix per array (and optionally the 1-D labels {label!r}); it holds "
+            + ", ".join(f"{k} {v.shape}" for k, v in arrays.items())
+        )
+    if stacks:
+        return _numeric(next(iter(stacks.values())), path), labels
+    shapes = {v.shape for v in mats.values()}
+    if len(shapes) != 1:
+        raise UserError(f"{path}: the kernel matrices have different shapes: "
+                        + ", ".join(f"{k} {v.shape}" for k, v in mats.items()))
+    return [_numeric(v, f"{path}[{k!r}]") for k, v in mats.items()], labels
+
+
+def _read_labels(path, label):
+    """Labels from ``--labels``: a 1-D ``.npy`` array, or a CSV column (header row)."""
+    if path.lower().endswith(".npy"):
+        try:
+            y = np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise UserError(f"{path} does not exist") from None
+        except (ValueError, OSError, EOFError) as exc:
+            raise UserError(f"{path} is not a readable NumPy file ({exc})") from None
+        if y.ndim != 1:
+            raise UserError(f"{path}: labels must be a 1-D array, got shape {y.shape}")
+        return y
+    try:
+        X, y, _ = read_csv(path, label=label, require_label=True)
+    except CSVError as exc:
+        raise UserError(str(exc)) from None
+    if X.shape[1]:
+        raise UserError(f"{path}: --labels must be a CSV file of the label column {label!r} "
+                        f"alone; it has {X.shape[1]} other column(s)")
+    return y
+
+
+def _stack_labels(args, labels, need):
+    """The labels of a stack: from the ``.npz`` or ``--labels`` (not both)."""
+    if args.labels is not None:
+        if labels is not None:
+            raise UserError(f"{args.data} holds labels {args.label!r} and --labels gives more; "
+                            "give one of them")
+        labels = _read_labels(args.labels, args.label)
+    if labels is None and need:
+        raise UserError(
+            f"{args.data} holds kernels but no labels; give --labels FILE (.npy or a CSV "
+            f"column {args.label!r}) or save them in the .npz as {args.label!r}"
+        )
+    if labels is None:
+        return None
+    try:
+        return class_labels(labels, where=args.labels or args.data, label=args.label)
+    except CSVError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _fit_stack(args):
+    """``fit KERNELS.npy|.npz``: MKLClassifier(kernels="precomputed")."""
+    if args.task != "classification":
+        raise UserError("a kernel stack (.npy/.npz) is fitted as a classifier; --task "
+                        f"{args.task} needs a CSV file of features")
+    if args.kernels != "mkboost":
+        raise UserError("--kernels does not apply to a kernel stack: its kernels are given")
+    K, labels = _read_stack(args.data, args.label)
+    y = _stack_labels(args, labels, need=True)
+    n = len(K[0])
+    if K[0].shape != (n, n):
+        raise UserError(f"{args.data} holds kernels of shape {(len(K), *K[0].shape)}; training "
+                        "kernels are square, (n_kernels, n_samples, n_samples)")
+    if len(y) != n:
+        raise UserError(f"{args.data} holds kernels between {n} samples but there are "
+                        f"{len(y)} labels")
+    n_classes = len(np.unique(y))
+    if n_classes < 2:
+        raise UserError(f"the labels {args.label!r} have only one class")
+    clf = MKLClassifier(
+        kernels="precomputed",
+        method=args.method,
+        C=1.0 if args.C is None else args.C,
+        standardize=False,
+        tol=args.tol,
+        max_iter=args.max_iter,
+        p=(2.0 if args.p is None else args.p) if args.method == "lp" else None,
+        groups=args.groups,
+        elastic_net=args.elastic_net,
+        time_limit=args.time_limit,
+    )
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            clf.fit(K, y)
+        except (ValueError, TypeError, MemoryError) as exc:
+            # The estimator's checks (finite, symmetric, PSD) name its argument X.
+            message = str(exc).replace(_FIT_ARG, f"{args.data} (precomputed kernels)")
+            raise UserError(f"cannot fit: {message}") from None
+    seconds = time.perf_counter() - t0
+    for w in caught:
+        print(f"mklopt fit: warning: {w.message}", file=sys.stderr)
+    try:
+        save_model(clf, args.model, label=args.label)
+    except OSError as exc:
+        raise UserError(f"cannot write the model to {args.model}: {exc.strerror or exc}") from None
+    gaps = np.atleast_1d(clf.gap_)
+    calls = int(np.sum(clf.n_oracle_calls_))
+    pairs = "" if gaps.size == 1 else f" over {gaps.size} one-vs-one pairs"
+    print(
+        f"fitted {args.method} on {clf.n_kernels_} precomputed kernels of {n} samples, "
+        f"{n_classes} classes in {seconds:.2f} s: {calls} SVM calls{pairs}, relative gap "
+        f"{np.max(gaps):.2e}, training accuracy {clf.score(K, y):.4f}; model saved to "
+        f"{args.model}"
+    )
+    return 0
+
+
+def _predict_stack(args, clf, meta):
+    """``predict MODEL.npz TEST.npy|.npz`` for a model fitted on precomputed kernels."""
+    K, labels = _read_stack(args.data, args.label)
+    m, n_train = meta["n_kernels"], meta["n_features"]
+    if len(K) != m or K[0].shape[1] != n_train:
+        raise UserError(
+            f"{args.data} holds kernels of shape {(len(K), *K[0].shape)}; the model needs "
+            f"({m}, n_test, {n_train}): its {m} kernels between the new samples and its "
+            f"{n_train} training samples"
+        )
+    y = _stack_labels(args, labels, need=False)
+    if y is not None and len(y) != K[0].shape[0]:
+        raise UserError(f"{args.data} holds kernels of {K[0].shape[0]} samples but there are "
+                        f"{len(y)} labels")
+    try:
+        pred = clf.predict(K)
+    except ValueError as exc:
+        raise UserError(f"{args.data}: {exc}") from None
+    return pred, y
+
+
 def _read_csv_raw(path, label, need_label):
     try:
         return read_csv(path, label=label, require_label=need_label)
@@ -356,6 +545,11 @@ def _read_csv_raw(path, label, need_label):
 
 def _fit(args):
     _task_options(args)
+    if _is_stack_file(args.data):
+        return _fit_stack(args)
+    if args.labels is not None:
+        raise UserError("--labels is for a kernel stack (.npy/.npz); a CSV file has its "
+                        "label column (--label)")
     if args.task != "classification":
         return _fit_task(args)
     X, y, features = _read_csv(args.data, args.label)
@@ -418,6 +612,20 @@ def _predict(args):
         raise UserError(str(exc)) from None
     task = {"regression": "regression", "one-class": "one-class"}.get(
         estimator_entry(meta["estimator"]).task)
+    args.label = meta.get("label") or "label"
+    precomputed = meta["params"].get("kernels") == "precomputed"
+    if precomputed != _is_stack_file(args.data):
+        raise UserError(
+            f"the model was fitted on precomputed kernels; give the kernels between the new "
+            f"and the training samples as a .npy/.npz stack, not {args.data}" if precomputed
+            else f"the model was fitted on features; give a CSV file, not {args.data}"
+        )
+    if args.labels is not None and not precomputed:
+        raise UserError("--labels is for a kernel stack (.npy/.npz); a CSV file has its "
+                        "label column")
+    if precomputed:
+        pred, y = _predict_stack(args, clf, meta)
+        return _write_predictions(args, pred, y, task)
     if task is None:
         X, y, _ = _read_csv(
             args.data, meta.get("label"), need_label=False, features=meta.get("feature_names")
@@ -436,6 +644,10 @@ def _predict(args):
         mean, scale = meta["standardize"]
         X = (X - mean) / scale
     pred = clf.predict(X)
+    return _write_predictions(args, pred, y, task)
+
+
+def _write_predictions(args, pred, y, task):
     try:
         out = sys.stdout if args.out in (None, "-") else open(args.out, "w")
     except OSError as exc:
@@ -448,7 +660,7 @@ def _predict(args):
         if out is not sys.stdout:
             out.close()
     if y is not None and task == "regression":
-        t = _targets(y, args.data, meta.get("label"))
+        t = _targets(y, args.data, args.label)
         r2 = 1.0 - float(np.sum((t - pred) ** 2) / max(np.sum((t - t.mean()) ** 2), 1e-300))
         print(f"R2 on {args.data}: {r2:.4f} ({len(t)} rows)", file=sys.stderr)
     elif y is not None:
@@ -535,8 +747,19 @@ def build_parser():
         "MKLOneClass) on DATA.csv (header row, numeric features, one label or "
         "target column; none for one-class) and save a portable model file.",
     )
-    f.add_argument("data", metavar="DATA.csv")
-    f.add_argument("--label", default="label", help="label column (default: label)")
+    f.add_argument(
+        "data", metavar="DATA",
+        help="a CSV file of features and labels, or a stack of precomputed kernels: a .npy "
+        "array of shape (n_kernels, n_samples, n_samples), or a .npz archive of one such "
+        "array or of one 2-D kernel per array (and optionally the labels, named by --label)",
+    )
+    f.add_argument("--label", default="label",
+                   help="label column, or the labels' array in an .npz (default: label)")
+    f.add_argument(
+        "--labels", default=None, metavar="FILE",
+        help="with a .npy/.npz kernel stack: its labels, a 1-D .npy array or a CSV file of "
+        "the --label column",
+    )
     f.add_argument(
         "--method",
         default="auto",
@@ -639,7 +862,15 @@ def build_parser():
         "report accuracy).",
     )
     p.add_argument("model", metavar="MODEL.npz")
-    p.add_argument("data", metavar="DATA.csv")
+    p.add_argument(
+        "data", metavar="DATA",
+        help="a CSV file of the training features, or, for a model fitted on precomputed "
+        "kernels, a .npy/.npz stack of shape (n_kernels, n_test, n_train)",
+    )
+    p.add_argument(
+        "--labels", default=None, metavar="FILE",
+        help="with a kernel stack: true labels (.npy or a CSV column) to report the accuracy",
+    )
     p.add_argument("--out", default=None, help="write predictions here (default: stdout)")
     p.set_defaults(func=_predict)
     return ap

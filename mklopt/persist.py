@@ -11,11 +11,20 @@ model trained on feature maps (``storage=nystroem(...)``,
 Nyström landmarks and eigenvector maps, the Fourier frequencies, so that
 the loaded model predicts with the very kernels it was trained on.
 
-Format versions: 1 (models on kernel functions) and 2 (adds the
+A model fitted with ``kernels="precomputed"`` has no feature rows: it
+keeps, per binary problem, the indices of its support vectors among the
+training samples (``sv_index``), which are the columns of the test kernels
+that prediction reads, and its kernel weights with each kernel's
+normalisation folded in (``kernel_weight``; ``kernel_scale`` is then 1).
+``sv_X`` has no columns, and ``n_features`` is the number of training
+samples, as the estimator's ``n_features_in_``.
+
+Format versions: 1 (models on kernel functions), 2 (adds the
 feature-map arrays ``map_*`` and ``landmark_*``, and a ``storage`` parameter
-that may be a feature-map object, saved as JSON). Both are read. A file is
-written in the lowest version that can hold the model, so models without
-feature maps stay readable by an mklopt that knows only version 1.
+that may be a feature-map object, saved as JSON) and 3 (adds models on
+precomputed kernels: kernel specs of kind ``"precomputed"``). All are read.
+A file is written in the lowest version that can hold the model, so models
+without feature maps stay readable by an mklopt that knows only version 1.
 
 :func:`load_model` reads it with ``numpy.load(path, allow_pickle=False)``:
 a model file never contains, and loading never runs, Python code. Every
@@ -55,6 +64,11 @@ import numpy as np
 from . import __version__
 from .estimators import MKBoostClassifier, MKLClassifier, MKLOneClass, MKLRegressor
 from .estimators._ovo import pair_values, set_pair_attributes
+from .estimators._precomputed import (
+    PrecomputedExpansion,
+    PrecomputedKernel,
+    is_precomputed,
+)
 from .estimators._progress import check_verbose
 from .estimators.mkl import _BinaryMKL
 from .kernels import (
@@ -80,7 +94,9 @@ FORMAT_NAME = "mklopt-model"
 #: Newest layout: :func:`load_model` reads every version up to this one, and
 #: :func:`save_model` writes it for models that need it (feature maps),
 #: version 1 otherwise.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+#: The first version that holds models fitted on precomputed kernels.
+_PRECOMPUTED_VERSION = 3
 
 _META_KEY = "metadata"
 
@@ -199,6 +215,8 @@ class ModelFormatError(ValueError):
 # kernel specs <-> JSON
 # --------------------------------------------------------------------------
 def _spec_to_json(spec):
+    if isinstance(spec, PrecomputedKernel):
+        return {"kind": "precomputed", "index": int(spec.index)}
     feats = None if spec.features is None else [int(f) for f in spec.features]
     if isinstance(spec, RBF):
         return {"kind": "rbf", "sigma": float(spec.sigma), "features": feats}
@@ -217,6 +235,7 @@ def _spec_from_json(obj, k):
         "rbf": {"kind", "sigma", "features"},
         "poly": {"kind", "degree", "features"},
         "linear": {"kind", "features"},
+        "precomputed": {"kind", "index"},
     }
     if kind not in fields:
         raise ModelFormatError(f"kernel spec {k} has unknown kind {kind!r}")
@@ -224,6 +243,12 @@ def _spec_from_json(obj, k):
         raise ModelFormatError(
             f"kernel spec {k} ({kind}) has fields {sorted(obj)}, expected {sorted(fields[kind])}"
         )
+    if kind == "precomputed":
+        # Kernel k of the stack the model was fitted on, in order.
+        if obj["index"] != k or isinstance(obj["index"], bool):
+            raise ModelFormatError(f"kernel spec {k} is precomputed kernel {obj['index']!r}, "
+                                   f"expected index {k}")
+        return PrecomputedKernel(k)
     try:
         if kind == "rbf":
             if isinstance(obj["sigma"], bool) or not isinstance(obj["sigma"], numbers.Real):
@@ -398,17 +423,16 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
             "clf must be a fitted MKLClassifier, MKLRegressor or MKLOneClass (or a subclass), "
             f"got {type(clf).__name__}"
         )
-    if getattr(clf, "kernels", None) == "precomputed":
-        raise ValueError(
-            "models fitted with kernels='precomputed' cannot be saved to a model file: the file "
-            "stores kernel specs and support vectors as features, and such a model has only "
-            "kernel matrices. Keep it with pickle or joblib (its support_ indices say which "
-            "training columns prediction reads)"
-        )
     task = _format_of(entry.cls)
     task = None if task == "MKLClassifier" else task
     if not hasattr(clf, "models_"):
         raise ValueError("clf is not fitted; call fit before save_model")
+    precomputed = is_precomputed(getattr(clf, "kernels", None))
+    if precomputed and (standardize is not None or feature_names is not None):
+        raise ValueError(
+            "a model fitted with kernels='precomputed' has no features: standardize and "
+            "feature_names do not apply to it"
+        )
 
     d = int(clf.n_features_in_)
     specs = list(clf.kernel_specs_)
@@ -430,9 +454,16 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
     spec_index = {s: k for k, s in enumerate(specs)}
     for model, support in zip(clf.models_, supports, strict=True):
         pred = model.predictor
-        fn = pred.functions
+        fn = getattr(pred, "functions", None)
         n_landmarks = 0
-        if fn is None:
+        if precomputed:
+            # The columns of the test kernels it reads, and the weights
+            # with the normalisation folded in (see the module notes).
+            n_sv = int(pred.support.size)
+            k_idx.extend(int(k) for k in pred.kernels)
+            k_w.extend(pred.weights.tolist())
+            k_scale.extend([1.0] * pred.kernels.size)
+        elif fn is None:
             n_sv = 0
         else:
             n_sv = fn.n_samples
@@ -464,7 +495,9 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
         "gap": np.asarray(_per_pair(clf, "gap_"), dtype=np.float64),
         "converged": np.asarray(_per_pair(clf, "converged_"), dtype=bool),
         "sv_offsets": np.asarray(sv_off, dtype=np.int64),
-        "sv_X": (np.concatenate(sv_X, axis=0) if sv_X else np.empty((0, d))).astype(np.float64),
+        "sv_X": (np.concatenate(sv_X, axis=0) if sv_X
+                 else np.empty((int(sv_off[-1]) if precomputed else 0, 0 if precomputed else d))
+                 ).astype(np.float64),
         "sv_index": np.concatenate(sv_index).astype(np.int64),
         "sv_pair_index": np.concatenate(sv_pair).astype(np.int64),
         "dual_coef": np.concatenate(coef).astype(np.float64),
@@ -529,7 +562,10 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
             saved[name] = _jsonable(value, name)
     meta = {
         "format": FORMAT_NAME,
-        "format_version": 2 if task or uses_maps or _is_feature_map(params.get("storage")) else 1,
+        "format_version": (
+            _PRECOMPUTED_VERSION if precomputed
+            else 2 if task or uses_maps or _is_feature_map(params.get("storage")) else 1
+        ),
         "mklopt_version": __version__,
         # the registered name (a registered subclass loads as itself)
         "estimator": entry.name,
@@ -712,7 +748,7 @@ def _check_params(path, params, estimator="MKLClassifier"):
         )
 
     ok = {
-        "kernels": lambda v: v in (None, "grid", "all_features"),
+        "kernels": lambda v: v in (None, "grid", "all_features", "precomputed"),
         "method": lambda v: v is None or isinstance(v, str),
         "groups": lambda v: (
             v in (None, "features")
@@ -791,8 +827,12 @@ def _check_arrays(path, a, meta):
         if off[0] != 0 or np.any(np.diff(off) < 0):
             _fail(path, f"is corrupt (array {key!r} is not a non-decreasing offset table)")
     total_sv, total_sel = int(n_sv[-1]), int(n_sel[-1])
+    precomputed = is_precomputed(meta["params"].get("kernels"))
+    if precomputed and meta["format_version"] < _PRECOMPUTED_VERSION:
+        _fail(path, f"is corrupt (a precomputed model in a format {meta['format_version']} file)")
     for key, shape in (
-        ("sv_X", (total_sv, d)),
+        # A precomputed model's support vectors are indices, not feature rows.
+        ("sv_X", (total_sv, 0 if precomputed else d)),
         ("sv_index", (total_sv,)),
         ("sv_pair_index", (total_sv,)),
         ("dual_coef", (total_sv,)),
@@ -804,6 +844,8 @@ def _check_arrays(path, a, meta):
             _fail(path, f"is corrupt (array {key!r} has shape {a[key].shape}, expected {shape})")
     if np.any(a["sv_index"] < 0) or np.any(a["sv_pair_index"] < 0):
         _fail(path, "is corrupt (negative support vector indices)")
+    if precomputed and np.any(a["sv_index"] >= d):
+        _fail(path, f"is corrupt (support vector indices outside the {d} training samples)")
     if np.any(a["kernel_index"] < 0) or np.any(a["kernel_index"] >= m):
         _fail(path, f"is corrupt (kernel indices outside [0, {m}))")
     if np.any(a["weights"] < 0) or np.any(a["kernel_weight"] <= 0):
@@ -882,7 +924,13 @@ def _functions(a, specs, sel, k0, k1, s0, s1, k):
 
 def _build(a, meta, specs):
     params = dict(meta["params"])
-    if params.get("kernels") not in ("grid", "all_features"):
+    precomputed = is_precomputed(params.get("kernels"))
+    if precomputed:
+        if not all(isinstance(s, PrecomputedKernel) for s in specs):
+            raise ValueError("a precomputed model's kernel specs are all of kind 'precomputed'")
+    elif any(isinstance(s, PrecomputedKernel) for s in specs):
+        raise ValueError("kernel specs of kind 'precomputed' need kernels='precomputed'")
+    elif params.get("kernels") not in ("grid", "all_features"):
         params["kernels"] = list(specs)
     # registered names, plugins' included (a method from an entry point loads by name)
     if params.get("method") not in (None, "auto") and params["method"] not in method_names():
@@ -909,7 +957,10 @@ def _build(a, meta, specs):
         k0, k1 = int(k_off[k]), int(k_off[k + 1])
         coef = np.ascontiguousarray(a["dual_coef"][s0:s1])
         bias = float(a["intercept"][k])
-        if s1 == s0:
+        if precomputed:
+            pred = PrecomputedExpansion(a["kernel_index"][k0:k1], a["kernel_weight"][k0:k1],
+                                        a["sv_index"][s0:s1], coef, bias)
+        elif s1 == s0:
             pred = KernelExpansion(None, [], [], bias)
         else:
             sel = a["kernel_index"][k0:k1]

@@ -107,8 +107,8 @@ def test_one_bank_for_all_folds_and_pairs(three_classes, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         MKLClassifierCV(Cs=CS, cv=3, kernels=SPECS).fit(X, y)
-    # One bank for the 3 folds x 4 Cs x 3 pairs, one for the refit's pairs.
-    assert built == [X.shape[0], X.shape[0]]
+    # One bank for the 3 folds x 4 Cs x 3 pairs and the refit's pairs.
+    assert built == [X.shape[0]]
 
 
 def test_path_points_are_certified_and_match_cold_fits(binary):

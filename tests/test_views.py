@@ -323,13 +323,3 @@ def test_shared_multiclass_refuses_the_logistic_loss():
     X, y = datasets.load("satellite")
     with pytest.raises(ValueError, match="multiclass='shared' runs the hinge loss only"):
         MKLClassifier(multiclass="shared", loss="logistic").fit(X[:60], y[:60])
-
-
-@pytest.mark.parametrize("params, match", [({"loss": "logistic"}, "loss='hinge' only"),
-                                           ({"multiclass": "shared"}, "multiclass='ovo' only")])
-def test_precomputed_refuses_formulations_it_does_not_run(params, match):
-    X = np.random.default_rng(0).standard_normal((20, 3))
-    K = np.stack([X @ X.T, np.exp(-((X[:, None] - X[None]) ** 2).sum(-1))])
-    y = np.arange(20) % 3
-    with pytest.raises(ValueError, match=match):
-        MKLClassifier(kernels="precomputed", **params).fit(K, y)

@@ -11,7 +11,10 @@ order, each solve can start from the previous one's answer:
   ``Q = sum_k w_k q_k(alpha)``), largest at ``t = L / Q``; SMO starts from
   ``t alpha`` with that ``t`` clipped to ``[0, C1 / C0]``, a feasible point
   needing no repair, exact when every support vector is bounded (small
-  ``C``) and left unscaled when the margin no longer grows (large ``C``);
+  ``C``) and left unscaled when the margin no longer grows (large ``C``).
+  A smooth loss (logistic, squared) has a concave ``l`` positively
+  homogeneous in ``(alpha, C)`` together; its previous vector is scaled by
+  ``C1 / C0``, which keeps it feasible and scales ``l`` by the same factor;
 * **the kernel weights.** The outer method starts from the previous
   optimal weights: the path hands it a
   :class:`~mklopt._types.Handover` (the previous weights and the oracle's
@@ -74,6 +77,8 @@ class PathPoint:
         previous weights under the new ``C``.
     fit_time : float
         Seconds spent on this point.
+    extra : object
+        What ``c_path``'s ``finish`` returned for this point (None without it).
     """
 
     C: float
@@ -87,6 +92,7 @@ class PathPoint:
     n_iter: int
     n_oracle_calls: int
     fit_time: float
+    extra: object = None
 
 
 @functools.cache
@@ -215,7 +221,7 @@ def ray_scale(L, Q, ratio):
 
 
 def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=None,
-           verbose=0, name="", where="", on_point=None):
+           verbose=0, name="", where="", on_point=None, finish=None, guide=None):
     """Solve one binary MKL problem at every ``C`` of ``Cs``, each warm-started.
 
     Parameters
@@ -240,7 +246,23 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
         :class:`SVMDual` on the labels ``y``. Its dual variables must stay
         feasible when scaled by ``0 <= t <= C1 / C0`` (box constraints
         proportional to ``C``, an equality with a zero right-hand side), as
-        those of SVMDual and SVRDual do.
+        those of SVMDual and SVRDual do; a smooth-loss oracle
+        (:class:`~mklopt.oracles.LogisticDual`, :class:`~mklopt.oracles.RidgeDual`)
+        is scaled by ``t = C1 / C0`` (see :func:`_scaled_start`), and a
+        :class:`~mklopt.oracles.CompositeOracle` of SVM duals (one weight
+        vector for several problems) as one dual vector.
+    finish : callable, optional
+        ``finish(oracle, result)`` after each point; what it returns is the
+        point's ``extra`` (e.g. per-problem offsets of a composite oracle).
+    guide : sequence of ndarray of shape (n_kernels,), optional
+        The optimal weights of a similar problem at every ``C`` (another
+        fold's path, whose training set overlaps this one's). The first
+        point starts from ``guide[0]`` (SMO cold) instead of the method's
+        own start; a later point from its predecessor's weights moved as
+        the guide moved, ``project(w_prev + guide[c] - guide[c - 1])``,
+        instead of ``w_prev``: where the optimal weights change with ``C``
+        the guide's step predicts this problem's. Only the starting point
+        changes: every point is certified by its own answers.
     verbose : int, default=0
         At 2, a line per oracle call (:func:`~._progress.call_lines`).
     name, where : str
@@ -258,7 +280,7 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
     prev = None
     prev_cuts = ()
     domain = None
-    for C in Cs:
+    for c_index, C in enumerate(Cs):
         t0 = time.perf_counter()
         method = new_method()
         resumable = prev is not None and _accepts_handover(method)
@@ -269,19 +291,32 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
         extra_calls = 0
         here = f"{where} C={C:g}".strip()
         callback_c = call_lines(verbose, name, oracle, callback, where=here)
-        if prev is None:
+        if prev is None and guide is not None and _accepts_handover(method):
+            w0 = np.asarray(guide[0], dtype=np.float64)
+            answer = oracle(w0)
+            extra_calls = 1
+            handover = Handover(weights=w0, answer=answer, lower=-math.inf, cuts=())
+            res = _certified_at_start(method, oracle, handover, stop)
+            if res is None:
+                res = solve(oracle, _Started(method), stop=stop(), callback=callback_c,
+                            warm_start=answer.alpha)
+        elif prev is None:
             res = solve(oracle, method, stop=stop(), callback=callback_c)
         else:
             a0, t = _scaled_start(oracle, prev, C)
             if resumable:
                 # The previous weights under the new C: the handover's best point.
-                answer = oracle(prev.weights, warm_start=a0)
+                hw = prev.weights
+                if guide is not None and domain is not None:
+                    step = np.asarray(guide[c_index]) - np.asarray(guide[c_index - 1])
+                    hw = np.asarray(domain.project(hw + step), dtype=np.float64)
+                answer = oracle(hw, warm_start=a0)
                 extra_calls = 1
                 recent = prev_cuts[len(prev_cuts) - _MAX_CUTS:] if _MAX_CUTS > 0 else ()
                 cuts = tuple((t * lin, (t * t) * q) for lin, q in recent)
-                handover = Handover(weights=prev.weights, answer=answer, lower=-math.inf,
+                handover = Handover(weights=hw, answer=answer, lower=-math.inf,
                                     cuts=cuts if record else ())
-                res = _certified_point(domain, prev.weights, answer, stop)
+                res = _certified_point(domain, hw, answer, stop)
                 if res is None:
                     res = _certified_at_start(method, oracle, handover, stop)
                 if res is None:
@@ -306,8 +341,10 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
             converged=bool(res.converged),
             n_iter=int(res.n_iter),
             n_oracle_calls=int(res.n_oracle_calls) + extra_calls,
-            fit_time=time.perf_counter() - t0,
+            fit_time=0.0,
+            extra=None if finish is None else finish(oracle, res),
         )
+        prev.fit_time = time.perf_counter() - t0
         points.append(prev)
         if on_point is not None:
             calls = prev.n_oracle_calls
@@ -317,17 +354,60 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
 
 
 def _linear_term(oracle, alpha):
-    """``l(a) = -p'a`` of an answer's ``alpha`` (``1'alpha`` for the SVM dual)."""
-    a = oracle.to_variables(alpha)
-    return -float(oracle.problem.linear @ a)
+    """``l(alpha)`` of an answer's ``alpha`` (``1'alpha`` for the SVM dual).
+
+    Box-constrained duals (:class:`SVMDual`, :class:`SVRDual`) read it off
+    their problem's linear term, a composite oracle adds its parts', and a
+    smooth-loss oracle (logistic, ridge) evaluates its own ``l``.
+    """
+    parts = getattr(oracle, "parts", None)
+    if parts is not None:
+        return float(sum(_linear_term(o, a) for o, a in zip(parts, oracle.split(alpha),
+                                                            strict=True)))
+    if hasattr(oracle, "problem"):
+        a = oracle.to_variables(alpha)
+        return -float(oracle.problem.linear @ a)
+    return float(oracle._linear(np.asarray(alpha, dtype=np.float64)))
+
+
+def _is_linear(oracle):
+    """Whether ``l`` is linear in the dual variables (SMO duals, or composites of them)."""
+    parts = getattr(oracle, "parts", None)
+    if parts is not None:
+        return all(_is_linear(o) for o in parts)
+    return hasattr(oracle, "problem")
+
+
+def _scale_into(oracle, alpha, t):
+    """``t alpha`` in the oracle's variables, clipped to its box (rounding only)."""
+    parts = getattr(oracle, "parts", None)
+    if parts is not None:
+        return np.concatenate([_scale_into(o, a, t) for o, a in
+                               zip(parts, oracle.split(alpha), strict=True)])
+    if hasattr(oracle, "problem"):
+        a = oracle.to_variables(alpha)
+        # The minimum only removes rounding: t * a <= t * upper(C0) <= upper(C).
+        return oracle.to_alpha(np.minimum(t * a, oracle.problem.upper))
+    return t * np.asarray(alpha, dtype=np.float64)
 
 
 def _scaled_start(oracle, prev, C):
-    """``(t alpha, t)``: the previous point scaled into the new box (``t``: :func:`ray_scale`)."""
-    a = oracle.to_variables(prev.alpha)
-    L = prev.linear
-    # J = l(a) - w'q(a) / 2 at the previous optimum gives Q = w'q(a).
-    Q = 2.0 * (L - prev.value)
-    t = ray_scale(L, Q, C / prev.C)
-    # The minimum only removes rounding: t * a <= t * upper(C0) <= upper(C).
-    return oracle.to_alpha(np.minimum(t * a, oracle.problem.upper)), t
+    """``(t alpha, t)``: the previous point scaled into the new box.
+
+    With a linear ``l`` (the SVM and SVR duals, and composites of them)
+    ``t`` is :func:`ray_scale`'s, the best point on the ray. A smooth loss
+    has ``l_C(alpha) = -C sum_i V*(-alpha_i / C)``, positively homogeneous
+    of degree one in ``(alpha, C)`` together: ``t = C / C_prev`` maps the
+    previous feasible point to a feasible one with ``l_C(t alpha) = t
+    l_{C_prev}(alpha)``, so the cuts scaled by ``t`` and ``t^2`` remain
+    minorants of the new ``J``.
+    """
+    ratio = C / prev.C
+    if _is_linear(oracle):
+        L = prev.linear
+        # J = l(a) - w'q(a) / 2 at the previous optimum gives Q = w'q(a).
+        Q = 2.0 * (L - prev.value)
+        t = ray_scale(L, Q, ratio)
+    else:
+        t = ratio
+    return _scale_into(oracle, prev.alpha, t), t

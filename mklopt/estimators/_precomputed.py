@@ -14,13 +14,17 @@ The kernels are held in one raw bank (:meth:`KernelBank.from_matrices`,
 without copying an array or memory map); every one-vs-one pair reads its
 index block through a view with its own normalisation, and keeps the
 indices of its support vectors into the training samples, which is all
-prediction needs. :class:`~mklopt.KernelStack` presents such stacks
+prediction needs. Every formulation of :class:`MKLClassifier` runs on
+them: the hinge and logistic losses, one-vs-one or shared kernel weights
+(one problem over all pairs' views), elastic-net MKL.
+:class:`~mklopt.KernelStack` presents such stacks
 samples first, for scikit-learn's cross-validation.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from itertools import combinations
 
 import numpy as np
@@ -29,7 +33,7 @@ from .._parallel import check_n_jobs, parallel_map
 from ..driver import solve
 from ..kernels import KernelBank
 from ..kernels.stack import KernelStack, _as_stack
-from ..oracles import SVMDual
+from ..oracles import CompositeOracle, LogisticDual, SVMDual
 from ._checks import check_y
 from ._ovo import pair_label
 from ._progress import TaskProgress, call_lines, labelled, run_summary
@@ -157,24 +161,66 @@ class PrecomputedExpansion:
         return out
 
 
-def _fit_pair(bank, rows, y, normalize, plan, stop, callback, name):
-    """One binary problem on the view of ``rows``; its model keeps training indices."""
+def _model(bank, view, rows, y, w, alpha, bias, result, threshold):
+    """The binary model of a solution on ``view`` (rows ``rows`` of ``bank``)."""
     from .mkl import _BinaryMKL
 
-    view = bank.view(rows, normalize=normalize)
-    oracle = SVMDual(view, y, C=plan.C, tol=plan.inner_tol)
-    callback = call_lines(plan.verbose, name, oracle, callback)
-    result = solve(oracle, plan.new_method(), stop=stop, callback=callback)
-    w = np.asarray(result.weights, dtype=np.float64)
-    alpha = np.asarray(result.alpha, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)
+    alpha = np.asarray(alpha, dtype=np.float64)
     support = np.flatnonzero(alpha > 0.0).astype(np.int64)
     coef = alpha[support] * y[support]
-    keep = np.flatnonzero(w > plan.threshold * w.max())
+    keep = np.flatnonzero(w > threshold * w.max())
     factors = bank.scales / view.scales
     predictor = PrecomputedExpansion(keep, w[keep] * factors[keep], rows[support], coef,
-                                     float(result.bias))
+                                     float(bias))
     return _BinaryMKL(predictor=predictor, weights=w, support=support, dual_coef=coef,
-                      bias=float(result.bias), result=result)
+                      bias=float(bias), result=result)
+
+
+def _new_method(plan, loss):
+    """The plan's outer method; the logistic loss runs Level where the plan chains the SVM QP."""
+    from ..methods import Chain, LevelBundle
+
+    m = plan.new_method
+    if loss == "logistic" and isinstance(m, partial) and m.func is Chain:
+        return LevelBundle
+    return m
+
+
+def _fit_pair(bank, rows, y, normalize, plan, stop, callback, loss="hinge", name=""):
+    """One binary problem on the view of ``rows``; its model keeps training indices."""
+    view = bank.view(rows, normalize=normalize)
+    if loss == "logistic":
+        oracle = LogisticDual(view, y, C=plan.C, tol=plan.inner_tol)
+    else:
+        oracle = SVMDual(view, y, C=plan.C, tol=plan.inner_tol)
+    callback = call_lines(plan.verbose, name, oracle, callback)
+    result = solve(oracle, _new_method(plan, loss)(), stop=stop, callback=callback)
+    return _model(bank, view, rows, y, result.weights, result.alpha, result.bias, result,
+                  plan.threshold)
+
+
+def _fit_shared(bank, all_rows, ys, normalize, plan, stop, callback):
+    """All pairs as one problem with one weight vector (``multiclass="shared"``).
+
+    As :class:`MKLClassifier`'s shared fit: the outer method runs against the
+    :class:`~mklopt.oracles.CompositeOracle` of the pairs' SVM duals, then
+    each pair is solved again at the joint weights from its own ``alpha``
+    (already optimal there) for the offset of its decision function.
+    """
+    views = [bank.view(rows, normalize=normalize) for rows in all_rows]
+    parts = [SVMDual(v, y, C=plan.C, tol=plan.inner_tol) for v, y in zip(views, ys, strict=True)]
+    oracle = CompositeOracle(parts)
+    result = solve(oracle, plan.new_method(), stop=stop, callback=callback)
+    w = np.asarray(result.weights, dtype=np.float64)
+    models = []
+    for part, view, rows, y, a in zip(parts, views, all_rows, ys, oracle.split(result.alpha),
+                                      strict=True):
+        part.tol = plan.inner_tol
+        ans = part(w, warm_start=a, need_q=False)
+        models.append(_model(bank, view, rows, y, w, ans.alpha, ans.bias, result,
+                             plan.threshold))
+    return models
 
 
 def fit_precomputed(est, X, y):
@@ -187,21 +233,12 @@ def fit_precomputed(est, X, y):
         )
     if est.client is not None:
         raise ValueError("client cannot be combined with kernels='precomputed'")
-    # The precomputed path solves per-pair SVM duals only; say so rather than
-    # silently ignoring the other formulations.
-    if getattr(est, "loss", "hinge") != "hinge":
-        raise ValueError(
-            f"kernels='precomputed' supports loss='hinge' only (got loss={est.loss!r})"
-        )
-    if getattr(est, "multiclass", "ovo") != "ovo":
-        raise ValueError(
-            "kernels='precomputed' supports multiclass='ovo' only "
-            f"(got multiclass={est.multiclass!r})"
-        )
     K = _as_stack(X, "X")
     n = K[0].shape[0]
     y = check_y(y, n, name)
-    bank = precomputed_bank(K, n)
+    given = getattr(est, "_given_bank", None)
+    # MKLClassifierCV's refit hands over the bank it checked and used.
+    bank = precomputed_bank(K, n) if given is None else given
     classes, y_idx = np.unique(y, return_inverse=True)
     y_idx = y_idx.ravel()
     if classes.shape[0] < 2:
@@ -217,20 +254,26 @@ def fit_precomputed(est, X, y):
         all_rows = [np.arange(n, dtype=np.int64)]
     else:
         all_rows = [np.flatnonzero((y_idx == i) | (y_idx == j)) for i, j in pairs]
+    ys = [np.where(y_idx[rows] == j, 1.0, -1.0) for rows, (_, j) in zip(all_rows, pairs)]
+
     def label(k):
         return "" if len(pairs) == 1 else pair_label(classes, *pairs[k])
 
-    tasks = ((label(k), bank, rows, np.where(y_idx[rows] == j, 1.0, -1.0), est.normalize, plan,
-              est._stop(plan), est.callback, name)
-             for k, (rows, (_, j)) in enumerate(zip(all_rows, pairs)))
-    with TaskProgress(plan.verbose, name, len(pairs),
-                      "problem" if len(pairs) == 1 else "pair") as progress:
+    if plan.shared and len(pairs) > 1:
+        models = _fit_shared(bank, all_rows, ys, est.normalize, plan, est._stop(plan),
+                             est.callback)
+    else:
+        tasks = ((label(k), bank, rows, y, est.normalize, plan, est._stop(plan), est.callback,
+                  est.loss, name)
+                 for k, (rows, y) in enumerate(zip(all_rows, ys, strict=True)))
+        with TaskProgress(plan.verbose, name, len(pairs),
+                          "problem" if len(pairs) == 1 else "pair") as progress:
 
-        def done(k, model):
-            progress.advance(label(k) or "the binary problem", run_summary(model.result))
+            def done(k, model):
+                progress.advance(label(k) or "the binary problem", run_summary(model.result))
 
-        models = parallel_map(labelled(_fit_pair), tasks, est.n_jobs, n_tasks=len(pairs),
-                              on_done=done if progress.on else None)
+            models = parallel_map(labelled(_fit_pair), tasks, est.n_jobs, n_tasks=len(pairs),
+                                  on_done=done if progress.on else None)
     est.classes_ = classes
     est.n_features_in_ = n  # as SVC(kernel="precomputed"): the training samples
     est.scaler_mean_ = est.scaler_scale_ = None

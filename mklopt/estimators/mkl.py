@@ -753,6 +753,12 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         """
         if len(rows) < 2 or self.client is not None or _joblib_backend_is_remote():
             return plan
+        given = getattr(self, "_given_bank", None)
+        if given is not None:
+            # MKLClassifierCV's refit: its one bank is this very bank (the
+            # same standardised X, specs and storage), already evaluated.
+            plan.bank = given
+            return plan
         plan.bank = KernelBank.from_specs(
             X,
             plan.specs,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import numbers
 import time
 import warnings
+from dataclasses import dataclass
+from functools import partial
 from itertools import combinations
 
 import numpy as np
@@ -13,10 +16,13 @@ from .._parallel import check_n_jobs, parallel_map
 from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..kernels.stack import _as_stack
+from ..methods import Chain, LevelBundle
+from ..oracles import CompositeOracle, LogisticDual, SVMDual
+from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._checks import check_feature_names, check_is_fitted, check_X_y, check_y
 from ._ovo import ovo_vote, pair_label
 from ._params import check_standardize
-from ._path import c_path
+from ._path import _recording, c_path
 from ._precomputed import is_precomputed, precomputed_bank
 from ._progress import PointTicker, TaskProgress, fold_summary, write
 from ._sklearn import HAS_SKLEARN, BaseEstimator, ClassifierMixin, ConvergenceWarning
@@ -29,9 +35,9 @@ CS_RANGE = (1e-2, 1e3)
 
 # The MKLClassifier parameters the CV estimator passes through.
 _SHARED = (
-    "kernels", "method", "p", "groups", "tol", "max_iter", "inner_tol", "normalize",
-    "standardize", "weight_threshold", "storage", "cache_size", "max_memory", "callback",
-    "verbose",
+    "kernels", "method", "loss", "p", "groups", "elastic_net", "tol", "max_iter", "inner_tol",
+    "normalize", "standardize", "weight_threshold", "time_limit", "storage", "cache_size",
+    "max_memory", "callback", "multiclass", "verbose",
 )
 
 
@@ -132,47 +138,178 @@ def _splits(cv, X, y, y_idx, classifier=True):
     return out
 
 
-def _fit_fold(bank, y_idx, train, test, pairs, Cs, normalize, new_method, stop, inner_tol,
-              threshold, callback, verbose=0, name="", where=(), on_point=None):
+@dataclass(frozen=True)
+class _Formulation:
+    """What every fold's path solves: the options of the estimator's binary problems."""
+
+    loss: str
+    shared: bool
+    normalize: object
+    new_method: object
+    stop: object
+    inner_tol: float
+    threshold: float
+    callback: object
+    verbose: int = 0
+    name: str = ""
+
+    def oracle(self, view, y, C, tol):
+        """The oracle of one binary problem at ``C``, recording cuts for the path."""
+        if self.loss == "logistic":
+            return _recording(LogisticDual)(view, y, C=C, tol=tol)
+        return _recording(SVMDual)(view, y, C=C, tol=tol)
+
+    def method_factory(self):
+        """The outer method of a path point (the estimator's own rule)."""
+        m = self.new_method
+        if self.loss == "logistic" and isinstance(m, partial) and m.func is Chain:
+            # As MKLClassifier: the chain's exact step is an SVM QP; Level certifies.
+            return LevelBundle
+        return m
+
+
+def _decision(bank, view, rows, y, test, w, alpha, bias, threshold):
+    """Decision values on ``test`` of one binary problem solved on ``view`` (rows of ``bank``)."""
+    sv = np.flatnonzero(alpha > 0.0)
+    ks = np.flatnonzero(w > threshold * w.max()).astype(np.int64)
+    d = np.full(test.size, float(bias))
+    if sv.size and ks.size:
+        factors = bank.scales / view.scales
+        blocks = bank.blocks(ks, test, rows[sv])
+        d += np.einsum("k,kij,j->i", w[ks] * factors[ks], blocks, alpha[sv] * y[sv])
+    return d
+
+
+def _pair_offsets(oracle, res):
+    """Each pair's ``(alpha, bias)`` at a shared point, as :class:`MKLClassifier` finds them.
+
+    The joint run keeps no per-pair bias: each pair is solved again at the
+    point's weights from its own ``alpha`` (already optimal there, so SMO
+    stops at once), as the estimator's shared fit does.
+    """
+    w = np.asarray(res.weights, dtype=np.float64)
+    out = []
+    for part, a in zip(oracle.parts, oracle.split(res.alpha), strict=True):
+        ans = part(w, warm_start=a, need_q=False)
+        out.append((np.asarray(ans.alpha, dtype=np.float64), float(ans.bias)))
+    return out
+
+
+_STATS = ("rel_gap", "value", "n_oracle_calls", "n_iter", "fit_time")
+
+
+def _problems(bank, y_idx, train, pairs, form):
+    """``(rows, y, view)`` of each binary problem of a fold (one per pair of classes)."""
+    out = []
+    for i, j in pairs:
+        rows = train[(y_idx[train] == i) | (y_idx[train] == j)]
+        y = np.where(y_idx[rows] == j, 1.0, -1.0)
+        out.append((rows, y, bank.view(rows, normalize=form.normalize)))
+    return out
+
+
+def _paths(problems, Cs, form, guide=None, where=(), on_point=None):
+    """The C path of each binary problem, or one path of the shared problem.
+
+    ``guide`` holds, per path, the weights of another fold's path at every C
+    (see :func:`c_path`), or is None. ``where`` (a label per path) and
+    ``on_point`` are handed to :func:`c_path` for the progress lines.
+    """
+    progress = dict(verbose=form.verbose, name=form.name, on_point=on_point)
+    guide = [None] * len(problems) if guide is None else guide
+    if form.shared and len(problems) > 1:
+        def make(_, C, tol):
+            return _recording(CompositeOracle)(
+                [SVMDual(view, y, C=C, tol=tol) for _, y, view in problems])
+
+        return [c_path(None, None, Cs, form.method_factory(), form.stop, form.inner_tol,
+                       callback=form.callback, make_oracle=make, finish=_pair_offsets,
+                       guide=guide[0], where=where[0] if where else "", **progress)]
+    return [c_path(view, y, Cs, form.method_factory(), form.stop, form.inner_tol,
+                   callback=form.callback, make_oracle=functools.partial(_oracle_at, form, y),
+                   guide=g, where=where[p] if where else "", **progress)
+            for p, ((_, y, view), g) in enumerate(zip(problems, guide, strict=True))]
+
+
+def _fit_folds(bank, y_idx, splits, pairs, Cs, form, n_jobs, where=None, ticker=None,
+               done=None):
+    """Every fold's paths: the first fold's alone, then the others guided by it.
+
+    The folds' training sets overlap (by 3/4 with five folds), so their
+    optimal weights at one ``C``, and the way those move from one ``C`` to
+    the next, are close. The first fold's path is solved as it is (cold
+    at the first ``C``, each later point from its predecessor); every
+    other fold's path then starts from the first fold's weights at the
+    first ``C`` (instead of a cold start) and follows its steps (see
+    :func:`~mklopt.estimators._path.c_path`'s ``guide``). With ``n_jobs``
+    those other folds run in parallel, with the serial answers.
+
+    For the progress lines: ``where(k)`` labels fold ``k``'s paths,
+    ``ticker(k)`` is its ``on_point`` and ``done(k, fold)`` is called as
+    fold ``k`` ends (all three optional).
+    """
+    def labels(k):
+        return where(k) if where is not None else ()
+
+    def tick(k):
+        return ticker(k) if ticker is not None else None
+
+    (train, test), rest = splits[0], splits[1:]
+    first = _fit_fold(bank, y_idx, train, test, pairs, Cs, form, None, labels(0), tick(0))
+    if done is not None:
+        done(0, first)
+    guide = first[2]
+    tasks = ((bank, y_idx, tr, te, pairs, Cs, form, guide, labels(k + 1), tick(k + 1))
+             for k, (tr, te) in enumerate(rest))
+    others = parallel_map(_fit_fold, tasks, n_jobs, n_tasks=len(rest),
+                          on_done=None if done is None else (lambda k, f: done(k + 1, f)))
+    return [first[:2]] + [fold[:2] for fold in others]
+
+
+def _fit_fold(bank, y_idx, train, test, pairs, Cs, form, guide=None, where=(), on_point=None):
     """The C path of every binary problem of one fold, and its validation decisions.
 
     Each binary problem (one per pair of classes) reads its rows of the
     shared ``bank`` through a view with its own normalisation. Its decision
     values on the validation points use blocks of the same bank
     (validation rows, support-vector columns) scaled the way the view
-    scales its kernels, so no kernel is evaluated again.
+    scales its kernels, so no kernel is evaluated again. With
+    ``form.shared`` the pairs are one problem with one weight vector
+    (:class:`~mklopt.oracles.CompositeOracle`) and one path. ``guide``:
+    another fold's weights, per path and C (see :func:`_fit_folds`).
 
-    Returns ``(decisions, stats)``: ``decisions`` of shape (n_Cs, n_test,
-    n_pairs); ``stats`` a dict of arrays of shape (n_Cs, n_pairs).
-    ``verbose``, ``name``, ``where`` (one label per pair) and ``on_point``
-    are handed to :func:`c_path` for the progress lines.
+    Returns ``(decisions, stats, weights)``: ``decisions`` of shape (n_Cs,
+    n_test, n_pairs); ``stats`` a dict of arrays of shape (n_Cs, n_pairs),
+    or (n_Cs, 1) for a shared problem; ``weights`` the weights of each
+    path at each C (a guide for other folds).
     """
     n_c, n_p = len(Cs), len(pairs)
     decisions = np.empty((n_c, test.size, n_p))
-    stats = {name: np.zeros((n_c, n_p)) for name in
-             ("rel_gap", "value", "n_oracle_calls", "n_iter", "fit_time")}
-    stats["converged"] = np.zeros((n_c, n_p), dtype=bool)
-    for p, (i, j) in enumerate(pairs):
-        rows = train[(y_idx[train] == i) | (y_idx[train] == j)]
-        y = np.where(y_idx[rows] == j, 1.0, -1.0)
-        view = bank.view(rows, normalize=normalize)
-        points = c_path(view, y, Cs, new_method, stop, inner_tol, callback=callback,
-                        verbose=verbose, name=name, where=where[p] if where else "",
-                        on_point=on_point)
-        factors = bank.scales / view.scales
+    problems = _problems(bank, y_idx, train, pairs, form)
+    paths = _paths(problems, Cs, form, guide, where, on_point)
+    if form.shared and n_p > 1:
+        for c, pt in enumerate(paths[0]):
+            for p, ((rows, y, view), (alpha, bias)) in enumerate(
+                    zip(problems, pt.extra, strict=True)):
+                decisions[c, :, p] = _decision(bank, view, rows, y, test, pt.weights, alpha,
+                                               bias, form.threshold)
+    else:
+        for p, ((rows, y, view), points) in enumerate(zip(problems, paths, strict=True)):
+            for c, pt in enumerate(points):
+                decisions[c, :, p] = _decision(bank, view, rows, y, test, pt.weights,
+                                               pt.alpha, pt.bias, form.threshold)
+    stats = {name: np.zeros((n_c, len(paths))) for name in _STATS}
+    stats["converged"] = np.zeros((n_c, len(paths)), dtype=bool)
+    for p, points in enumerate(paths):
         for c, pt in enumerate(points):
-            sv = np.flatnonzero(pt.alpha > 0.0)
-            w = pt.weights
-            ks = np.flatnonzero(w > threshold * w.max()).astype(np.int64)
-            d = np.full(test.size, pt.bias)
-            if sv.size and ks.size:
-                blocks = bank.blocks(ks, test, rows[sv])
-                d += np.einsum("k,kij,j->i", w[ks] * factors[ks], blocks, pt.alpha[sv] * y[sv])
-            decisions[c, :, p] = d
-            for name in ("rel_gap", "value", "n_oracle_calls", "n_iter", "fit_time"):
+            for name in _STATS:
                 stats[name][c, p] = getattr(pt, name)
             stats["converged"][c, p] = pt.converged
-    return decisions, stats
+    return decisions, stats, [[pt.weights for pt in points] for points in paths]
+
+
+def _oracle_at(form, y, view, C, tol):
+    return form.oracle(view, y, C, tol)
 
 
 class _FoldModel(ClassifierMixin, BaseEstimator):
@@ -269,7 +406,7 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
 
     Scores every ``C`` of the grid ``Cs`` by cross-validation, as
     ``GridSearchCV(MKLClassifier(), {"C": Cs}, cv=cv)`` does, then refits
-    :class:`MKLClassifier` at the best ``C`` on all the data. Two things
+    :class:`MKLClassifier` at the best ``C`` on all the data. Three things
     make it much faster than the grid search, with the same answers:
 
     * **one kernel bank.** The base kernels are evaluated once, on all
@@ -287,6 +424,10 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
       stay valid lower bounds under a larger ``C``. Every point of the path
       still stops at a certified relative duality gap ``tol``, as
       :class:`MKLClassifier` does.
+    * **folds that share their steps.** The first fold's path is solved
+      alone; the others start from its weights at the first ``C`` and
+      follow its steps from one ``C`` to the next (their training sets
+      overlap), so the whole search has one cold start besides the refit.
 
     Parameters
     ----------
@@ -307,8 +448,10 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         the validation points (the scorers of scikit-learn only pass ``X``
         on, so they all work; a hand-written one must not read ``X``
         itself).
-    kernels, method, p, groups, tol, max_iter, inner_tol, normalize, standardize
-        As for :class:`MKLClassifier`. With ``kernels="precomputed"``,
+    kernels, method, loss, p, groups, elastic_net, tol, max_iter, inner_tol, normalize, standardize
+        As for :class:`MKLClassifier`: every fold problem, and the refit,
+        is the estimator's own formulation (the logistic loss, elastic-net
+        MKL, ...), on the same warm-started path. With ``kernels="precomputed"``,
         ``fit`` takes the base kernels between the training samples, shape
         ``(n_kernels, n_samples, n_samples)``, which are then the one bank
         (see :doc:`/precomputed`), and ``predict`` the kernels between new
@@ -317,17 +460,29 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         As for :class:`MKLClassifier`. ``storage`` must have views of an
         index block (``"auto"``, ``"dense"`` or ``"on_the_fly"``; feature
         maps are refused).
+    time_limit : float, optional
+        Seconds for each point of a fold's path (one ``C``, one binary
+        problem, or all pairs together with ``multiclass="shared"``); a
+        point out of time keeps its best weights and counts as not
+        converged (``path_converged_``, a :class:`ConvergenceWarning`). The
+        refit gets ``time_limit`` as :class:`MKLClassifier` does, for the
+        whole fit.
+    multiclass : {"ovo", "shared"}, default="ovo"
+        As for :class:`MKLClassifier`. With ``"shared"`` and more than two
+        classes each fold's pairs are one problem with one weight vector,
+        solved along one path over ``C``; the ``path_*`` attributes then
+        have one column instead of one per pair.
     n_jobs : int, optional
         Folds fitted at the same time (through joblib), and the pairs of
         the final refit. ``None`` means 1 unless a
         ``joblib.parallel_backend`` context says otherwise.
     verbose : int, default=0
         Progress on standard error: 1 a line (or a tqdm bar) as each point
-        of the path ends, one per (fold, C) and pair of classes, with its
-        rank of all, the elapsed time and an estimate of the time left,
-        then the refit's own lines; 2 also a line per oracle call. Folds
-        run in parallel report their points as each fold ends. See
-        :doc:`/progress`.
+        of the path ends, one per (fold, C) and pair of classes (one per
+        (fold, C) with ``multiclass="shared"``), with its rank of all, the
+        elapsed time and an estimate of the time left, then the refit's own
+        lines; 2 also a line per oracle call. Folds run in parallel report
+        their points as each fold ends. See :doc:`/progress`.
 
     Attributes
     ----------
@@ -390,9 +545,8 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
     chosen ``C`` is the grid search's wherever their scores are further
     apart than those few points; tighten ``tol`` to narrow that margin.
 
-    *Not passed through.* ``time_limit`` and ``client`` of
-    :class:`MKLClassifier` have no counterpart: the one bank lives in this
-    process.
+    *Not passed through.* ``client`` of :class:`MKLClassifier` has no
+    counterpart: the one bank lives in this process.
 
     Examples
     --------
@@ -414,19 +568,23 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         scoring=None,
         kernels="all_features",
         method="auto",
+        loss="hinge",
         p=None,
         groups=None,
+        elastic_net=None,
         tol=1e-2,
         max_iter=500,
         inner_tol=None,
         normalize="diagonal",
         standardize="auto",
         weight_threshold=1e-6,
+        time_limit=None,
         storage="auto",
         cache_size=None,
         max_memory=None,
         callback=None,
         n_jobs=None,
+        multiclass="ovo",
         verbose=0,
     ):
         self.Cs = Cs
@@ -434,20 +592,24 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         self.scoring = scoring
         self.kernels = kernels
         self.method = method
+        self.loss = loss
         self.p = p
         self.groups = groups
+        self.elastic_net = elastic_net
         self.tol = tol
         self.max_iter = max_iter
         self.inner_tol = inner_tol
         self.normalize = normalize
         self.standardize = standardize
         self.weight_threshold = weight_threshold
+        self.time_limit = time_limit
         self.storage = storage
         self.cache_size = cache_size
         self.max_memory = max_memory
         self.callback = callback
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.multiclass = multiclass
 
     def _estimator(self, C):
         """The :class:`MKLClassifier` of this grid at ``C``."""
@@ -521,28 +683,28 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y has only one class ({classes[0].tolist()!r}); {name} needs two")
         splits = _splits(self.cv, X, y, y_idx)
         pairs = list(combinations(range(classes.shape[0]), 2))
-        stop = _StopFactory(base, plan)
+        form = _Formulation(self.loss, plan.shared, self.normalize, plan.new_method,
+                            _StopFactory(base, plan, self.time_limit), plan.inner_tol,
+                            plan.threshold, self.callback, plan.verbose, name)
         n_s = len(splits)
-        with TaskProgress(plan.verbose, name, n_s * len(pairs) * Cs.size,
+        shared = plan.shared and len(pairs) > 1
+        n_paths = 1 if shared else len(pairs)
+        with TaskProgress(plan.verbose, name, n_s * n_paths * Cs.size,
                           "path point") as progress:
 
             def where(k):
                 fold = f"fold {k + 1} of {n_s}"
-                if len(pairs) == 1:
+                if len(pairs) == 1 or shared:
                     return [fold]
                 return [f"{fold}, {pair_label(classes, i, j)}," for i, j in pairs]
 
-            tasks = ((bank, y_idx, train, test, pairs, Cs, self.normalize, plan.new_method, stop,
-                      plan.inner_tol, plan.threshold, self.callback, plan.verbose, name,
-                      where(k), PointTicker(progress, k) if progress.on else None)
-                     for k, (train, test) in enumerate(splits))
-
             def done(k, fold):
-                PointTicker.rest(progress, k, len(pairs) * Cs.size, f"fold {k + 1} of {n_s}",
+                PointTicker.rest(progress, k, n_paths * Cs.size, f"fold {k + 1} of {n_s}",
                                  fold_summary(fold[1]))
 
-            folds = parallel_map(_fit_fold, tasks, self.n_jobs, n_tasks=n_s,
-                                 on_done=done if progress.on else None)
+            folds = _fit_folds(bank, y_idx, splits, pairs, Cs, form, self.n_jobs, where,
+                               (lambda k: PointTicker(progress, k)) if progress.on else None,
+                               done if progress.on else None)
 
         n_c = Cs.size
         scores = np.empty((n_c, n_s))
@@ -560,7 +722,16 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         if plan.verbose:
             write(f"[{name}] best C={self.best_C_:g}; refitting on all {y.shape[0]} samples")
         t0 = time.perf_counter()
-        self.best_estimator_ = self._estimator(self.best_C_).fit(X_given, y_given)
+        refit = self._estimator(self.best_C_)
+        # The refit reads the kernels of all points from the one bank too,
+        # where a direct fit would build this same bank (more than two
+        # classes, or precomputed kernels); its model is the direct fit's.
+        refit._given_bank = bank
+        try:
+            refit.fit(X_given, y_given)
+        finally:
+            del refit._given_bank
+        self.best_estimator_ = refit
         self.refit_time_ = time.perf_counter() - t0
         self.classes_ = classes
         self.n_features_in_ = n_features
@@ -625,11 +796,19 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
 
 
 class _StopFactory:
-    """A fresh stopping criterion per path point, the one :class:`MKLClassifier` uses."""
+    """A fresh stopping criterion per path point, the one :class:`MKLClassifier` uses.
 
-    def __init__(self, estimator, plan):
+    With a ``time_limit`` each point gets its own budget of that many
+    seconds (the estimator's deadline is for one whole fit).
+    """
+
+    def __init__(self, estimator, plan, time_limit=None):
         self.estimator = estimator
         self.plan = plan
+        self.time_limit = time_limit
 
     def __call__(self):
-        return self.estimator._stop(self.plan)
+        if self.time_limit is None:
+            return self.estimator._stop(self.plan)
+        return (DualityGap(self.plan.tol) | MaxIter(self.plan.max_iter)
+                | TimeLimit(float(self.time_limit)))

@@ -12,20 +12,20 @@ from .._parallel import check_n_jobs, parallel_map
 from .._validation import check_real
 from ..datasets import _scaling
 from ..kernels import KernelBank
-from ..oracles import SVRDual
+from ..oracles import RidgeDual, SVRDual
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._path import _recording, c_path
 from ._progress import PointTicker, TaskProgress, fold_summary, write
 from ._sklearn import HAS_SKLEARN, BaseEstimator, ConvergenceWarning, RegressorMixin
 from .mkl_cv import _splits, _StopFactory, check_Cs, set_cv_results
-from .mkl_tasks import MKLRegressor
+from .mkl_tasks import _REGRESSION_LOSSES, MKLRegressor
 
 __all__ = ["MKLRegressorCV"]
 
 _SHARED = (
-    "kernels", "method", "epsilon", "p", "groups", "tol", "max_iter", "inner_tol", "normalize",
-    "standardize", "weight_threshold", "storage", "cache_size", "max_memory", "callback",
-    "verbose",
+    "kernels", "method", "epsilon", "loss", "p", "groups", "elastic_net", "tol", "max_iter",
+    "inner_tol", "normalize", "standardize", "weight_threshold", "time_limit", "storage",
+    "cache_size", "max_memory", "callback", "verbose",
 )
 
 
@@ -33,17 +33,29 @@ def _make_svr(t, epsilon, bank, C, tol):
     return _recording(SVRDual)(bank, t, C=C, epsilon=epsilon, tol=tol)
 
 
-def _fit_fold(bank, t, train, test, Cs, epsilon, normalize, new_method, stop, inner_tol,
-              threshold, callback, verbose=0, name="", where="", on_point=None):
+def _make_ridge(t, bank, C, tol):
+    # The ridge dual is solved exactly (one factorisation): no tolerance.
+    return _recording(RidgeDual)(bank, t, C=C)
+
+
+def _fit_fold(bank, t, train, test, Cs, epsilon, loss, normalize, new_method, stop, inner_tol,
+              threshold, callback, verbose=0, name="", guide=None, where="", on_point=None):
     """The C path of one fold and its validation predictions (standardised targets).
 
-    Returns ``(predictions, stats)``: ``predictions`` of shape (n_Cs,
-    n_test); ``stats`` a dict of arrays of shape (n_Cs, 1).
+    ``guide``: another fold's weights at every C (see
+    :func:`~mklopt.estimators.mkl_cv._fit_folds`).
+
+    Returns ``(predictions, stats, weights)``: ``predictions`` of shape
+    (n_Cs, n_test); ``stats`` a dict of arrays of shape (n_Cs, 1);
+    ``weights`` the path's weights at each C.
     """
     view = bank.view(train, normalize=normalize)
-    make = functools.partial(_make_svr, t[train], epsilon)
+    if loss == "squared":
+        make = functools.partial(_make_ridge, t[train])
+    else:
+        make = functools.partial(_make_svr, t[train], epsilon)
     points = c_path(view, t[train], Cs, new_method, stop, inner_tol, callback=callback,
-                    make_oracle=make, verbose=verbose, name=name, where=where,
+                    make_oracle=make, guide=guide, verbose=verbose, name=name, where=where,
                     on_point=on_point)
     factors = bank.scales / view.scales
     preds = np.empty((len(Cs), test.size))
@@ -62,7 +74,7 @@ def _fit_fold(bank, t, train, test, Cs, epsilon, normalize, new_method, stop, in
         for name in names:
             stats[name][c, 0] = getattr(pt, name)
         stats["converged"][c, 0] = pt.converged
-    return preds, stats
+    return preds, stats, [pt.weights for pt in points]
 
 
 class _FoldRegressor(RegressorMixin, BaseEstimator):
@@ -109,13 +121,20 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
     scoring : str or callable, optional
         A scikit-learn scorer; default the coefficient of determination
         R^2.
-    kernels, method, epsilon, p, groups, tol, max_iter, inner_tol, normalize
-        As for :class:`MKLRegressor`.
+    kernels, method, epsilon, loss, p, groups, elastic_net, tol, max_iter, inner_tol, normalize
+        As for :class:`MKLRegressor`: the fold problems and the refit are the
+        estimator's formulation. With ``loss="squared"`` (kernel ridge
+        regression) each path point's oracle solves its dual exactly, and the
+        path hands over the previous weights and cuts scaled by ``C1 / C0``
+        (see :class:`MKLClassifierCV`).
     standardize, weight_threshold, storage, cache_size, max_memory, callback
         As for :class:`MKLRegressor`. ``standardize=True`` scales the
         features and the targets once, with the statistics of all the
         training data (``GridSearchCV`` would scale each fold with its own
         training part).
+    time_limit : float, optional
+        Seconds for each point of a fold's path, and for the refit as in
+        :class:`MKLRegressor` (see :class:`MKLClassifierCV`).
     n_jobs : int, optional
         Folds fitted at the same time (through joblib).
     verbose : int, default=0
@@ -162,14 +181,17 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         kernels="grid",
         method="auto",
         epsilon=0.1,
+        loss="epsilon_insensitive",
         p=None,
         groups=None,
+        elastic_net=None,
         tol=1e-2,
         max_iter=500,
         inner_tol=None,
         normalize="trace",
         standardize=True,
         weight_threshold=1e-6,
+        time_limit=None,
         storage="auto",
         cache_size=None,
         max_memory=None,
@@ -183,14 +205,17 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         self.kernels = kernels
         self.method = method
         self.epsilon = epsilon
+        self.loss = loss
         self.p = p
         self.groups = groups
+        self.elastic_net = elastic_net
         self.tol = tol
         self.max_iter = max_iter
         self.inner_tol = inner_tol
         self.normalize = normalize
         self.standardize = standardize
         self.weight_threshold = weight_threshold
+        self.time_limit = time_limit
         self.storage = storage
         self.cache_size = cache_size
         self.max_memory = max_memory
@@ -228,6 +253,10 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         base = self._estimator(float(Cs[0]))
         plan = base._check_common(X)  # validates every passed-through parameter
         eps = check_real(self.epsilon, "epsilon", low=0.0)
+        if self.loss not in _REGRESSION_LOSSES:
+            raise ValueError(
+                f"loss must be one of {', '.join(map(repr, _REGRESSION_LOSSES))}, got {self.loss!r}"
+            )
         if not isinstance(self.storage, str) or self.storage == "feature_map":
             raise ValueError(
                 f"{name} reads every fold from one bank of stored or computed kernels; "
@@ -245,20 +274,32 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         splits = _splits(self.cv, X, t, None, classifier=False)
         bank = KernelBank.from_specs(Xs, plan.specs, storage=self.storage, normalize=None,
                                      cache_size=self.cache_size, max_memory=self.max_memory)
-        stop = _StopFactory(base, plan)
+        stop = _StopFactory(base, plan, self.time_limit)
+        args = (Cs, eps, self.loss, self.normalize, plan.new_method, stop, plan.inner_tol,
+                plan.threshold, self.callback, plan.verbose, name)
         n_s = len(splits)
         with TaskProgress(plan.verbose, name, n_s * Cs.size, "path point") as progress:
-            tasks = ((bank, ts, train, test, Cs, eps, self.normalize, plan.new_method, stop,
-                      plan.inner_tol, plan.threshold, self.callback, plan.verbose, name,
-                      f"fold {k + 1} of {n_s}", PointTicker(progress, k) if progress.on else None)
-                     for k, (train, test) in enumerate(splits))
+
+            def where(k):
+                return f"fold {k + 1} of {n_s}"
+
+            def tick(k):
+                return PointTicker(progress, k) if progress.on else None
 
             def done(k, fold):
-                PointTicker.rest(progress, k, Cs.size, f"fold {k + 1} of {n_s}",
-                                 fold_summary(fold[1]))
+                PointTicker.rest(progress, k, Cs.size, where(k), fold_summary(fold[1]))
 
-            folds = parallel_map(_fit_fold, tasks, self.n_jobs, n_tasks=n_s,
-                                 on_done=done if progress.on else None)
+            # The first fold alone, the others guided by its path (as MKLClassifierCV).
+            (train, test), rest = splits[0], splits[1:]
+            first = _fit_fold(bank, ts, train, test, *args, None, where(0), tick(0))
+            if progress.on:
+                done(0, first)
+            tasks = ((bank, ts, tr, te, *args, first[2], where(k + 1), tick(k + 1))
+                     for k, (tr, te) in enumerate(rest))
+            others = parallel_map(
+                _fit_fold, tasks, self.n_jobs, n_tasks=len(rest),
+                on_done=(lambda k, f: done(k + 1, f)) if progress.on else None)
+            folds = [first[:2]] + [fold[:2] for fold in others]
 
         n_c = Cs.size
         scores = np.empty((n_c, n_s))

@@ -1,0 +1,111 @@
+"""MKLClassifierCV against GridSearchCV(MKLClassifier()): medians over repeats, where the time goes.
+
+The setting of ``bench_cv.py`` (same data, folds and grid: ``StratifiedKFold(5)``
+of a stratified 50 % training half, ``Cs`` 8 values log-spaced from 1e-2 to
+1e3, default parameters), with repeats: every search is timed
+``--repeats`` times (the MKL grid search ``--gs-repeats`` times) in this
+process, interleaved, and the medians are reported; the speed-up is the
+ratio of the two medians of this run. For ``MKLClassifierCV`` the time is
+split into the paths of the folds (``cv_results_["mean_fit_time"]`` times
+the number of folds), the refit (``refit_time_``) and the rest (the one
+kernel bank, the validation decisions, scoring), and the SVM solves of
+the paths are counted per C.
+
+Run it on two versions of mklopt with the same script to compare them,
+each against its own grid search of the same run:
+
+    python benchmarks/bench_cv_speed.py
+    PYTHONPATH=/path/to/other/checkout python benchmarks/bench_cv_speed.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+import mklopt
+from mklopt import MKLClassifier, MKLClassifierCV
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_cv import DEFAULT_N_TRAIN, load, warm_up  # noqa: E402
+
+
+def _timed(make, X, y):
+    est = make()
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    return est, time.perf_counter() - t0
+
+
+def run(name, n_train, Cs, repeats, gs_repeats):
+    X_tr, X_te, y_tr, y_te, full = load(name, n_train)
+    folds = list(StratifiedKFold(5).split(X_tr, y_tr))
+    makers = {
+        "cv": lambda: MKLClassifierCV(Cs=Cs, cv=folds),
+        "gs": lambda: GridSearchCV(MKLClassifier(), {"C": Cs}, cv=folds),
+        "svc": lambda: GridSearchCV(make_pipeline(StandardScaler(), SVC()), {"svc__C": Cs},
+                                    cv=folds),
+    }
+    times = {k: [] for k in makers}
+    last = {}
+    parts = []
+    for r in range(max(repeats, gs_repeats)):
+        for key, make in makers.items():
+            if r >= (gs_repeats if key == "gs" else repeats):
+                continue
+            est, secs = _timed(make, X_tr, y_tr)
+            times[key].append(secs)
+            last[key] = est
+            if key == "cv":
+                paths = float(np.sum(est.cv_results_["mean_fit_time"]) * est.n_splits_)
+                parts.append((paths, est.refit_time_, secs - paths - est.refit_time_))
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    cv, gs = last["cv"], last["gs"]
+    label = f"{name} ({X_tr.shape[0]:,} train)"
+    diff = float(np.max(np.abs(cv.cv_results_["mean_test_score"]
+                               - gs.cv_results_["mean_test_score"])))
+    at = int(np.flatnonzero(np.isclose(Cs, cv.best_C_))[0])
+    paths, refit, rest = (float(np.median([p[i] for p in parts])) for i in range(3))
+    calls = cv.path_n_oracle_calls_.sum(axis=(0, 2))
+    print(f"| {label} | {med['cv']:.2f} ({', '.join(f'{t:.2f}' for t in times['cv'])}) | "
+          f"{med['gs']:.2f} ({', '.join(f'{t:.2f}' for t in times['gs'])}) | "
+          f"**{med['gs'] / med['cv']:.1f}x** | {med['svc']:.2f} | "
+          f"{cv.best_C_:.3g} / {gs.best_params_['C']:.3g} | "
+          f"{cv.best_score_:.4f} / {gs.best_score_:.4f} "
+          f"({gs.cv_results_['mean_test_score'][at]:.4f}) | "
+          f"{cv.score(X_te, y_te):.4f} / {gs.score(X_te, y_te):.4f} | {diff:.4f} |", flush=True)
+    print(f"<!-- {label}: MKLClassifierCV median split: paths {paths:.2f} s, refit {refit:.2f} s, "
+          f"rest {rest:.2f} s; SVM solves of the paths per C (all folds and pairs): "
+          f"{', '.join(str(int(c)) for c in calls)} (total {int(calls.sum())}) -->", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", nargs="+", default=["digits", "satellite", "ionosphere"])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--gs-repeats", type=int, default=2)
+    args = parser.parse_args()
+    Cs = [float(c) for c in np.logspace(-2, 3, 8)]
+    warm_up()
+    print(f"<!-- mklopt from {os.path.dirname(mklopt.__file__)} -->")
+    print("| data | MKLClassifierCV s: median (runs) | GridSearchCV(MKL) s: median (runs) | "
+          "speed-up | GridSearchCV(SVC) s | chosen C: CV / GS | CV score: CV / GS (GS's "
+          "own at CV's C) | test accuracy: CV / GS | max diff of mean CV scores |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in args.data:
+        run(name, DEFAULT_N_TRAIN.get(name), Cs, args.repeats, args.gs_repeats)
+
+
+if __name__ == "__main__":
+    main()
