@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from mklopt import MKLClassifier, solve
-from mklopt.estimators._ovo import _waves, star_parents
+from mklopt.estimators._ovo import star_parents
+from mklopt.estimators._ovo import waves as make_waves
 from mklopt.methods import METHODS, get_method
 from mklopt.oracles import SVMDual
 from mklopt.stopping import DualityGap, MaxIter
@@ -76,7 +77,7 @@ def test_bad_initial_weights_are_refused(problem):
         run(K, y, "level", initial=["a", "b", "c", "d"])
 
 
-def test_star_parents_share_a_class_and_come_in_earlier_waves():
+def test_star_parents_share_a_class_and_come_in_earliermake_waves():
     for k in range(2, 12):
         pairs = np.array(list(combinations(range(k), 2)))
         parents = star_parents(pairs)
@@ -84,14 +85,14 @@ def test_star_parents_share_a_class_and_come_in_earlier_waves():
         for child, parent in enumerate(parents):
             if parent >= 0:
                 assert set(pairs[child].tolist()) & set(pairs[parent].tolist())
-        waves = _waves(parents, len(pairs))
+        waves = make_waves(parents, len(pairs))
         assert sorted(p for w in waves for p in w) == list(range(len(pairs)))
         wave_of = {p: i for i, w in enumerate(waves) for p in w}
         assert all(wave_of[c] > wave_of[p] for c, p in enumerate(parents) if p >= 0)
         assert len(waves) <= k  # shallow: (i, j) is j waves deep at most
-    assert _waves(None, 5) == [[0, 1, 2, 3, 4]]
+    assert make_waves(None, 5) == [[0, 1, 2, 3, 4]]
     with pytest.raises(ValueError, match="cycle"):
-        _waves([1, 0], 2)
+        make_waves([1, 0], 2)
 
 
 def test_warm_started_pairs_certify_the_optima_of_cold_pairs(monkeypatch):

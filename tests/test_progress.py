@@ -231,11 +231,15 @@ def test_parallel_pairs_reported_as_they_end(three, capsys, no_tqdm):
 def test_cv_folds_in_other_processes_report_their_points(reg, capsys, no_tqdm):
     pytest.importorskip("joblib")
     X, y = reg
-    _fit(MKLRegressorCV(Cs=[1.0, 10.0], cv=2, kernels=SPECS, n_jobs=2, verbose=1), X, y)
+    _fit(MKLRegressorCV(Cs=[1.0, 10.0], cv=3, kernels=SPECS, n_jobs=2, verbose=1), X, y)
     err = capsys.readouterr().err
     units = _unit_lines(err, "MKLRegressorCV")
-    # each fold's two points arrive at once, when the fold's process returns
-    assert _covers(units, 4) and all(b - a == 1 for a, b, _ in units), err
+    # The first fold runs here (its path guides the others): a line per
+    # point. Each other fold's two points arrive at once, when its process
+    # returns.
+    assert _covers(units, 6), err
+    assert units[:2] == [(1, 1, 6), (2, 2, 6)], err
+    assert all(b - a == 1 for a, b, _ in units[2:]), err
 
 
 @pytest.mark.parametrize("n_jobs", [None, 2])

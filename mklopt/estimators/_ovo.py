@@ -87,7 +87,7 @@ def star_parents(pairs):
     return parents
 
 
-def _waves(parents, n):
+def waves(parents, n):
     """Problem indices in waves: each wave after the waves of its problems' parents."""
     if parents is None:
         return [list(range(n))]
@@ -108,10 +108,10 @@ def _waves(parents, n):
 
     for p in range(n):
         settle(p)
-    waves = [[] for _ in range(max(depth) + 1)]
+    out = [[] for _ in range(max(depth) + 1)]
     for p in range(n):
-        waves[depth[p]].append(p)
-    return waves
+        out[depth[p]].append(p)
+    return out
 
 
 def pair_label(classes, i, j):
@@ -377,7 +377,7 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
             # fill the gaps at the end (the makespan of this order is within
             # 4/3 of the best when cost grows with size). On a Dask cluster
             # the tasks are named after their pair (class indices).
-            for wave in _waves(parents, len(pairs)):
+            for wave in waves(parents, len(pairs)):
                 order = sorted(wave, key=lambda p: -all_rows[p].size)
 
                 def done(k, model, order=order):

@@ -35,7 +35,7 @@ from ..kernels import KernelBank
 from ..kernels.stack import KernelStack, _as_stack
 from ..oracles import CompositeOracle, LogisticDual, SVMDual
 from ._checks import check_y
-from ._ovo import pair_label
+from ._ovo import pair_label, star_parents, waves
 from ._progress import TaskProgress, call_lines, labelled, run_summary
 
 __all__ = [
@@ -187,15 +187,20 @@ def _new_method(plan, loss):
     return m
 
 
-def _fit_pair(bank, rows, y, normalize, plan, stop, callback, loss="hinge", name=""):
-    """One binary problem on the view of ``rows``; its model keeps training indices."""
+def _fit_pair(bank, rows, y, normalize, plan, stop, callback, loss="hinge", name="", start=None):
+    """One binary problem on the view of ``rows``; its model keeps training indices.
+
+    ``start``: kernel weights to evaluate first (a neighbouring pair's, as
+    :class:`MKLClassifier` starts its pairs).
+    """
     view = bank.view(rows, normalize=normalize)
     if loss == "logistic":
         oracle = LogisticDual(view, y, C=plan.C, tol=plan.inner_tol)
     else:
         oracle = SVMDual(view, y, C=plan.C, tol=plan.inner_tol)
     callback = call_lines(plan.verbose, name, oracle, callback)
-    result = solve(oracle, _new_method(plan, loss)(), stop=stop, callback=callback)
+    result = solve(oracle, _new_method(plan, loss)(), stop=stop, callback=callback,
+                   initial=start)
     return _model(bank, view, rows, y, result.weights, result.alpha, result.bias, result,
                   plan.threshold)
 
@@ -263,17 +268,30 @@ def fit_precomputed(est, X, y):
         models = _fit_shared(bank, all_rows, ys, est.normalize, plan, est._stop(plan),
                              est.callback)
     else:
-        tasks = ((label(k), bank, rows, y, est.normalize, plan, est._stop(plan), est.callback,
-                  est.loss, name)
-                 for k, (rows, y) in enumerate(zip(all_rows, ys, strict=True)))
+        # As MKLClassifier: each pair starts from the weights of a pair
+        # sharing a class, in waves that do not depend on n_jobs.
+        parents = star_parents(np.asarray(pairs)) if len(pairs) > 1 else None
+        models = [None] * len(pairs)
+
+        def tasks(wave):
+            for k in wave:
+                parent = -1 if parents is None else parents[k]
+                start = None if parent < 0 else models[parent].weights
+                yield (label(k), bank, all_rows[k], ys[k], est.normalize, plan, est._stop(plan),
+                       est.callback, est.loss, name, start)
+
         with TaskProgress(plan.verbose, name, len(pairs),
                           "problem" if len(pairs) == 1 else "pair") as progress:
+            for wave in waves(parents, len(pairs)):
 
-            def done(k, model):
-                progress.advance(label(k) or "the binary problem", run_summary(model.result))
+                def done(i, model, wave=wave):
+                    progress.advance(label(wave[i]) or "the binary problem",
+                                     run_summary(model.result))
 
-            models = parallel_map(labelled(_fit_pair), tasks, est.n_jobs, n_tasks=len(pairs),
-                                  on_done=done if progress.on else None)
+                fitted = parallel_map(labelled(_fit_pair), tasks(wave), est.n_jobs,
+                                      n_tasks=len(wave), on_done=done if progress.on else None)
+                for k, model in zip(wave, fitted, strict=True):
+                    models[k] = model
     est.classes_ = classes
     est.n_features_in_ = n  # as SVC(kernel="precomputed"): the training samples
     est.scaler_mean_ = est.scaler_scale_ = None

@@ -18,9 +18,12 @@ from ._path import _recording, c_path
 from ._progress import PointTicker, TaskProgress, fold_summary, write
 from ._sklearn import HAS_SKLEARN, BaseEstimator, ConvergenceWarning, RegressorMixin
 from .mkl_cv import _splits, _StopFactory, check_Cs, set_cv_results
-from .mkl_tasks import _REGRESSION_LOSSES, MKLRegressor
+from .mkl_tasks import MKLRegressor
 
 __all__ = ["MKLRegressorCV"]
+
+# The losses whose oracles the warm path scales between values of C.
+_REGRESSION_LOSSES = ("epsilon_insensitive", "squared")
 
 _SHARED = (
     "kernels", "method", "epsilon", "loss", "p", "groups", "elastic_net", "tol", "max_iter",
