@@ -214,6 +214,7 @@ def fit_precomputed(est, X, y):
         all_rows = [np.arange(n, dtype=np.int64)]
     else:
         all_rows = [np.flatnonzero((y_idx == i) | (y_idx == j)) for i, j in pairs]
+    plan.pairs_left = len(pairs)  # time_limit: equal shares of the time left (est._stop)
     tasks = ((bank, rows, np.where(y_idx[rows] == j, 1.0, -1.0), est.normalize, plan,
               est._stop(plan), est.callback) for rows, (_, j) in zip(all_rows, pairs))
     models = parallel_map(_fit_pair, tasks, est.n_jobs, n_tasks=len(pairs))

@@ -11,6 +11,7 @@ from functools import partial
 
 import numpy as np
 
+from .._interrupt import fit_run
 from .._validation import check_int, check_real
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion
@@ -90,6 +91,9 @@ class _Plan:
     bank: object = None
     #: One weight vector for all binary problems (``multiclass="shared"``).
     shared: bool = False
+    #: Binary problems not yet started: each gets an equal share of the
+    #: time left when it starts (see :meth:`MKLClassifier._stop`).
+    pairs_left: int = 1
 
 
 def _joblib_backend_is_remote():
@@ -136,7 +140,8 @@ class _BestPoint:
         if self.row is None or row.value < self.row.value:
             self.row = row
         if self.callback is not None:
-            self.callback(row)
+            return self.callback(row)
+        return None
 
     def lost(self, exc):
         """``exc`` as the fit's error, with the best point in its ``best`` attribute."""
@@ -727,7 +732,12 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
     def _stop(self, plan):
         stop = DualityGap(plan.tol) | MaxIter(plan.max_iter)
         if plan.deadline is not None:
-            stop = stop | TimeLimit(max(plan.deadline - time.time(), 1e-9))
+            # The limit is for the whole fit: a binary problem gets an equal
+            # share of the time left when it starts (with n_jobs, pairs that
+            # run at once each get their share: they finish early, not late).
+            share = (plan.deadline - time.time()) / max(1, plan.pairs_left)
+            plan.pairs_left = max(1, plan.pairs_left - 1)
+            stop = stop | TimeLimit(max(share, 1e-9))
         return stop
 
     _fit_binary_takes_rows = True
@@ -743,6 +753,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         and under a joblib backend that sends tasks to other machines (the
         bank would travel with every task).
         """
+        plan.pairs_left = 1 if plan.shared else len(rows)
         if len(rows) < 2 or self.client is not None or _joblib_backend_is_remote():
             return plan
         plan.bank = KernelBank.from_specs(
@@ -907,9 +918,11 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         -------
         self
         """
-        if is_precomputed(self.kernels):
-            return fit_precomputed(self, X, y)
-        return super().fit(X, y)
+        # Stoppable as a whole (time_limit, Ctrl-C), kernel construction included.
+        with fit_run(type(self).__name__, self.time_limit):
+            if is_precomputed(self.kernels):
+                return fit_precomputed(self, X, y)
+            return super().fit(X, y)
 
     def _check_predict_input(self, X):
         if is_precomputed(self.kernels):
