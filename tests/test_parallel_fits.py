@@ -149,7 +149,6 @@ def test_binary_problems_and_clones_keep_n_jobs(data):
 def test_time_limit_holds_for_pairs_in_other_processes(data):
     X, y = data
     from mklopt.estimators._sklearn import ConvergenceWarning
-
     from mklopt.stopping import NoPointError
 
     # In the workers too, a limit that ends inside the first oracle call

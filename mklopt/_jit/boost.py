@@ -41,6 +41,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._options import JIT, JIT_PARALLEL
+from ._stop import stopped
 from .smo import smo_rho, smo_solve, smo_violation
 
 #: Samples of more distinct points than this are solved with shrinking,
@@ -124,7 +125,7 @@ def weak_svm_round(K, kernels, scale, rows, uniq, yu, upper, tol, max_iter, coef
     grad = np.empty(u)
     r = kernels.shape[0]
     for j in range(r):
-        if stop[0] != 0:
+        if stopped(stop):
             for jj in range(j, r):
                 n_iter[jj] = -1
             return j
@@ -152,7 +153,7 @@ def weak_svm_round_parallel(K, kernels, scale, rows, uniq, yu, upper, tol, max_i
     r = kernels.shape[0]
     for jj in prange(r):
         j = order[jj]
-        if stop[0] != 0:
+        if stopped(stop):
             n_iter[j] = -1
             continue
         ident = np.arange(u)

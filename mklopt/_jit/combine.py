@@ -33,6 +33,7 @@ import numpy as np
 from numba import njit
 
 from ._options import JIT
+from ._stop import stopped
 
 
 @njit(**JIT)
@@ -67,7 +68,7 @@ def combine_kernels(K, w, out, stop):
     na = act.shape[0]
     a = 0
     while a + 3 < na:
-        if stop[0] != 0:
+        if stopped(stop):
             return out
         k0 = act[a]
         k1 = act[a + 1]
@@ -85,7 +86,7 @@ def combine_kernels(K, w, out, stop):
             o[j] += w0 * r0[j] + w1 * r1[j] + w2 * r2[j] + w3 * r3[j]
         a += 4
     while a < na:
-        if stop[0] != 0:
+        if stopped(stop):
             return out
         k0 = act[a]
         w0 = w[k0]
@@ -115,7 +116,7 @@ def quad_forms(K, v, support, kernels, out, stop):
     for a in range(s):
         vs[a] = v[support[a]]
     for j in range(kernels.shape[0]):
-        if stop[0] != 0:
+        if stopped(stop):
             return out
         Kk = K[kernels[j]]
         total = 0.0
@@ -154,7 +155,7 @@ def combine_rows(K, w, idx, out, stop):
     act = _active(w)
     na = act.shape[0]
     for r in range(idx.shape[0]):
-        if stop[0] != 0:
+        if stopped(stop):
             return out
         i = idx[r]
         o = out[r]
@@ -268,7 +269,7 @@ def view_rows(K, w, kernels, gidx, idx, out, stop):
     See :func:`view_row`; ``stop`` as for :func:`combine_rows`.
     """
     for r in range(idx.shape[0]):
-        if stop[0] != 0:
+        if stopped(stop):
             return out
         view_row(K, w, kernels, gidx, idx[r], out[r])
     return out
@@ -282,7 +283,7 @@ def combine_view(K, w, kernels, gidx, out, stop):
     ``stop`` as for :func:`combine_rows`.
     """
     for i in range(gidx.shape[0]):
-        if stop[0] != 0:
+        if stopped(stop):
             return out
         view_row(K, w, kernels, gidx, i, out[i])
     return out

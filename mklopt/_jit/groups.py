@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._options import JIT, JIT_CONTRACT, JIT_PARALLEL
+from ._stop import stopped
 
 #: ``kind`` codes.
 GAUSSIAN = 0
@@ -255,7 +256,7 @@ def combined_cross(XA, XBT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param,
     na = XA.shape[0]
     nb = XBT.shape[1]
     for a in prange(na):
-        if stop[0] != 0:
+        if stopped(stop):
             continue
         d2 = np.empty(CHUNK)
         g2 = np.empty(CHUNK)
@@ -320,7 +321,7 @@ def kernel_cross(XA, XBT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, o
     na = XA.shape[0]
     nb = XBT.shape[1]
     for a in prange(na):
-        if stop[0] != 0:
+        if stopped(stop):
             continue
         d2 = np.empty(CHUNK)
         g2 = np.empty(CHUNK)
@@ -369,7 +370,7 @@ def kernel_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offse
     n = X.shape[0]
     half = (n + 1) // 2
     for r in prange(half):
-        if stop[0] != 0:
+        if stopped(stop):
             continue
         d2 = np.empty(CHUNK)
         g2 = np.empty(CHUNK)
@@ -405,7 +406,7 @@ def kernel_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offse
                         sc = inv_scale[k]
                         for j in range(L):
                             oc[j] = e[j] * sc
-    if stop[0] != 0:
+    if stopped(stop):
         return out
     # Mirror the strict lower triangle of the slices written here (others may
     # be filled by the product path of _jit.gram), parallel over slices.
@@ -446,7 +447,7 @@ def combined_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, off
     G = codes.shape[0]
     half = (n + 1) // 2
     for r in prange(half):
-        if stop[0] != 0:
+        if stopped(stop):
             continue
         d2 = np.empty(CHUNK)
         g2 = np.empty(CHUNK)
@@ -489,7 +490,7 @@ def combined_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, off
                     cc = codes[t, b0:b1]
                     for j in range(L):
                         oc[j] += trow[cc[j]]
-    if mirror and stop[0] == 0:
+    if mirror and not stopped(stop):
         mirror_upper(out)
     return out
 
@@ -637,7 +638,7 @@ def _group_quad(XS, XST, vS, feat_idx, f0, f1, kern_idx, k0, k1, kind, param, of
     part = np.empty(nk)
     chain = np.zeros(2)
     for a in range(a0, a1, step):
-        if stop[0] != 0:
+        if stopped(stop):
             return False
         va = vS[a]
         if va == 0.0:

@@ -51,6 +51,7 @@ import numpy as np
 from numba import njit
 
 from ._options import JIT
+from ._stop import stopped
 
 
 @njit(**JIT)
@@ -346,7 +347,7 @@ def logistic_solve(K, y, C, alpha, f, with_offset, tol, max_iter, check_every, s
         b = logistic_intercept(y, f, bs / n, 200)
     gap, primal = logistic_gap(y, f, alpha, C, b)
     it = 0
-    while gap > tol * primal and it < max_iter and stop[0] == 0:
+    while gap > tol * primal and it < max_iter and not stopped(stop):
         moved = False
         for _ in range(check_every):
             if it >= max_iter:

@@ -65,6 +65,7 @@ import numpy as np
 from numba import njit
 
 from ._options import JIT
+from ._stop import stopped
 from .combine import view_row
 
 #: Curvature used when ``a_ij <= 0`` (non-PD pairs, duplicated points).
@@ -381,7 +382,7 @@ def _smo_core_src(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking, s
             continue
         if n_iter >= max_iter:
             break
-        if n_iter % STOP_EVERY == 0 and stop[0] != 0:
+        if n_iter % STOP_EVERY == 0 and stopped(stop):
             break
         n_iter += 1
         if counter > 0:
@@ -498,7 +499,7 @@ def smo_gradient_src(K, filled, bank, w, kernels, gidx, rows, signs, linear, a, 
     for r in range(nr):
         c0 = v[r]
         if c0 != 0.0:
-            if stop[0] != 0:
+            if stopped(stop):
                 return grad
             K0 = _row(K, src, r)
             for u in range(nr):

@@ -20,6 +20,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from .._interrupt import check, current_flag
 from .._jit.boost import (
     distinct_points,
     query_fault,
@@ -27,7 +28,6 @@ from .._jit.boost import (
     weak_svm_round,
     weak_svm_round_parallel,
 )
-from .._interrupt import check, current_flag
 from .._validation import check_int, check_labels, check_real
 from ..kernels.bank import as_bank
 from ..kernels.sharded import check_client
