@@ -272,3 +272,35 @@ def test_solve_time_limit_holds_in_the_first_oracle_call():
         solve(oracle, LevelBundle(), stop=DualityGap(1e-6) | TimeLimit(LIMIT))
     assert _within_bound(time.perf_counter() - t0)
     assert _handler_is_default()
+
+
+def test_a_stopped_call_leaves_the_oracle_as_a_fresh_one():
+    # The stopped call is dropped and the row cache emptied: the next call
+    # answers exactly as a new oracle's first call does.
+    from mklopt._interrupt import INTERRUPT, Stopped
+
+    X, y = _data(300, seed=6)
+    make = lambda: SVMDual(KernelBank.from_specs(X, KERNELS, storage="on_the_fly",  # noqa: E731
+                                                 cache_size=0.2), y, C=100.0)
+    w = np.array([0.2, 0.5, 0.3])
+    fresh = make()(w)
+    oracle = make()
+    storage = oracle.bank.storage
+    real, n_requests = storage.rows, [0]
+
+    def rows(*args):  # the stop lands in the second row request, after one was cached
+        n_requests[0] += 1
+        if n_requests[0] == 2:
+            run.set(INTERRUPT)
+        return real(*args)
+
+    storage.rows = rows
+    with Run() as run:
+        with pytest.raises(Stopped):
+            oracle(w)
+    storage.rows = real
+    assert n_requests[0] == 2
+    assert not oracle._solver.whole_matrix  # the row-cache path
+    again = oracle(w)
+    assert again.value == fresh.value
+    np.testing.assert_array_equal(again.alpha, fresh.alpha)
