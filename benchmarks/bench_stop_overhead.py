@@ -1,8 +1,9 @@
 """Do the stop-flag checks slow the jitted loops? Each loop timed on two trees.
 
-One tree (the mklopt that ``import mklopt`` finds)::
+One tree (the mklopt that ``import mklopt`` finds; BASE a worktree of the
+commit to compare with)::
 
-    cd /work/wt-start && PYTHONPATH=/work/wt-start python /path/to/bench_stop_overhead.py --out start.json
+    cd BASE && PYTHONPATH=BASE python /path/to/bench_stop_overhead.py --out start.json
     PYTHONPATH=. python benchmarks/bench_stop_overhead.py --out this.json
     python benchmarks/bench_stop_overhead.py --compare start.json this.json
 
