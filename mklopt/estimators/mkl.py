@@ -336,9 +336,14 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         ``w_k > weight_threshold * max(w)`` are evaluated; the others
         contribute less than this fraction and are skipped. In ``[0, 1)``.
     time_limit : float, optional
-        Wall-clock budget in seconds for the whole ``fit`` (all one-vs-one
-        problems together). When it runs out the best point so far is kept
-        and a :class:`ConvergenceWarning` is issued.
+        Wall-clock budget in seconds for the whole ``fit`` (kernel
+        construction and all one-vs-one problems together; each problem
+        gets an equal share of the time left when it starts). It also stops
+        an oracle call in progress, so ``fit`` returns at most 10 % or 2 s
+        after it. When it runs out the best point so far is kept and a
+        :class:`ConvergenceWarning` is issued; when no oracle call had
+        finished, :class:`mklopt.stopping.NoPointError` is raised (see the
+        user guide's page on long runs).
     storage : {"auto", "dense", "on_the_fly", "feature_map"} or FeatureMap, default="auto"
         Where the training kernels live (see
         :meth:`mklopt.KernelBank.from_specs`): ``"dense"`` stores all
