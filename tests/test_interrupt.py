@@ -149,8 +149,12 @@ def test_sigint_from_another_thread_stops_a_long_jitted_call():
     t0 = time.perf_counter()
     timer.start()
     try:
-        with pytest.raises(KeyboardInterrupt, match="first oracle call"):
-            solve(oracle, LevelBundle(), stop=DualityGap(1e-6) | MaxIter(100))
+        # The first call takes about 4 s here: a clean KeyboardInterrupt. A
+        # much faster machine may finish it first: then the best point.
+        res = solve(oracle, LevelBundle(), stop=DualityGap(1e-9) | MaxIter(10**4))
+        assert res.reason == "interrupted" and res.n_oracle_calls >= 1
+    except KeyboardInterrupt as exc:
+        assert "first oracle call" in str(exc)
     finally:
         timer.cancel()
     assert time.perf_counter() - t0 <= 1.0 + 2.0 + SLACK
