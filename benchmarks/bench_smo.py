@@ -32,6 +32,9 @@ import numpy as np
 
 from mklopt._jit.smo import smo_gradient, smo_rho, smo_solve
 
+#: A stop flag that is never set (see mklopt._interrupt).
+GO = np.zeros(1, dtype=np.int64)
+
 DATA = Path(__file__).resolve().parents[1] / "mklopt" / "datasets" / "data"
 WIDTHS = 2.0 ** np.arange(-3, 7)
 DEGREES = (1, 2, 3)
@@ -89,7 +92,7 @@ def cold(K, y, tol):
     rows, upper, _ = _problem(y)
     alpha = np.zeros(y.size)
     grad = np.full(y.size, -1.0)
-    it = smo_solve(K, rows, y, upper, alpha, grad, tol, 10**7, True)
+    it = smo_solve(K, rows, y, upper, alpha, grad, tol, 10**7, True, GO)
     return alpha, -smo_rho(y, upper, alpha, grad), it
 
 
@@ -97,7 +100,7 @@ def warm(K, y, alpha0, tol):
     rows, upper, linear = _problem(y)
     alpha = alpha0.copy()
     grad = smo_gradient(K, rows, y, linear, alpha, np.empty(y.size))
-    it = smo_solve(K, rows, y, upper, alpha, grad, tol, 10**7, True)
+    it = smo_solve(K, rows, y, upper, alpha, grad, tol, 10**7, True, GO)
     return alpha, -smo_rho(y, upper, alpha, grad), it
 
 

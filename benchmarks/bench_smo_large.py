@@ -25,10 +25,14 @@ one after the other on the same problems:
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 import time
 
 import numpy as np
+
+#: A stop flag that is never set (see mklopt._interrupt).
+GO = np.zeros(1, dtype=np.int64)
 
 
 def rbf(X, gamma):
@@ -72,7 +76,9 @@ def ours(smo, K, t, C, kind, tol):
     a = np.zeros(N)
     g = smo.smo_gradient(K, rows, signs, linear, a, np.empty(N))
     t0 = time.perf_counter()
-    it = smo.smo_solve(K, rows, signs, np.full(N, C), a, g, tol, 10**7, True)
+    # Trees from before the stop flag (--tree) take one argument less.
+    stop = (GO,) if "stop" in inspect.signature(smo.smo_solve.py_func).parameters else ()
+    it = smo.smo_solve(K, rows, signs, np.full(N, C), a, g, tol, 10**7, True, *stop)
     return time.perf_counter() - t0, it
 
 

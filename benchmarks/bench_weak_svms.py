@@ -32,6 +32,9 @@ from mklopt.kernels import grid
 from mklopt.oracles import WeakLearners
 from mklopt.oracles.weak_learners import BoostQuery
 
+#: A stop flag that is never set (see mklopt._interrupt).
+GO = np.zeros(1, dtype=np.int64)
+
 
 def measure(name, args):
     X, y = datasets.load(name)
@@ -59,7 +62,7 @@ def measure(name, args):
             for Ks in blocks:
                 a, g = np.zeros(s), np.full(s, -1.0)
                 t0 = time.perf_counter()
-                smo_solve(Ks, ident, ys, upper, a, g, args.tol, budget, True)
+                smo_solve(Ks, ident, ys, upper, a, g, args.tol, budget, True, GO)
                 per.append(time.perf_counter() - t0)
             bares.append(sum(per) / m)
         iters.append(ans.n_solver_iter / m)

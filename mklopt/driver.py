@@ -10,9 +10,10 @@ import warnings
 
 import numpy as np
 
+from . import _interrupt
 from ._types import Handover, OracleAnswer, Progress, Result
 from .oracles._warnings import ConvergenceWarning
-from .stopping import DualityGap, MaxIter, Stop, as_criterion
+from .stopping import AnyOf, DualityGap, MaxIter, NoPointError, Stop, TimeLimit, as_criterion
 
 __all__ = ["solve"]
 
@@ -43,7 +44,8 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
         Checked after every oracle call; see :mod:`mklopt.stopping`.
     callback : callable, optional
         ``callback(progress)`` after every oracle call; raising
-        ``StopIteration`` ends the run with reason ``"callback"``.
+        ``StopIteration`` (or returning ``True`` or ``StopIteration``) ends
+        the run with reason ``"callback"``.
     warm_start : ndarray, optional
         Dual variables to warm-start the first oracle call.
     adapt_tol : bool, default=True
@@ -65,8 +67,20 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     -------
     Result
         The best point found, how the run ended and one history row per
-        oracle call. A run ended by ``KeyboardInterrupt`` or a time limit still
-        returns the best point found so far (``converged=False``).
+        oracle call. A run ended by Ctrl-C (reason ``"interrupted"``), a
+        time limit (``"time_limit"``) or the callback still returns the best
+        point found so far (``converged=False``), even when the stop came
+        in the middle of an oracle call.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        Ctrl-C before the first oracle call finished: there is no point to
+        return.
+    NoPointError
+        A time limit (or the callback) stopped the run inside its first
+        oracle call: there is no certified point to return. A
+        ``RuntimeError``.
 
     Notes
     -----
@@ -124,6 +138,16 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     a hand-over (every :class:`~mklopt.methods.MethodBase` on a dual oracle
     does); boosting, whose state is its ensemble, cannot resume.
 
+    *Stopping inside an oracle call.* A :class:`~mklopt.stopping.TimeLimit`
+    in ``stop`` (alone or in an ``|`` chain) is also a deadline that
+    interrupts a call in progress, and so is Ctrl-C (SIGINT, while ``solve``
+    runs in the main thread; the previous handler is restored on return).
+    The jitted loops (kernel rows, combine, ``q``, SMO) look at a stop flag
+    between blocks of rows and return early; the unfinished call is
+    discarded, and the run ends with the best point of the calls that
+    finished, so a time limit holds to within a block of work (see the
+    user guide's page on long runs).
+
     Long runs report progress on the ``"mklopt"`` logger at INFO level (at
     most one line a second); per-call detail goes to ``callback``.
     """
@@ -133,6 +157,13 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable, taking one Progress row")
     stop.reset()
+    seconds = _time_limit(stop)
+    with _interrupt.Run(None if seconds is None else time.time() + seconds) as run:
+        return _run(oracle, method, stop, callback, warm_start, adapt_tol, run, initial)
+
+
+def _run(oracle, method, stop, callback, warm_start, adapt_tol, run, initial=None):
+    """The loop of :func:`solve`, inside its stoppable :class:`~mklopt._interrupt.Run`."""
     first = None
     if initial is None:
         method.start(oracle)
@@ -186,30 +217,32 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
                 first = None
             warm = getattr(answer, "alpha", None)
             rep = method.report()
-            row = Progress(
-                iteration=rep.n_iter,
-                elapsed=time.perf_counter() - t0,
-                n_oracle_calls=getattr(oracle, "n_calls", len(history) + 1) - calls0,
-                value=float(answer.value),
-                lower=rep.lower,
-                upper=rep.upper,
-                gap=rep.gap,
-                rel_gap=rep.rel_gap,
-                weights=np.array(query if rep.evaluated is None else rep.evaluated,
-                                 dtype=np.float64),
-            )
+            row = _row(rep, time.perf_counter() - t0,
+                       getattr(oracle, "n_calls", len(history) + 1) - calls0,
+                       float(answer.value), query if rep.evaluated is None else rep.evaluated)
             history.append(row)
             if log_progress and row.elapsed >= next_report:
                 next_report = row.elapsed + 1.0
                 log.info("%s", _progress_line(method, oracle, row, history, gap_target))
             if callback is not None:
                 try:
-                    callback(row)
+                    said = callback(row)
                 except StopIteration:
+                    said = StopIteration
+                if said is True or said is StopIteration or isinstance(said, StopIteration):
+                    run.set(_interrupt.CALLBACK)
                     verdict = Stop("callback", False)
                     break
-            # The user's criterion names the reason when both hold.
+            # The user's criterion names the reason when both hold; a flag
+            # set between two calls (Ctrl-C in the method's step) ends it too.
             verdict = stop(row) or rep.stop
+            if verdict is None and run.reason is not None:
+                verdict = Stop(run.reason, False)
+    except _interrupt.Stopped as exc:
+        # Inside an oracle call: the call is dropped, the best point stands.
+        verdict = Stop(exc.reason, False)
+        if exc.reason == "interrupted":
+            log.warning("run interrupted; returning the best point found so far")
     except KeyboardInterrupt:
         verdict = Stop("interrupted", False)
         log.warning("run interrupted; returning the best point found so far")
@@ -306,6 +339,20 @@ def _takes_handover(method):
         return "handover" in inspect.signature(method.start).parameters
     except (TypeError, ValueError):
         return False
+
+
+def _time_limit(stop):
+    """Seconds of the tightest :class:`~mklopt.stopping.TimeLimit` that alone stops the run.
+
+    A ``TimeLimit`` at the top of ``stop`` or anywhere in a chain of ``|``
+    counts; one inside an ``&`` does not (it stops only with the others).
+    """
+    if isinstance(stop, TimeLimit):
+        return stop.seconds
+    if isinstance(stop, AnyOf):
+        found = [t for t in (_time_limit(p) for p in stop.parts) if t is not None]
+        return min(found) if found else None
+    return None
 
 
 def _duality_gaps(stop):
@@ -433,8 +480,17 @@ class _InnerTolerance:
 
 def _result(method, rep, oracle, history, verdict, elapsed, calls0):
     if rep.best is None:
-        raise RuntimeError(
-            f"the run stopped ({verdict.reason}) before any point was evaluated; nothing to return"
+        if verdict.reason == "interrupted":
+            raise KeyboardInterrupt(
+                "interrupted during the first oracle call: no point was evaluated, so there "
+                "is nothing to return"
+            )
+        hint = (" Raise the time limit: a single oracle call needs more than it allows "
+                "(shrink the problem, or use a larger cache_size)"
+                if verdict.reason == "time_limit" else "")
+        raise NoPointError(
+            f"the run stopped ({verdict.reason}) before any oracle call finished, so no point "
+            f"was certified; nothing to return.{hint}"
         )
     return Result(
         weights=np.array(rep.weights, dtype=np.float64),
@@ -451,5 +507,4 @@ def _result(method, rep, oracle, history, verdict, elapsed, calls0):
         history=tuple(history),
         elapsed=elapsed,
         extra=method.extra(),
-        q=None if getattr(rep.best, "q", None) is None else np.array(rep.best.q, dtype=np.float64),
     )

@@ -36,7 +36,19 @@ __all__ = [
     "TimeLimit",
     "WeightChange",
     "as_criterion",
+    "NoPointError",
 ]
+
+
+class NoPointError(RuntimeError):
+    """A run stopped (a time limit, a callback) before any oracle call finished.
+
+    Raised by :func:`mklopt.solve` and the estimators' ``fit`` when the stop
+    came during the first oracle call (or while a ``fit`` built its
+    kernels): no point was certified, so there is nothing to return. Raise
+    the time limit. Ctrl-C at that stage raises ``KeyboardInterrupt``
+    instead.
+    """
 
 
 class Stop(NamedTuple):
@@ -287,7 +299,15 @@ class MaxOracleCalls(StopCriterion):
 
 
 class TimeLimit(StopCriterion):
-    """Stop once ``seconds`` of wall-clock time have elapsed."""
+    """Stop once ``seconds`` of wall-clock time have elapsed.
+
+    Unlike the other criteria, which are checked between oracle calls, a
+    time limit also stops a call in progress: :func:`mklopt.solve` sets a
+    deadline that the jitted loops look at between blocks of rows, so the
+    run returns within a block of work of it (the best point of the calls
+    that finished; see :class:`NoPointError` when none did). This holds
+    when the limit is the criterion itself or part of an ``|`` chain.
+    """
 
     def __init__(self, seconds):
         self.seconds = check_real(seconds, "seconds", low=0.0, strict_low=True)

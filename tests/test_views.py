@@ -24,6 +24,9 @@ from mklopt.kernels import linear, poly, rbf
 from mklopt.oracles import SVMDual
 from tests import _reference as ref
 
+#: A stop flag that is never set (see mklopt._interrupt).
+GO = np.zeros(1, dtype=np.int64)
+
 
 def rel(a, b):
     a, b = np.asarray(a, float), np.asarray(b, float)
@@ -62,13 +65,13 @@ def test_view_rows_match_numpy_twin(case):
     wv = w[ks]
     block = K[:, rows][:, :, rows]
     want = ref.combine(block[ks], wv)
-    got = jc.combine_view(K, wv, ks, rows.astype(np.int64), np.empty((rows.size, rows.size)))
+    got = jc.combine_view(K, wv, ks, rows.astype(np.int64), np.empty((rows.size, rows.size)), GO)
     assert rel(got, want) <= 1e-13
     assert np.array_equal(got, got.T)  # exactly symmetric: one sum order for (i, j) and (j, i)
     sel = np.array([rows.size - 1, 0], dtype=np.int64)
-    got_rows = jc.view_rows(K, wv, ks, rows.astype(np.int64), sel, np.empty((2, rows.size)))
+    got_rows = jc.view_rows(K, wv, ks, rows.astype(np.int64), sel, np.empty((2, rows.size)), GO)
     assert np.array_equal(got_rows, got[sel])
-    py = jc.view_rows.py_func(K, wv, ks, rows.astype(np.int64), sel, np.empty((2, rows.size)))
+    py = jc.view_rows.py_func(K, wv, ks, rows.astype(np.int64), sel, np.empty((2, rows.size)), GO)
     assert rel(py, got_rows) <= 1e-15
 
 
@@ -88,7 +91,7 @@ def test_lazy_smo_equals_smo_on_the_filled_matrix(seed):
     w[3] = 0.0
     ks = np.flatnonzero(w).astype(np.int64)
     gidx = np.arange(n, dtype=np.int64)
-    Kfull = jc.combine_view(bank.K, w[ks], ks, gidx, np.empty((n, n)))
+    Kfull = jc.combine_view(bank.K, w[ks], ks, gidx, np.empty((n, n)), GO)
     rows, signs = np.arange(n), y
     upper = np.full(n, 10.0)
     linear_ = -np.ones(n)
@@ -100,14 +103,14 @@ def test_lazy_smo_equals_smo_on_the_filled_matrix(seed):
     K = np.empty((n, n))
     filled = np.zeros(n, dtype=np.uint8)
     g_lazy = smo_gradient_src(K, filled, bank.K, w[ks], ks, gidx, rows, signs, linear_, a0,
-                              np.empty(n))
+                              np.empty(n), GO)
     assert rel(g_lazy, g_full) <= 1e-13
     assert np.count_nonzero(filled) == 6  # only the rows of the support were combined
     a_full, a_lazy = a0.copy(), a0.copy()
-    it_full = smo_solve(Kfull, rows, signs, upper, a_full, g_full, 1e-8, 10**6, True)
+    it_full = smo_solve(Kfull, rows, signs, upper, a_full, g_full, 1e-8, 10**6, True, GO)
     dvar = np.ascontiguousarray(np.diag(Kfull))
     it_lazy = smo_solve_src(K, filled, bank.K, w[ks], ks, gidx, dvar, rows, signs, upper,
-                            a_lazy, g_lazy, 1e-8, 10**6, True)
+                            a_lazy, g_lazy, 1e-8, 10**6, True, GO)
     assert np.abs(a_lazy - a_full).max() <= 1e-9 * upper.max()
     assert abs(it_lazy - it_full) <= 2  # rounding of the first gradient may shift a tie
     # every row the solver read is the filled matrix's row

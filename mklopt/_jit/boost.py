@@ -41,6 +41,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._options import JIT, JIT_PARALLEL
+from ._stop import stopped
 from .smo import smo_rho, smo_solve, smo_violation
 
 #: Samples of more distinct points than this are solved with shrinking,
@@ -51,7 +52,8 @@ SHRINK_ABOVE = 1000
 
 
 @njit(**JIT)
-def _weak_svm(Kj, f, rows, uniq, yu, upper, tol, max_iter, ident, Ku, alpha, grad, cj, dj):
+def _weak_svm(Kj, f, rows, uniq, yu, upper, tol, max_iter, ident, Ku, alpha, grad, cj, dj,
+              stop):
     """One weak SVM of a round: kernel ``f * Kj``, trained and evaluated on all points.
 
     ``ident``, ``Ku``, ``alpha`` and ``grad`` are scratch of sizes ``u``,
@@ -68,7 +70,7 @@ def _weak_svm(Kj, f, rows, uniq, yu, upper, tol, max_iter, ident, Ku, alpha, gra
     for a in range(u):
         alpha[a] = 0.0
         grad[a] = -1.0
-    it = smo_solve(Ku, ident, yu, upper, alpha, grad, tol, max_iter, u > SHRINK_ABOVE)
+    it = smo_solve(Ku, ident, yu, upper, alpha, grad, tol, max_iter, u > SHRINK_ABOVE, stop)
     viol = -np.inf
     if it >= max_iter:
         viol = smo_violation(yu, upper, alpha, grad)
@@ -88,7 +90,7 @@ def _weak_svm(Kj, f, rows, uniq, yu, upper, tol, max_iter, ident, Ku, alpha, gra
 
 @njit(**JIT)
 def weak_svm_round(K, kernels, scale, rows, uniq, yu, upper, tol, max_iter, coef, bias, decision,
-                   n_iter, violation):
+                   n_iter, violation, stop):
     """Train one SVM per kernel on a sample and evaluate it on all training points.
 
     Kernel ``j`` of the round is ``scale[j] * K[kernels[j]]`` and its rows
@@ -109,21 +111,33 @@ def weak_svm_round(K, kernels, scale, rows, uniq, yu, upper, tol, max_iter, coef
     rows] + bias[j]``; ``n_iter`` (r,) int64 SMO iterations; ``violation``
     (r,) the final KKT violation of the SVMs that used their whole budget
     (``-inf`` for the others).
+
+    ``stop`` (1,) int64, the stop flag (:mod:`mklopt._interrupt`): once it
+    is non-zero no further SVM is started (their ``n_iter`` is set to -1
+    and nothing else of theirs is written) and the one running ends early
+    (feasible, maybe not optimal; its outputs are written). Returns the
+    number of SVMs started.
     """
     u = rows.shape[0]
     ident = np.arange(u)
     Ku = np.empty((u, u))
     alpha = np.empty(u)
     grad = np.empty(u)
-    for j in range(kernels.shape[0]):
+    r = kernels.shape[0]
+    for j in range(r):
+        if stopped(stop):
+            for jj in range(j, r):
+                n_iter[jj] = -1
+            return j
         bias[j], n_iter[j], violation[j] = _weak_svm(
             K[kernels[j]], scale[j], rows, uniq, yu, upper, tol, max_iter, ident, Ku, alpha,
-            grad, coef[j], decision[j])
+            grad, coef[j], decision[j], stop)
+    return r
 
 
 @njit(**JIT_PARALLEL)
 def weak_svm_round_parallel(K, kernels, scale, rows, uniq, yu, upper, tol, max_iter, coef, bias,
-                            decision, n_iter, violation, order):
+                            decision, n_iter, violation, order, stop):
     """:func:`weak_svm_round` with the round's SVMs spread over numba's threads.
 
     Each SVM is solved by the same code on its own scratch, so the answers
@@ -132,19 +146,23 @@ def weak_svm_round_parallel(K, kernels, scale, rows, uniq, yu, upper, tol, max_i
     ``range(r)``: the SVMs are started in this order, the longest expected
     first (an SVM on a raw linear kernel may take ten times the iterations
     of a Gaussian one). Call it inside ``numba.parallel_chunksize(1)`` so
-    that they are handed out one at a time as threads free up.
+    that they are handed out one at a time as threads free up. ``stop``
+    as for :func:`weak_svm_round`: SVMs not started have ``n_iter = -1``.
     """
     u = rows.shape[0]
     r = kernels.shape[0]
     for jj in prange(r):
         j = order[jj]
+        if stopped(stop):
+            n_iter[j] = -1
+            continue
         ident = np.arange(u)
         Ku = np.empty((u, u))
         alpha = np.empty(u)
         grad = np.empty(u)
         b, it, v = _weak_svm(
             K[kernels[j]], scale[j], rows, uniq, yu, upper, tol, max_iter, ident, Ku, alpha,
-            grad, coef[j], decision[j])
+            grad, coef[j], decision[j], stop)
         bias[j] = b
         n_iter[j] = it
         violation[j] = v

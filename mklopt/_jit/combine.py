@@ -19,12 +19,21 @@ bank; ``benchmarks/bench_kernels.py`` times the public calls):
   2x faster on 2 idle cores but 1.5-2x *slower* when the other core was busy
   (the parallel region waits for its slowest thread), which is the normal
   situation under cross-validation with several jobs; so it stays serial.
+
+Every function that can run long takes a stop flag ``stop`` ((1,) int64,
+:mod:`mklopt._interrupt`) and looks at ``stop[0]`` between blocks of work:
+between passes of four kernels (``combine_kernels``), between kernels
+(``quad_forms``) and between rows (the row functions). Once it is non-zero
+they return early; what they wrote is whole (a prefix of the kernel
+passes, whole entries of ``out``, whole rows) and the rest is left as it
+was. The caller then drops the output (:func:`mklopt._interrupt.check`).
 """
 
 import numpy as np
 from numba import njit
 
 from ._options import JIT
+from ._stop import stopped
 
 
 @njit(**JIT)
@@ -41,13 +50,14 @@ def _active(w):
 
 
 @njit(**JIT)
-def combine_kernels(K, w, out):
+def combine_kernels(K, w, out, stop):
     """Weighted sum of kernel matrices: ``out = sum_k w[k] K[k]``.
 
     ``K`` is a C-contiguous (m, n, n) float64 or float32 array, ``w`` is (m,)
     float64 and ``out`` is a C-contiguous (n, n) float64 array, written.
     Kernels with ``w[k] == 0`` are not read. If every ``K[k]`` is exactly
-    symmetric, so is ``out``.
+    symmetric, so is ``out``. A set ``stop[0]`` ends the sum between two
+    passes: ``out`` then holds the sum of the first active kernels only.
     """
     n = K.shape[1]
     N = n * n
@@ -58,6 +68,8 @@ def combine_kernels(K, w, out):
     na = act.shape[0]
     a = 0
     while a + 3 < na:
+        if stopped(stop):
+            return out
         k0 = act[a]
         k1 = act[a + 1]
         k2 = act[a + 2]
@@ -74,6 +86,8 @@ def combine_kernels(K, w, out):
             o[j] += w0 * r0[j] + w1 * r1[j] + w2 * r2[j] + w3 * r3[j]
         a += 4
     while a < na:
+        if stopped(stop):
+            return out
         k0 = act[a]
         w0 = w[k0]
         r0 = K[k0].reshape(N)
@@ -84,7 +98,7 @@ def combine_kernels(K, w, out):
 
 
 @njit(**JIT)
-def quad_forms(K, v, support, kernels, out):
+def quad_forms(K, v, support, kernels, out, stop):
     """Quadratic forms over a support: ``out[j] = v_S' K[kernels[j]][S, S] v_S``.
 
     ``K`` is a C-contiguous (m, n, n) float64 or float32 array of symmetric
@@ -94,13 +108,16 @@ def quad_forms(K, v, support, kernels, out):
     kernels wanted; ``out`` is (r,) float64, written. Uses symmetry,
     ``sum_a v_a^2 K_aa + 2 sum_{a<b} v_a v_b K_ab``, so only the upper
     triangle of ``K[k][S, S]`` is read; sorted support indices keep the row
-    reads monotone.
+    reads monotone. A set ``stop[0]`` ends the loop between two kernels:
+    the entries of ``out`` not reached are left as they were.
     """
     s = support.shape[0]
     vs = np.empty(s, dtype=np.float64)
     for a in range(s):
         vs[a] = v[support[a]]
     for j in range(kernels.shape[0]):
+        if stopped(stop):
+            return out
         Kk = K[kernels[j]]
         total = 0.0
         for a in range(s):
@@ -125,18 +142,21 @@ def quad_forms(K, v, support, kernels, out):
 
 
 @njit(**JIT)
-def combine_rows(K, w, idx, out):
+def combine_rows(K, w, idx, out, stop):
     """Rows of the combined kernel: ``out[r] = sum_k w[k] K[k][idx[r]]``.
 
     ``K`` is (m, n, n) float64 or float32 (a memory map works: each row is
     read once per active kernel); ``w`` is (m,) float64; ``idx`` (r,) int64;
     ``out`` (r, n) float64, written. Kernels with ``w[k] == 0`` are not read;
-    four kernels are folded into a row per pass.
+    four kernels are folded into a row per pass. A set ``stop[0]`` ends the
+    loop between two rows; the rows not reached are left as they were.
     """
     n = K.shape[2]
     act = _active(w)
     na = act.shape[0]
     for r in range(idx.shape[0]):
+        if stopped(stop):
+            return out
         i = idx[r]
         o = out[r]
         for j in range(n):
@@ -243,23 +263,28 @@ def view_row(K, w, kernels, gidx, i, out):
 
 
 @njit(**JIT)
-def view_rows(K, w, kernels, gidx, idx, out):
+def view_rows(K, w, kernels, gidx, idx, out, stop):
     """Rows ``idx`` ((r,) int64, local) of a view's combined kernel into ``out`` (r, n).
 
-    See :func:`view_row`.
+    See :func:`view_row`; ``stop`` as for :func:`combine_rows`.
     """
     for r in range(idx.shape[0]):
+        if stopped(stop):
+            return out
         view_row(K, w, kernels, gidx, idx[r], out[r])
     return out
 
 
 @njit(**JIT)
-def combine_view(K, w, kernels, gidx, out):
+def combine_view(K, w, kernels, gidx, out, stop):
     """The whole combined kernel of a view into ``out`` (n, n) float64, row by row.
 
-    Every row by :func:`view_row`, so the matrix is exactly symmetric.
+    Every row by :func:`view_row`, so the matrix is exactly symmetric;
+    ``stop`` as for :func:`combine_rows`.
     """
     for i in range(gidx.shape[0]):
+        if stopped(stop):
+            return out
         view_row(K, w, kernels, gidx, i, out[i])
     return out
 

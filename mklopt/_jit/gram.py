@@ -492,10 +492,14 @@ def _n_tasks(nr, nc, n_kernels, sym):
     return min(nr, 8 * numba.get_num_threads())
 
 
-def slices(A, B, sym, plan_arrays, g, inv_scale, slot, out):
+def slices(A, B, sym, plan_arrays, g, inv_scale, slot, out, stop):
     """Write one wide group's kernels into ``out`` (see :func:`gram_slices`).
 
     With ``sym`` the slices come out whole: mirrored after the last block.
+    ``stop`` ((1,) int64, :mod:`mklopt._interrupt`) is looked at before each
+    block of rows; once it is non-zero no further block is started (the
+    rows written are whole, nothing is mirrored) and the caller drops
+    ``out``. The same holds for :func:`combined` and :func:`quad`.
     """
     args, need_d, need_g = _group(plan_arrays, g, slot >= 0)
     if not (need_d or need_g):
@@ -503,6 +507,8 @@ def slices(A, B, sym, plan_arrays, g, inv_scale, slot, out):
     na = A.Xc.shape[0]
     nk = int(np.count_nonzero(slot[args[0][args[1]:args[2]]] >= 0))
     for r0, c0, P, Q in _blocks(A, B, sym, need_d, need_g):
+        if stop[0] != 0:
+            return out
         nr, nc = max(P.shape[0], Q.shape[0]), max(P.shape[1], Q.shape[1])
         mirror = sym and r0 + nr >= na  # the last block
         call = (P, Q, A.Xc, A.sq, B.Xc, B.sq, r0, c0, sym, *args, inv_scale, slot, out, mirror)
@@ -514,13 +520,18 @@ def slices(A, B, sym, plan_arrays, g, inv_scale, slot, out):
     return out
 
 
-def combined(A, B, sym, plan_arrays, g, wk, out):
-    """Add one wide group's combined kernel into ``out`` (see :func:`gram_combined`)."""
+def combined(A, B, sym, plan_arrays, g, wk, out, stop):
+    """Add one wide group's combined kernel into ``out`` (see :func:`gram_combined`).
+
+    ``stop`` as for :func:`slices`.
+    """
     args, need_d, need_g = _group(plan_arrays, g, wk != 0.0)
     if not (need_d or need_g):
         return out
     nk = int(np.count_nonzero(wk[args[0][args[1]:args[2]]]))
     for r0, c0, P, Q in _blocks(A, B, sym, need_d, need_g):
+        if stop[0] != 0:
+            return out
         nr, nc = max(P.shape[0], Q.shape[0]), max(P.shape[1], Q.shape[1])
         call = (P, Q, A.Xc, A.sq, B.Xc, B.sq, r0, c0, sym, *args, wk, out)
         t = _n_tasks(nr, nc, nk, sym)
@@ -531,13 +542,14 @@ def combined(A, B, sym, plan_arrays, g, wk, out):
     return out
 
 
-def quad(C, v, plan_arrays, g, inv_scale, slot):
+def quad(C, v, plan_arrays, g, inv_scale, slot, stop):
     """``q[kk - k0] = v' K_k v`` for the kernels of one wide group on the points of ``C``.
 
     ``C`` holds the support's centred group features, ``v`` (s,) its
     weights; kernels with ``slot < 0`` are left at 0. The rows are dealt to
     a number of parts that depends only on the support's size, so the sums
-    are the same whether the blocks run serially or in parallel.
+    are the same whether the blocks run serially or in parallel. ``stop``
+    as for :func:`slices` (a stopped sum is returned incomplete).
     """
     args, need_d, need_g = _group(plan_arrays, g, slot >= 0)
     parts = np.zeros((int(min(64, max(1, C.Xc.shape[0] // 16))), args[2] - args[1]))
@@ -545,6 +557,8 @@ def quad(C, v, plan_arrays, g, inv_scale, slot):
         return parts.sum(axis=0)
     nk = int(np.count_nonzero(slot[args[0][args[1]:args[2]]] >= 0))
     for r0, c0, P, Q in _blocks(C, C, True, need_d, need_g):
+        if stop[0] != 0:
+            break
         nr, nc = max(P.shape[0], Q.shape[0]), max(P.shape[1], Q.shape[1])
         call = (P, Q, C.Xc, C.sq, r0, c0, *args, inv_scale, slot, v, parts)
         if _n_tasks(nr, nc, nk, True) > 1:

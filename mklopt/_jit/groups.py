@@ -22,12 +22,21 @@ exactly entry by entry.
 Parallel loops (``prange``) run over independent output rows or groups, and
 every reduction has a fixed order that does not depend on the number of
 threads: the answers are the same on one thread or many.
+
+The long routines take a stop flag ``stop`` ((1,) int64,
+:mod:`mklopt._interrupt`) and look at ``stop[0]`` before each row (or row
+pair) of the output, and before each row of a quadratic form. Once it is
+non-zero the remaining rows are skipped, so every row is either written
+whole or left as it was (a symmetric routine then does not mirror, and a
+quadratic form not summed to the end is not written). The caller drops
+the output (:func:`mklopt._interrupt.check`).
 """
 
 import numpy as np
 from numba import njit, prange
 
 from ._options import JIT, JIT_CONTRACT, JIT_PARALLEL
+from ._stop import stopped
 
 #: ``kind`` codes.
 GAUSSIAN = 0
@@ -234,18 +243,21 @@ CHUNK = 512
 
 @njit(**JIT_PARALLEL)
 def combined_cross(XA, XBT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset, wk,
-                   groups, out):
+                   groups, out, stop):
     """Combined kernel between two point sets: ``out = sum_k wk[k] kappa_k(XA, XB)``.
 
     ``XA`` (na, d) and ``XBT`` (d, nb) C-contiguous float64; plan arrays as in
     the module notes; ``wk`` (m,) float64 per-kernel factors (weight over
     normalisation constant; 0 skips the kernel); ``groups`` (G',) int64 the
     groups to visit (those with a non-zero ``wk``); ``out`` (na, nb) float64,
-    written. Parallel over the rows of ``XA``, in column chunks.
+    written. Parallel over the rows of ``XA``, in column chunks; ``stop``
+    as in the module notes.
     """
     na = XA.shape[0]
     nb = XBT.shape[1]
     for a in prange(na):
+        if stopped(stop):
+            continue
         d2 = np.empty(CHUNK)
         g2 = np.empty(CHUNK)
         e = np.empty(CHUNK)
@@ -297,17 +309,20 @@ def _slot_needs(kern_idx, k0, k1, kind, slot):
 
 @njit(**JIT_PARALLEL)
 def kernel_cross(XA, XBT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset, inv_scale,
-                 slot, groups, out):
+                 slot, groups, out, stop):
     """Single kernels between two point sets: ``out[slot[k]] = kappa_k(XA, XB) * inv_scale[k]``.
 
     ``slot`` (m,) int64 gives the output slice of kernel ``k`` (-1: not
     wanted); ``groups`` (G',) the groups holding wanted kernels; ``out``
     (s, na, nb) float64 or float32, written at the wanted slices. Arithmetic
-    is float64, rounded once on store. Parallel over the rows of ``XA``.
+    is float64, rounded once on store. Parallel over the rows of ``XA``;
+    ``stop`` as in the module notes.
     """
     na = XA.shape[0]
     nb = XBT.shape[1]
     for a in prange(na):
+        if stopped(stop):
+            continue
         d2 = np.empty(CHUNK)
         g2 = np.empty(CHUNK)
         e = np.empty(CHUNK)
@@ -342,17 +357,21 @@ def kernel_cross(XA, XBT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, o
 
 @njit(**JIT_PARALLEL)
 def kernel_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset, inv_scale,
-               slot, groups, out):
+               slot, groups, out, stop):
     """Single kernels on one point set, exactly symmetric: ``out[slot[k]] = kappa_k(X, X) * s``.
 
     As :func:`kernel_cross` with ``XA = X`` (n, d) and ``XBT = XT`` (d, n),
     but only the upper triangle is evaluated and then mirrored, so every
     slice is exactly symmetric. Rows are dealt to threads in pairs
-    ``(r, n-1-r)`` so that the triangle's work is balanced.
+    ``(r, n-1-r)`` so that the triangle's work is balanced. ``stop`` as in
+    the module notes: stopped, the upper triangle holds whole rows and
+    nothing is mirrored.
     """
     n = X.shape[0]
     half = (n + 1) // 2
     for r in prange(half):
+        if stopped(stop):
+            continue
         d2 = np.empty(CHUNK)
         g2 = np.empty(CHUNK)
         e = np.empty(CHUNK)
@@ -387,6 +406,8 @@ def kernel_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offse
                         sc = inv_scale[k]
                         for j in range(L):
                             oc[j] = e[j] * sc
+    if stopped(stop):
+        return out
     # Mirror the strict lower triangle of the slices written here (others may
     # be filled by the product path of _jit.gram), parallel over slices.
     written = np.zeros(out.shape[0], dtype=np.bool_)
@@ -407,7 +428,7 @@ def kernel_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offse
 
 @njit(**JIT_PARALLEL)
 def combined_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset, wk, groups,
-                 codes, tables, out, mirror=True):
+                 codes, tables, out, mirror, stop):
     """The combined kernel on one point set, ``out = sum_k wk[k] kappa_k(X, X)``, symmetric.
 
     As :func:`combined_cross` with ``XA = X`` (n, d), ``XBT = XT`` (d, n), but
@@ -419,12 +440,15 @@ def combined_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, off
     ``tables`` (G, u, u) float64 (padded to the largest ``u``; G = 0 for
     none) add ``sum_g T_g[c_ga, c_gb]`` to entry ``(a, b)`` after the direct
     groups, in the order of ``g``, while the chunk of the row is in cache
-    (one pass over the output instead of two).
+    (one pass over the output instead of two). ``stop`` as in the module
+    notes: stopped, nothing is mirrored.
     """
     n = X.shape[0]
     G = codes.shape[0]
     half = (n + 1) // 2
     for r in prange(half):
+        if stopped(stop):
+            continue
         d2 = np.empty(CHUNK)
         g2 = np.empty(CHUNK)
         e = np.empty(CHUNK)
@@ -466,7 +490,7 @@ def combined_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, off
                     cc = codes[t, b0:b1]
                     for j in range(L):
                         oc[j] += trow[cc[j]]
-    if mirror:
+    if mirror and not stopped(stop):
         mirror_upper(out)
     return out
 
@@ -598,21 +622,24 @@ def raw_traces(X, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset, o
 
 @njit(**JIT)
 def _group_quad(XS, XST, vS, feat_idx, f0, f1, kern_idx, k0, k1, kind, param, offset,
-                inv_scale, slot, a0, a1, step, d2, g2, e, scr, acc):
+                inv_scale, slot, a0, a1, step, d2, g2, e, scr, acc, stop):
     """Add the pairs ``a = a0, a0 + step, ... < a1`` of one group to ``acc[kk - k0]``.
 
     For each wanted kernel of the group, ``acc += v_a (v_a kappa(a, a) + 2 sum_{b > a}
     v_b kappa(a, b)) * inv_scale``: the upper triangle of ``v' K v``. Columns
-    are visited in chunks; the work vectors hold one chunk.
+    are visited in chunks; the work vectors hold one chunk. Returns False
+    if ``stop[0]`` was found set before the last row (``acc`` incomplete).
     """
     s = XS.shape[0]
     need_d, need_g = _slot_needs(kern_idx, k0, k1, kind, slot)
     if not (need_d or need_g):
-        return
+        return True
     nk = k1 - k0
     part = np.empty(nk)
     chain = np.zeros(2)
     for a in range(a0, a1, step):
+        if stopped(stop):
+            return False
         va = vS[a]
         if va == 0.0:
             continue
@@ -645,17 +672,19 @@ def _group_quad(XS, XST, vS, feat_idx, f0, f1, kern_idx, k0, k1, kind, param, of
                 continue
             diag = 1.0 if kind[k] == GAUSSIAN else _ipow(sq + offset[k], int(param[k]))
             acc[kk - k0] += va * (va * diag + 2.0 * part[kk - k0]) * inv_scale[k]
+    return True
 
 
 @njit(**JIT_PARALLEL)
 def quad_forms_by_group(XS, XST, vS, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset,
-                        inv_scale, slot, groups, out):
+                        inv_scale, slot, groups, out, stop):
     """Quadratic forms ``out[slot[k]] = v_S' K_k[S, S] v_S`` computed from the features.
 
     ``XS`` (s, d) and ``XST`` (d, s) hold the support points, ``vS`` (s,)
     their ``v``. Parallel over ``groups`` (the right split when there are
     many groups, e.g. one kernel per random feature subset); each group is
-    summed serially over its upper triangle.
+    summed serially over its upper triangle. ``stop`` as in the module
+    notes: a group stopped part-way writes nothing.
     """
     s = XS.shape[0]
     for gi in prange(groups.shape[0]):
@@ -667,8 +696,11 @@ def quad_forms_by_group(XS, XST, vS, feat_ptr, feat_idx, kern_ptr, kern_idx, kin
         g2 = np.empty(CHUNK)
         e = np.empty(CHUNK)
         scr = np.empty(CHUNK)
-        _group_quad(XS, XST, vS, feat_idx, feat_ptr[g], feat_ptr[g + 1], kern_idx, k0, k1, kind,
-                    param, offset, inv_scale, slot, 0, s, 1, d2, g2, e, scr, acc)
+        done = _group_quad(XS, XST, vS, feat_idx, feat_ptr[g], feat_ptr[g + 1], kern_idx, k0, k1,
+                           kind, param, offset, inv_scale, slot, 0, s, 1, d2, g2, e, scr, acc,
+                           stop)
+        if not done:
+            continue
         for kk in range(k0, k1):
             k = kern_idx[kk]
             if slot[k] >= 0:
@@ -678,14 +710,16 @@ def quad_forms_by_group(XS, XST, vS, feat_ptr, feat_idx, kern_ptr, kern_idx, kin
 
 @njit(**JIT_PARALLEL)
 def quad_forms_by_rows(XS, XST, vS, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset,
-                       inv_scale, slot, groups, n_chunks, out):
+                       inv_scale, slot, groups, n_chunks, out, stop):
     """As :func:`quad_forms_by_group`, parallel over rows of the support instead.
 
     The right split for a few groups on many points. Rows are dealt to
     ``n_chunks`` interleaved chunks (row ``a`` to chunk ``a % n_chunks``,
     which balances the triangle); each chunk sums into its own
     accumulator, and the chunks are added in order afterwards, so the
-    result does not depend on the number of threads.
+    result does not depend on the number of threads. ``stop`` as in the
+    module notes: a group stopped part-way writes nothing, and the groups
+    after it are not started.
     """
     s = XS.shape[0]
     for gi in range(groups.shape[0]):
@@ -693,14 +727,17 @@ def quad_forms_by_rows(XS, XST, vS, feat_ptr, feat_idx, kern_ptr, kern_idx, kind
         k0 = kern_ptr[g]
         k1 = kern_ptr[g + 1]
         parts = np.zeros((n_chunks, k1 - k0))
+        done = np.ones(n_chunks, dtype=np.bool_)
         for c in prange(n_chunks):
             d2 = np.empty(CHUNK)
             g2 = np.empty(CHUNK)
             e = np.empty(CHUNK)
             scr = np.empty(CHUNK)
-            _group_quad(XS, XST, vS, feat_idx, feat_ptr[g], feat_ptr[g + 1], kern_idx, k0, k1,
-                        kind, param, offset, inv_scale, slot, c, s, n_chunks, d2, g2, e, scr,
-                        parts[c])
+            done[c] = _group_quad(XS, XST, vS, feat_idx, feat_ptr[g], feat_ptr[g + 1], kern_idx,
+                                  k0, k1, kind, param, offset, inv_scale, slot, c, s, n_chunks,
+                                  d2, g2, e, scr, parts[c], stop)
+        if not done.all():
+            return out
         for kk in range(k0, k1):
             k = kern_idx[kk]
             if slot[k] >= 0:

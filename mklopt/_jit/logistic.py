@@ -51,6 +51,7 @@ import numpy as np
 from numba import njit
 
 from ._options import JIT
+from ._stop import stopped
 
 
 @njit(**JIT)
@@ -293,7 +294,7 @@ def logistic_init_f(K, y, alpha, f):
 
 
 @njit(**JIT)
-def logistic_solve(K, y, C, alpha, f, with_offset, tol, max_iter, check_every):
+def logistic_solve(K, y, C, alpha, f, with_offset, tol, max_iter, check_every, stop):
     """Minimise the dual of the module notes from the interior point ``alpha``.
 
     Parameters
@@ -317,6 +318,10 @@ def logistic_solve(K, y, C, alpha, f, with_offset, tol, max_iter, check_every):
         Budget of coordinate (or pair) steps.
     check_every : int
         Steps between two gap computations.
+    stop : (1,) int64
+        Stop flag (:mod:`mklopt._interrupt`), read between two gap
+        computations; when non-zero the loop ends there, with ``alpha``
+        feasible and ``f`` (and the returned gap) exact for it.
 
     Returns
     -------
@@ -342,7 +347,7 @@ def logistic_solve(K, y, C, alpha, f, with_offset, tol, max_iter, check_every):
         b = logistic_intercept(y, f, bs / n, 200)
     gap, primal = logistic_gap(y, f, alpha, C, b)
     it = 0
-    while gap > tol * primal and it < max_iter:
+    while gap > tol * primal and it < max_iter and not stopped(stop):
         moved = False
         for _ in range(check_every):
             if it >= max_iter:

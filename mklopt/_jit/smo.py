@@ -65,10 +65,14 @@ import numpy as np
 from numba import njit
 
 from ._options import JIT
+from ._stop import stopped
 from .combine import view_row
 
 #: Curvature used when ``a_ij <= 0`` (non-PD pairs, duplicated points).
 TAU = 1e-12
+#: Iterations between two looks at the stop flag (an iteration reads two
+#: kernel rows: microseconds to milliseconds, so a stop is seen promptly).
+STOP_EVERY = 64
 
 
 @njit(**JIT)
@@ -305,15 +309,18 @@ def _shrink(signs, upper, a, F, act):
 
 
 @njit(**JIT)
-def _smo_core(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking):
+def _smo_core(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking, stop):
     """The SMO loop on a filled matrix ``K`` (see :func:`_smo_core_src`)."""
     return _smo_core_src(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking,
-                         _no_source())
+                         _no_source(), stop)
 
 
 @njit(**JIT)
-def _smo_core_src(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking, src):
+def _smo_core_src(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking, src, stop):
     # F_t = -s_t G_t is kept instead of G: the update then needs no sign.
+    # stop[0] != 0 (looked at every STOP_EVERY iterations) ends the loop as
+    # the budget does: every step kept s'a and the box, so a is feasible,
+    # and F is brought up to date below.
     # Passes run over the active indices act[:n_act] (all of them unless
     # shrinking set some aside); dv accumulates the change of v (per kernel
     # row) that the inactive F_t have not seen yet.
@@ -375,6 +382,8 @@ def _smo_core_src(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking, s
             continue
         if n_iter >= max_iter:
             break
+        if n_iter % STOP_EVERY == 0 and stopped(stop):
+            break
         n_iter += 1
         if counter > 0:
             counter -= 1
@@ -418,7 +427,7 @@ def _smo_core_src(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking, s
 
 
 @njit(**JIT)
-def smo_solve(K, rows, signs, upper, a, grad, tol, max_iter, shrinking):
+def smo_solve(K, rows, signs, upper, a, grad, tol, max_iter, shrinking, stop):
     """Solve ``min 1/2 a'Qa + p'a`` over the box and ``s'a = const`` by SMO.
 
     Parameters
@@ -444,6 +453,11 @@ def smo_solve(K, rows, signs, upper, a, grad, tol, max_iter, shrinking):
         Set aside bound variables that cannot currently violate the KKT
         conditions, then check all variables before stopping. The answer
         meets ``tol`` either way.
+    stop : (1,) int64
+        Stop flag (:mod:`mklopt._interrupt`), read every ``STOP_EVERY``
+        iterations; when it is non-zero the loop ends early, as when the
+        budget runs out: ``a`` is feasible and ``grad`` is its exact
+        gradient, but ``tol`` may not be met.
 
     Returns
     -------
@@ -457,20 +471,22 @@ def smo_solve(K, rows, signs, upper, a, grad, tol, max_iter, shrinking):
     for t in range(N):
         dvar[t] = K[rows[t], rows[t]]
         F[t] = -signs[t] * grad[t]
-    n_iter = _smo_core(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking)
+    n_iter = _smo_core(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking, stop)
     for t in range(N):
         grad[t] = -signs[t] * F[t]
     return n_iter
 
 
 @njit(**JIT)
-def smo_gradient_src(K, filled, bank, w, kernels, gidx, rows, signs, linear, a, grad):
+def smo_gradient_src(K, filled, bank, w, kernels, gidx, rows, signs, linear, a, grad, stop):
     """:func:`smo_gradient` on a matrix whose rows are combined when first read.
 
     The row source as in :func:`smo_solve_src`; only the rows of the support of
     ``v`` are combined. The same sums in the same order as
     :func:`smo_gradient` (one row at a time), so the result equals it on
-    the filled matrix up to the grouping of four rows there.
+    the filled matrix up to the grouping of four rows there. Once ``stop[0]``
+    is non-zero no further row is combined and ``grad`` is not written
+    (rows combined so far are whole and marked in ``filled``).
     """
     src = (filled, bank, w, kernels, gidx)
     nr = K.shape[0]
@@ -483,6 +499,8 @@ def smo_gradient_src(K, filled, bank, w, kernels, gidx, rows, signs, linear, a, 
     for r in range(nr):
         c0 = v[r]
         if c0 != 0.0:
+            if stopped(stop):
+                return grad
             K0 = _row(K, src, r)
             for u in range(nr):
                 acc[u] += c0 * K0[u]
@@ -493,7 +511,7 @@ def smo_gradient_src(K, filled, bank, w, kernels, gidx, rows, signs, linear, a, 
 
 @njit(**JIT)
 def smo_solve_src(K, filled, bank, w, kernels, gidx, dvar, rows, signs, upper, a, grad, tol,
-                  max_iter, shrinking):
+                  max_iter, shrinking, stop):
     """:func:`smo_solve` that combines each kernel row the first time it is read.
 
     Parameters
@@ -511,7 +529,7 @@ def smo_solve_src(K, filled, bank, w, kernels, gidx, dvar, rows, signs, upper, a
         microseconds per call to type.
     dvar : (N,) float64
         ``K[rows_t, rows_t]`` (the diagonal is not read from ``K``).
-    rows, signs, upper, a, grad, tol, max_iter, shrinking
+    rows, signs, upper, a, grad, tol, max_iter, shrinking, stop
         As for :func:`smo_solve`.
 
     Returns
@@ -531,7 +549,8 @@ def smo_solve_src(K, filled, bank, w, kernels, gidx, dvar, rows, signs, upper, a
     F = np.empty(N)
     for t in range(N):
         F[t] = -signs[t] * grad[t]
-    n_iter = _smo_core_src(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking, src)
+    n_iter = _smo_core_src(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking, src,
+                           stop)
     for t in range(N):
         grad[t] = -signs[t] * F[t]
     return n_iter

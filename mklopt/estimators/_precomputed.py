@@ -260,6 +260,8 @@ def fit_precomputed(est, X, y):
     else:
         all_rows = [np.flatnonzero((y_idx == i) | (y_idx == j)) for i, j in pairs]
     ys = [np.where(y_idx[rows] == j, 1.0, -1.0) for rows, (_, j) in zip(all_rows, pairs)]
+    # time_limit: each problem gets an equal share of the time left (est._stop)
+    plan.pairs_left = 1 if plan.shared else len(pairs)
 
     def label(k):
         return "" if len(pairs) == 1 else pair_label(classes, *pairs[k])

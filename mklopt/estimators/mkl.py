@@ -10,6 +10,7 @@ from functools import partial
 
 import numpy as np
 
+from .._interrupt import fit_run
 from .._validation import check_int, check_real
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion
@@ -94,6 +95,9 @@ class _Plan:
     shared: bool = False
     #: The estimator's ``verbose``, checked (see ``_progress.py``).
     verbose: int = 0
+    #: Binary problems not yet started: each gets an equal share of the
+    #: time left when it starts (see :meth:`MKLClassifier._stop`).
+    pairs_left: int = 1
 
 
 def _joblib_backend_is_remote():
@@ -140,7 +144,8 @@ class _BestPoint:
         if self.row is None or row.value < self.row.value:
             self.row = row
         if self.callback is not None:
-            self.callback(row)
+            return self.callback(row)
+        return None
 
     def lost(self, exc):
         """``exc`` as the fit's error, with the best point in its ``best`` attribute."""
@@ -330,9 +335,14 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         ``w_k > weight_threshold * max(w)`` are evaluated; the others
         contribute less than this fraction and are skipped. In ``[0, 1)``.
     time_limit : float, optional
-        Wall-clock budget in seconds for the whole ``fit`` (all one-vs-one
-        problems together). When it runs out the best point so far is kept
-        and a :class:`ConvergenceWarning` is issued.
+        Wall-clock budget in seconds for the whole ``fit`` (kernel
+        construction and all one-vs-one problems together; each problem
+        gets an equal share of the time left when it starts). It also stops
+        an oracle call in progress, so ``fit`` returns at most 10 % or 2 s
+        after it. When it runs out the best point so far is kept and a
+        :class:`ConvergenceWarning` is issued; when no oracle call had
+        finished, :class:`mklopt.stopping.NoPointError` is raised (see the
+        user guide's page on long runs).
     storage : {"auto", "dense", "on_the_fly", "feature_map"} or FeatureMap, default="auto"
         Where the training kernels live (see
         :meth:`mklopt.KernelBank.from_specs`): ``"dense"`` stores all
@@ -735,7 +745,12 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
     def _stop(self, plan):
         stop = DualityGap(plan.tol) | MaxIter(plan.max_iter)
         if plan.deadline is not None:
-            stop = stop | TimeLimit(max(plan.deadline - time.time(), 1e-9))
+            # The limit is for the whole fit: a binary problem gets an equal
+            # share of the time left when it starts (with n_jobs, pairs that
+            # run at once each get their share: they finish early, not late).
+            share = (plan.deadline - time.time()) / max(1, plan.pairs_left)
+            plan.pairs_left = max(1, plan.pairs_left - 1)
+            stop = stop | TimeLimit(max(share, 1e-9))
         return stop
 
     _fit_binary_takes_rows = True
@@ -751,6 +766,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         and under a joblib backend that sends tasks to other machines (the
         bank would travel with every task).
         """
+        plan.pairs_left = 1 if plan.shared else len(rows)
         if len(rows) < 2 or self.client is not None or _joblib_backend_is_remote():
             return plan
         given = getattr(self, "_given_bank", None)
@@ -940,9 +956,11 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         -------
         self
         """
-        if is_precomputed(self.kernels):
-            return fit_precomputed(self, X, y)
-        return super().fit(X, y)
+        # Stoppable as a whole (time_limit, Ctrl-C), kernel construction included.
+        with fit_run(type(self).__name__, self.time_limit):
+            if is_precomputed(self.kernels):
+                return fit_precomputed(self, X, y)
+            return super().fit(X, y)
 
     def _check_predict_input(self, X):
         if is_precomputed(self.kernels):

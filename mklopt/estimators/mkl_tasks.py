@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 
+from .._interrupt import fit_run
 from .._validation import check_int, check_real
 from ..datasets import _scaling
 from ..driver import solve
@@ -89,6 +90,11 @@ class _TaskMKL(BaseEstimator):
                      verbose=check_verbose(self.verbose))
 
     def _fit_oracle(self, X, make_oracle, plan):
+        # Stoppable as a whole (time_limit, Ctrl-C), kernel construction included.
+        with fit_run(type(self).__name__, self.time_limit):
+            self._fit_oracle_run(X, make_oracle, plan)
+
+    def _fit_oracle_run(self, X, make_oracle, plan):
         if self.standardize:
             self.x_mean_, self.x_scale_ = _scaling(X)
             X = (X - self.x_mean_) / self.x_scale_
@@ -128,7 +134,7 @@ class _TaskMKL(BaseEstimator):
                 f"({result.reason}, rel. gap {result.rel_gap:.3g}); raise max_iter or "
                 "time_limit, or loosen tol",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
 
     def __sklearn_is_fitted__(self):

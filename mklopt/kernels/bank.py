@@ -21,6 +21,7 @@ import numbers
 
 import numpy as np
 
+from .._interrupt import check as check_stop
 from .._memory import check_max_memory, check_memory, fits, fmt_bytes, memory_limit
 from .._validation import check_choice, check_matrix, check_vector, check_weights
 from .feature_maps import FeatureMap, FeatureMapFunctions, FeatureMapStorage
@@ -447,6 +448,9 @@ class KernelBank:
                     raise ValueError(f"K[{k}] contains NaN or infinity")
         if check:
             for k in range(m):
+                # One kernel's test (a Cholesky factorisation) at a time: a
+                # fit's time limit or Ctrl-C stops between two of them.
+                check_stop()
                 _check_kernel(arr[k], k)
 
         scales = np.ones(m)

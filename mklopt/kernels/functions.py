@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._interrupt import check, current_flag
 from .._jit import gram as _gram
 from .._jit import groups as _groups
 from .._memory import check_memory
@@ -367,11 +368,14 @@ class KernelFunctions:
         out = np.empty((uniq.size, n_new, n))
         narrow, wide = self.plan.split(groups)
         inv = 1.0 / self.scales
+        stop = current_flag()
         if narrow.size:
-            _groups.kernel_cross(X_new, self.XT, *self.plan.arrays(), inv, slot, narrow, out)
+            _groups.kernel_cross(X_new, self.XT, *self.plan.arrays(), inv, slot, narrow, out,
+                                 stop)
         for g in wide.tolist():
             A, B = self._wide_new(g, X_new)
-            _gram.slices(A, B, False, self.plan.arrays(), g, inv, slot, out)
+            _gram.slices(A, B, False, self.plan.arrays(), g, inv, slot, out, stop)
+        check(stop)
         if uniq.size == ks.size and np.array_equal(uniq, ks):
             return out
         return out[np.searchsorted(uniq, ks)]
@@ -413,20 +417,23 @@ class KernelFunctions:
         ``A`` is ``X_new``, or ``X[rows]`` when ``X_new`` is None (the rows
         of an on-the-fly storage: the product path then reuses the cached
         centred rows). The narrow groups are summed first, then the wide
-        ones in plan order.
+        ones in plan order. Raises :class:`mklopt._interrupt.Stopped` when
+        the current run is stopped part-way (``out`` is then incomplete).
         """
         narrow, wide = self.plan.split(groups)
+        stop = current_flag()
         if narrow.size:  # writes every entry of out
             XA = X_new if X_new is not None else np.ascontiguousarray(self.X[rows])
             XT = self.XT if cols is None else np.ascontiguousarray(self.XT[:, cols])
-            _groups.combined_cross(XA, XT, *self.plan.arrays(), wk, narrow, out)
+            _groups.combined_cross(XA, XT, *self.plan.arrays(), wk, narrow, out, stop)
         else:
             out[...] = 0.0
         for g in wide.tolist():
             C = self.centred(g)
             A = C.take(rows) if X_new is None else C.like(X_new, self.plan.group_features(g))
             B = C if cols is None else C.take(cols)
-            _gram.combined(A, B, False, self.plan.arrays(), g, wk, out)
+            _gram.combined(A, B, False, self.plan.arrays(), g, wk, out, stop)
+        check(stop)
         return out
 
     def matrices(self, kernels=None, dtype=np.float64, out=None):
@@ -460,11 +467,14 @@ class KernelFunctions:
         groups = self.plan.groups_of(ks)
         narrow, wide = self.plan.split(groups)
         inv = 1.0 / self.scales
+        stop = current_flag()
         if narrow.size:
-            _groups.kernel_sym(self.X, self.XT, *self.plan.arrays(), inv, slot, narrow, out)
+            _groups.kernel_sym(self.X, self.XT, *self.plan.arrays(), inv, slot, narrow, out,
+                               stop)
         for g in wide.tolist():
             C = self.centred(g)
-            _gram.slices(C, C, True, self.plan.arrays(), g, inv, slot, out)
+            _gram.slices(C, C, True, self.plan.arrays(), g, inv, slot, out, stop)
+        check(stop)  # a stopped fit's bank is incomplete: raise, and it is dropped
         return out
 
     def diag(self, w):

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._interrupt import check, current_flag
 from .._jit import combine as _combine
 from .._jit import gram as _gram
 from .._jit import groups as _groups
@@ -86,7 +87,10 @@ class DenseStorage:
         return w[nz] @ self._diag[nz]
 
     def rows(self, w, idx, out):
-        return _combine.combine_rows(self.K, self._w(w), idx, out)
+        stop = current_flag()
+        _combine.combine_rows(self.K, self._w(w), idx, out, stop)
+        check(stop)
+        return out
 
     def combine(self, w, out):
         w = self._w(w)
@@ -103,7 +107,10 @@ class DenseStorage:
             # only the selected kernels.
             np.dot(w, self.K.reshape(m, n * n), out=out.reshape(n * n))
             return out
-        return _combine.combine_kernels(self.K, w, out)
+        stop = current_flag()
+        _combine.combine_kernels(self.K, w, out, stop)
+        check(stop)
+        return out
 
     def quad_forms(self, v, support, kernels=None):
         m, n = self.n_kernels, self.n_samples
@@ -117,7 +124,9 @@ class DenseStorage:
                 vs[S] = v[S]
                 q = np.dot(np.dot(self.K.reshape(m * n, n), vs).reshape(m, n), vs)
                 return q if self.factors is None else q * self.factors
-        q = _combine.quad_forms(self.K, v, S, kernels, np.empty(kernels.size))
+        stop = current_flag()
+        q = _combine.quad_forms(self.K, v, S, kernels, np.empty(kernels.size), stop)
+        check(stop)
         return q if self.factors is None else q * self.factors[kernels]
 
     def blocks(self, kernels, rows, cols):
@@ -289,7 +298,7 @@ class OnTheFlyStorage:
         fn.combined_cross(None, idx, wk, groups, out)
         codes, Tw = self._active_tables(w)
         if codes is not None:
-            _groups.tables_rows(codes, Tw, idx, out)
+            _groups.tables_rows(codes, Tw, idx, out)  # O(rows n): not worth a stop test
         return out
 
     def combine(self, w, out):
@@ -299,15 +308,18 @@ class OnTheFlyStorage:
         if codes is None:
             codes, Tw = _NO_CODES, _NO_TABLES
         narrow, wide = fn.plan.split(groups)
+        stop = current_flag()
         # Narrow and coded groups in one pass over the upper triangle, the
         # wide groups added to it from their products, then one mirror.
         _groups.combined_sym(fn.X, fn.XT, *fn.plan.arrays(), wk, narrow, codes, Tw, out,
-                             not wide.size)
+                             not wide.size, stop)
         if wide.size:
             for g in wide.tolist():
                 C = fn.centred(g)
-                _gram.combined(C, C, True, fn.plan.arrays(), g, wk, out)
+                _gram.combined(C, C, True, fn.plan.arrays(), g, wk, out, stop)
+            check(stop)
             _groups.mirror_upper(out)
+        check(stop)
         return out
 
     def quad_forms(self, v, support, kernels=None):
@@ -326,6 +338,7 @@ class OnTheFlyStorage:
         if S.size == 0:
             return q if inv is None else q[inv]
         vS = np.ascontiguousarray(v[S])
+        stop = current_flag()
         # Direct groups: computed from the support's features.
         slot = np.where(self._direct, pos, -1)
         groups = fn.plan.groups_of(np.flatnonzero(slot >= 0))
@@ -335,13 +348,15 @@ class OnTheFlyStorage:
             XST = np.ascontiguousarray(XS.T)
             args = (XS, XST, vS, *fn.plan.arrays(), self._inv, slot, narrow)
             if narrow.size >= 8:
-                _groups.quad_forms_by_group(*args, q)
+                _groups.quad_forms_by_group(*args, q, stop)
             else:
                 n_chunks = int(min(64, max(1, S.size // 16)))
-                _groups.quad_forms_by_rows(*args, n_chunks, q)
+                _groups.quad_forms_by_rows(*args, n_chunks, q, stop)
+            check(stop)
         plan = fn.plan
         for g in wide.tolist():
-            qg = _gram.quad(fn.centred(g).take(S), vS, plan.arrays(), g, self._inv, slot)
+            qg = _gram.quad(fn.centred(g).take(S), vS, plan.arrays(), g, self._inv, slot, stop)
+            check(stop)
             ks_g = plan.kern_idx[plan.kern_ptr[g] : plan.kern_ptr[g + 1]]
             want = slot[ks_g] >= 0
             q[slot[ks_g[want]]] = qg[want]
@@ -364,12 +379,15 @@ class OnTheFlyStorage:
         out = np.empty((uniq.size, rows.size, cols.size))
         if out.size:
             narrow, wide = fn.plan.split(fn.plan.groups_of(uniq))
+            stop = current_flag()
             if narrow.size:
                 XA = np.ascontiguousarray(fn.X[rows])
                 XBT = np.ascontiguousarray(fn.X[cols].T)
-                _groups.kernel_cross(XA, XBT, *fn.plan.arrays(), self._inv, slot, narrow, out)
+                _groups.kernel_cross(XA, XBT, *fn.plan.arrays(), self._inv, slot, narrow, out,
+                                     stop)
             for g in wide.tolist():
                 C = fn.centred(g)
                 _gram.slices(C.take(rows), C.take(cols), False, fn.plan.arrays(), g,
-                             self._inv, slot, out)
+                             self._inv, slot, out, stop)
+            check(stop)
         return out if np.array_equal(uniq, kernels) else out[inv.ravel()]

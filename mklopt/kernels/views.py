@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._interrupt import check, current_flag
 from .._jit import combine as _combine
 
 __all__ = ["ViewStorage"]
@@ -85,11 +86,17 @@ class ViewStorage:
 
     def rows(self, w, idx, out):
         ks, wv = self._active(w)
-        return _combine.view_rows(self.K, wv, ks, self.idx, idx, out)
+        stop = current_flag()
+        _combine.view_rows(self.K, wv, ks, self.idx, idx, out, stop)
+        check(stop)
+        return out
 
     def combine(self, w, out):
         ks, wv = self._active(w)
-        return _combine.combine_view(self.K, wv, ks, self.idx, out)
+        stop = current_flag()
+        _combine.combine_view(self.K, wv, ks, self.idx, out, stop)
+        check(stop)
+        return out
 
     def quad_forms(self, v, support, kernels=None):
         if kernels is None:
@@ -98,7 +105,9 @@ class ViewStorage:
         gS = self.idx[support]
         vg = np.zeros(self.K.shape[1])
         vg[gS] = v[support]
-        q = _combine.quad_forms(self.K, vg, gS, kernels, np.empty(kernels.size))
+        stop = current_flag()
+        q = _combine.quad_forms(self.K, vg, gS, kernels, np.empty(kernels.size), stop)
+        check(stop)
         return q * self.factors[kernels]
 
     def blocks(self, kernels, rows, cols):

@@ -27,6 +27,14 @@ start (those of the support vectors) are the ones SMO reads most, so they
 are cached as they are computed. The row requests are batched (one per
 block, and the gradient in chunks), which keeps the number of round trips
 small when the storage is remote.
+
+*Stopping.* Both paths look at the current run's stop flag
+(:mod:`mklopt._interrupt`): SMO every few dozen iterations, the block path
+before every block, the storage inside its row and matrix loops. A solve
+stopped part-way raises :class:`~mklopt._interrupt.Stopped`; its point is
+discarded (the caller's ``a`` may hold a feasible but unfinished iterate)
+and the row cache is emptied, since a batch of rows may have been cut
+short.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._interrupt import Stopped, check, current_flag
 from .._jit.combine import view_diag
 from .._jit.smo import (
     accumulate_rows,
@@ -239,17 +248,27 @@ class DualSolver:
         stats : SolveStats
         """
         t0 = time.perf_counter()
-        if self.whole_matrix:
-            grad, stats = self._solve_whole(w, a, tol, max_iter)
-        else:
-            grad, stats = self._solve_blocks(w, a, tol, max_iter)
+        stop = current_flag()
+        try:
+            if self.whole_matrix:
+                grad, stats = self._solve_whole(w, a, tol, max_iter, stop)
+            else:
+                grad, stats = self._solve_blocks(w, a, tol, max_iter, stop)
+            check(stop)
+        except Stopped:
+            # A batch of rows may have been cut short: start the next call
+            # from an empty cache.
+            self._w = None
+            if self.cache is not None:
+                self.cache.clear()
+            raise
         stats.seconds = time.perf_counter() - t0
         return grad, stats
 
     # ------------------------------------------------------------ whole matrix
-    def _solve_whole(self, w, a, tol, max_iter):
+    def _solve_whole(self, w, a, tol, max_iter, stop):
         if self._source is not None:
-            return self._solve_lazy(w, a, tol, max_iter)
+            return self._solve_lazy(w, a, tol, max_iter, stop)
         P = self.problem
         t0 = time.perf_counter()
         K = self.storage.combine(w, self._K)
@@ -258,12 +277,13 @@ class DualSolver:
             grad = smo_gradient(K, P.rows, P.signs, P.linear, a, np.empty(a.shape[0]))
         else:
             grad = np.array(P.linear)
-        n_iter = smo_solve(K, P.rows, P.signs, P.upper, a, grad, tol, max_iter, True)
+        check(stop)
+        n_iter = smo_solve(K, P.rows, P.signs, P.upper, a, grad, tol, max_iter, True, stop)
         return grad, SolveStats(
             n_iter=int(n_iter), rows_computed=self.n, n_requests=1, row_seconds=row_seconds
         )
 
-    def _solve_lazy(self, w, a, tol, max_iter):
+    def _solve_lazy(self, w, a, tol, max_iter, stop):
         """The whole-matrix path, combining each row of ``K(w)`` when SMO first reads it."""
         P = self.problem
         bank, wv, ks, gidx = self._source(w)
@@ -275,11 +295,12 @@ class DualSolver:
         dvar = view_diag(bank, wv, ks, gidx, np.empty(gidx.shape[0]))[P.rows]
         if np.any(a != 0.0):
             grad = smo_gradient_src(K, filled, bank, wv, ks, gidx, P.rows, P.signs, P.linear, a,
-                                    np.empty(a.shape[0]))
+                                    np.empty(a.shape[0]), stop)
+            check(stop)
         else:
             grad = np.array(P.linear)
         n_iter = smo_solve_src(K, filled, bank, wv, ks, gidx, dvar, P.rows, P.signs, P.upper, a,
-                               grad, tol, max_iter, True)
+                               grad, tol, max_iter, True, stop)
         return grad, SolveStats(
             n_iter=int(n_iter), rows_computed=int(np.count_nonzero(filled)), n_requests=1
         )
@@ -308,7 +329,7 @@ class DualSolver:
             accumulate_rows(data, slots, v_vals[c0 : c0 + chunk], h)
         return h
 
-    def _solve_blocks(self, w, a, tol, max_iter):
+    def _solve_blocks(self, w, a, tol, max_iter, stop):
         P = self.problem
         s, rows, upper = P.signs, P.rows, P.upper
         stats = SolveStats()
@@ -328,6 +349,7 @@ class DualSolver:
         n_iter = 0
         stall = 0
         while n_iter < max_iter:
+            check(stop)
             B, violation = _select_block(s, upper, a, grad, q, tol)
             if B is None:
                 break
@@ -340,7 +362,7 @@ class DualSolver:
             gB = grad[B].copy()
             sB = np.ascontiguousarray(s[B])
             it = smo_solve(KB, local, sB, np.ascontiguousarray(upper[B]), aB, gB, tol,
-                           max_iter - n_iter, False)
+                           max_iter - n_iter, False, stop)
             da = aB - a[B]
             a[B] = aB
             n_iter += int(it)

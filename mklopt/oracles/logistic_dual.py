@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from .._interrupt import check, current_flag
 from .._jit.logistic import logistic_init_f, logistic_solve
 from .._validation import check_int, check_labels, check_real, check_vector
 from ..kernels.bank import as_bank
@@ -187,9 +188,11 @@ class LogisticDual(LossOracle):
         f = logistic_init_f(K, y, a, np.empty(self.n_samples))
         tol = check_real(self.tol, "tol", low=0.0, strict_low=True)
         max_iter = check_int(self.max_iter, "max_iter", low=1)
+        stop = current_flag()
         n_iter, gap, primal, b = logistic_solve(
-            K, y, self.C, a, f, self.fit_intercept, tol, max_iter, max(1, self.n_samples)
+            K, y, self.C, a, f, self.fit_intercept, tol, max_iter, max(1, self.n_samples), stop
         )
+        check(stop)  # a solve stopped part-way is dropped: the call raises
         self.last_gap = float(gap)
         converged = gap <= tol * primal
         if not converged:

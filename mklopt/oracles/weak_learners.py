@@ -20,6 +20,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from .._interrupt import check, current_flag
 from .._jit.boost import (
     distinct_points,
     query_fault,
@@ -196,13 +197,17 @@ def _run_round(costs, K, kernels, scale, rows, *rest):
 
     The twin gives the same answers; it starts the costliest SVMs first and
     hands them out one at a time. ``costs=None`` (or one kernel) is serial.
+    A round stopped part-way (:mod:`mklopt._interrupt`) raises ``Stopped``:
+    its outputs are incomplete and are dropped.
     """
+    stop = current_flag()
     if costs is None or kernels.shape[0] < 2:
-        weak_svm_round(K, kernels, scale, rows, *rest)
-        return
-    order = np.argsort(-np.asarray(costs), kind="stable").astype(np.int64)
-    with numba.parallel_chunksize(1):
-        weak_svm_round_parallel(K, kernels, scale, rows, *rest, order)
+        weak_svm_round(K, kernels, scale, rows, *rest, stop)
+    else:
+        order = np.argsort(-np.asarray(costs), kind="stable").astype(np.int64)
+        with numba.parallel_chunksize(1):
+            weak_svm_round_parallel(K, kernels, scale, rows, *rest, order, stop)
+    check(stop)
 
 
 def _round_blocks(B, uniq, yu, upper, tol, max_iter, *out, costs=None):

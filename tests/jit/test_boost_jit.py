@@ -9,6 +9,9 @@ from mklopt._jit.boost import weak_svm_round
 from tests import _reference as ref
 from tests._strategies import labels, log_uniform, points
 
+#: A stop flag that is never set (see mklopt._interrupt).
+GO = np.zeros(1, dtype=np.int64)
+
 
 def make_round(seed, n=30, s=12, r=3):
     rng = np.random.default_rng(seed)
@@ -37,7 +40,7 @@ def run(B, uniq, sample, yu, C, tol=1e-10, max_iter=100_000, fn=weak_svm_round):
     n_iter, viol = np.empty(r, dtype=np.int64), np.empty(r)
     ar = np.arange(max(r, u), dtype=np.int64)
     fn(B, ar[:r], np.ones(r), ar[:u], uniq, yu, upper, tol, max_iter, coef, bias, dec, n_iter,
-       viol)
+       viol, GO)
     return coef, bias, dec, n_iter, viol
 
 
@@ -161,7 +164,7 @@ def test_reading_a_bank_in_place_equals_the_copied_blocks(dtype):
     for args in ((K, kernels, scale, uniq), (B, np.arange(r), np.ones(r), np.arange(u))):
         out = (np.empty((r, u)), np.empty(r), np.empty((r, n)), np.empty(r, dtype=np.int64),
                np.empty(r))
-        weak_svm_round(*args, uniq, yu, upper, 1e-8, 100_000, *out)
+        weak_svm_round(*args, uniq, yu, upper, 1e-8, 100_000, *out, GO)
         outs.append(out)
     for a, b in zip(*outs):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
@@ -203,9 +206,9 @@ def test_parallel_round_equals_the_serial_one_bit_for_bit(dtype, threads):
                 args = (K, kernels, scale, uniq, uniq, yu, upper, 1e-6, 100_000, *out)
                 with numba.parallel_chunksize(chunk):
                     if order is None:
-                        weak_svm_round(*args)
+                        weak_svm_round(*args, GO)
                     else:
-                        weak_svm_round_parallel(*args, order.astype(np.int64))
+                        weak_svm_round_parallel(*args, order.astype(np.int64), GO)
                 outs.append(out)
     finally:
         numba.set_num_threads(old)
@@ -233,7 +236,7 @@ def test_a_large_sample_reaches_the_unshrunk_svm():
     assert viol[0] == -np.inf and n_iter[0] > 0
     K = np.ascontiguousarray(B[0])
     a, g = np.zeros(n), np.full(n, -1.0)
-    smo_solve(K, np.arange(n), yu, np.full(n, C), a, g, 1e-8, 10**7, False)
+    smo_solve(K, np.arange(n), yu, np.full(n, C), a, g, 1e-8, 10**7, False, GO)
     b = -smo_rho(yu, np.full(n, C), a, g)
     gaps = [_gap(K, c, bb, yu, np.full(n, C)) for c, bb in ((coef[0], bias[0]), (a * yu, b))]
     assert max(gaps) <= 1e-5 * C * n

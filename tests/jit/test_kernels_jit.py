@@ -27,6 +27,9 @@ from mklopt.kernels import linear, poly, rbf
 from mklopt.kernels.functions import _Plan
 from tests import _reference as ref
 
+#: A stop flag that is never set (see mklopt._interrupt).
+GO = np.zeros(1, dtype=np.int64)
+
 #: ``combined_sym``'s coded-group arguments when there are none.
 _NONE = (np.zeros((0, 1), dtype=np.int64), np.zeros((0, 1, 1)))
 
@@ -117,14 +120,14 @@ def test_kernel_cross_and_sym_match_reference(data):
     ks = np.arange(m, dtype=np.int64)
     groups = plan.groups_of(ks)
     out = jg.kernel_cross(A, np.ascontiguousarray(B.T), *plan.arrays(), 1.0 / scales,
-                          _slots(m, ks), groups, np.empty((m, len(A), len(B))))
+                          _slots(m, ks), groups, np.empty((m, len(A), len(B))), GO)
     assert_allclose(out, ref.kernel_matrices(specs, A, B, scales), rtol=1e-12, atol=1e-12)
     sym = jg.kernel_sym(A, np.ascontiguousarray(A.T), *plan.arrays(), 1.0 / scales,
-                        _slots(m, ks), groups, np.empty((m, len(A), len(A))))
+                        _slots(m, ks), groups, np.empty((m, len(A), len(A))), GO)
     assert_array_equal(sym, np.transpose(sym, (0, 2, 1)))  # exactly symmetric
     # The general routine gives the same bits on the same points.
     again = jg.kernel_cross(A, np.ascontiguousarray(A.T), *plan.arrays(), 1.0 / scales,
-                            _slots(m, ks), groups, np.empty_like(sym))
+                            _slots(m, ks), groups, np.empty_like(sym), GO)
     assert_array_equal(sym, again)
 
 
@@ -137,7 +140,7 @@ def test_combined_cross_and_diag_match_reference(data, draw):
     wk = w / scales
     groups = plan.groups_of(np.flatnonzero(wk))
     out = jg.combined_cross(A, np.ascontiguousarray(B.T), *plan.arrays(), wk, groups,
-                            np.empty((len(A), len(B))))
+                            np.empty((len(A), len(B))), GO)
     assert_allclose(out, ref.combined(specs, A, B, w, scales), rtol=1e-12, atol=1e-12)
     diag = jg.combined_diag(A, *plan.arrays(), wk, groups, np.empty(len(A)))
     assert_allclose(diag, np.diag(ref.combined(specs, A, A, w, scales)), rtol=1e-12, atol=1e-12)
@@ -167,9 +170,9 @@ def test_quad_forms_from_features_match_reference(data, draw):
             1.0 / scales, _slots(m, kernels), plan.groups_of(kernels))
     want = ref.quad_forms_from_specs(specs, A, scales, v, S)[kernels]
     tol = dict(rtol=1e-10, atol=1e-10 * max(1.0, float(np.sum(v**2)) * 1e4))
-    assert_allclose(jg.quad_forms_by_group(*args, np.zeros(kernels.size)), want, **tol)
+    assert_allclose(jg.quad_forms_by_group(*args, np.zeros(kernels.size), GO), want, **tol)
     for n_chunks in (1, 3):
-        assert_allclose(jg.quad_forms_by_rows(*args, n_chunks, np.zeros(kernels.size)), want, **tol)
+        assert_allclose(jg.quad_forms_by_rows(*args, n_chunks, np.zeros(kernels.size), GO), want, **tol)
 
 
 def test_fused_table_passes_match_reference(rng):
@@ -185,7 +188,7 @@ def test_fused_table_passes_match_reference(rng):
     X = rng.normal(size=(n, 2))
     plan = _Plan([rbf(1.0)], 2)
     got = jg.combined_sym(X, np.ascontiguousarray(X.T), *plan.arrays(), np.zeros(1),
-                          np.zeros(0, dtype=np.int64), codes, tables, np.full((n, n), np.nan))
+                          np.zeros(0, dtype=np.int64), codes, tables, np.full((n, n), np.nan), True, GO)
     assert_allclose(got, want, rtol=1e-14, atol=1e-14)
     assert_array_equal(got, got.T)
 
@@ -211,7 +214,7 @@ def test_upper_only_pass_leaves_the_lower_triangle(rng):
     groups = plan.groups_of(np.arange(2))
     start = rng.normal(size=(n, n))
     got = jg.combined_sym(X, np.ascontiguousarray(X.T), *plan.arrays(), wk, groups, codes,
-                          tables, start.copy(), False)
+                          tables, start.copy(), False, GO)
     il = np.tril_indices(n, -1)
     assert_array_equal(got[il], start[il])
     want = ref.combined(specs, X, X, wk, np.ones(2)) + sum(
@@ -230,12 +233,12 @@ def test_combined_sym_matches_reference_and_is_symmetric(data, draw):
     wk = w / scales
     groups = plan.groups_of(np.flatnonzero(wk))
     out = jg.combined_sym(A, np.ascontiguousarray(A.T), *plan.arrays(), wk, groups, *_NONE,
-                          np.empty((len(A), len(A))))
+                          np.empty((len(A), len(A))), True, GO)
     assert_array_equal(out, out.T)
     assert_allclose(out, ref.combined(specs, A, A, w, scales), rtol=1e-12, atol=1e-12)
     # The upper triangle is what the row routine computes, bit for bit.
     rows = jg.combined_cross(A, np.ascontiguousarray(A.T), *plan.arrays(), wk, groups,
-                             np.empty_like(out))
+                             np.empty_like(out), GO)
     iu = np.triu_indices(len(A))
     assert_array_equal(out[iu], rows[iu])
 
@@ -257,14 +260,14 @@ def test_parallel_routines_give_the_same_answers_on_one_thread(rng):
     def run():
         g = plan.groups_of(ks)
         return [
-            jg.combined_cross(X, XT, *plan.arrays(), w / scales, g, np.empty((70, 70))),
-            jg.combined_sym(X, XT, *plan.arrays(), w / scales, g, *_NONE, np.empty((70, 70))),
+            jg.combined_cross(X, XT, *plan.arrays(), w / scales, g, np.empty((70, 70)), GO),
+            jg.combined_sym(X, XT, *plan.arrays(), w / scales, g, *_NONE, np.empty((70, 70)), True, GO),
             jg.kernel_sym(X, XT, *plan.arrays(), 1 / scales, _slots(m, ks), g,
-                          np.empty((m, 70, 70))),
+                          np.empty((m, 70, 70)), GO),
             jg.quad_forms_by_rows(XS, np.ascontiguousarray(XS.T), v[S], *plan.arrays(),
-                                  1 / scales, _slots(m, ks), g, 7, np.zeros(m)),
+                                  1 / scales, _slots(m, ks), g, 7, np.zeros(m), GO),
             jg.quad_forms_by_group(XS, np.ascontiguousarray(XS.T), v[S], *plan.arrays(),
-                                   1 / scales, _slots(m, ks), g, np.zeros(m)),
+                                   1 / scales, _slots(m, ks), g, np.zeros(m), GO),
             jg.raw_traces(X, *plan.arrays(), np.empty(m)),
         ]
 
@@ -294,7 +297,7 @@ def _gram_all(specs, A, B, scales, sym):
     for g in range(plan.n_groups):
         Bc = jgr.Centred(B, plan.group_features(g))
         Ac = Bc if sym else Bc.like(A, plan.group_features(g))
-        jgr.slices(Ac, Bc, sym, plan.arrays(), g, 1.0 / scales, slot, out)
+        jgr.slices(Ac, Bc, sym, plan.arrays(), g, 1.0 / scales, slot, out, GO)
     if sym:
         jgr.mirror_slices(out, np.arange(m, dtype=np.int64))
     return out
@@ -328,9 +331,9 @@ def test_gram_combined_matches_reference(data, draw):
     sym = np.zeros((len(A), len(A)))
     for g in plan.groups_of(np.flatnonzero(wk)).tolist():
         Bc = jgr.Centred(B, plan.group_features(g))
-        jgr.combined(Bc.like(A, plan.group_features(g)), Bc, False, plan.arrays(), g, wk, out)
+        jgr.combined(Bc.like(A, plan.group_features(g)), Bc, False, plan.arrays(), g, wk, out, GO)
         C = jgr.Centred(A, plan.group_features(g))
-        jgr.combined(C, C, True, plan.arrays(), g, wk, sym)
+        jgr.combined(C, C, True, plan.arrays(), g, wk, sym, GO)
     want = ref.combined(specs, A, B, w, scales)
     scale = 1e-12 * max(np.abs(want).max(), 1e-300)
     assert np.all(np.abs(out - want) <= scale)
@@ -352,7 +355,7 @@ def test_gram_terms_match_their_twin(rng):
     D, G = ref.centred_terms(A, A, m)
     plan = _Plan([rbf(1e3), linear()], 12)  # exp(-d / 2e6) ~ 1 - d / 2e6: d to 1e-6 relative
     out = np.empty((2, 40, 40))
-    jgr.slices(C, C, False, plan.arrays(), 0, np.ones(2), np.arange(2), out)
+    jgr.slices(C, C, False, plan.arrays(), 0, np.ones(2), np.arange(2), out, GO)
     d_got = -2e6 * np.log(out[0])
     assert_allclose(d_got, D, rtol=1e-6, atol=1e-9)
     assert out[0, 5, 2] == 1.0 and out[0, 2, 5] == 1.0 and np.all(np.diag(out[0]) == 1.0)
@@ -380,7 +383,7 @@ def test_gram_quad_forms_match_reference(data, draw):
     got = np.zeros(kernels.size)
     for g in plan.groups_of(kernels).tolist():
         C = jgr.Centred(A, plan.group_features(g)).take(S)
-        qg = jgr.quad(C, np.ascontiguousarray(v[S]), plan.arrays(), g, 1.0 / scales, slot)
+        qg = jgr.quad(C, np.ascontiguousarray(v[S]), plan.arrays(), g, 1.0 / scales, slot, GO)
         ks = plan.kern_idx[plan.kern_ptr[g]:plan.kern_ptr[g + 1]]
         got[slot[ks[slot[ks] >= 0]]] = qg[slot[ks] >= 0]
     want = ref.quad_forms_from_specs(specs, A, scales, v, S)[kernels]
@@ -396,9 +399,9 @@ def test_gram_quad_parallel_is_serial(rng, monkeypatch):
     plan = _Plan(specs, 6)
     slot = _slots(4, np.arange(4))
     C = jgr.Centred(X, None)
-    serial = jgr.quad(C, v, plan.arrays(), 0, np.ones(4), slot)
+    serial = jgr.quad(C, v, plan.arrays(), 0, np.ones(4), slot, GO)
     monkeypatch.setattr(jgr, "PARALLEL_MIN", 0)
-    assert_array_equal(jgr.quad(C, v, plan.arrays(), 0, np.ones(4), slot), serial)
+    assert_array_equal(jgr.quad(C, v, plan.arrays(), 0, np.ones(4), slot, GO), serial)
     py = _py(jgr.gram_quad)
     P, Q = C.Xc @ C.Xc.T, X @ X.T
     parts = py(P[:20, :20], Q[:20, :20], C.Xc[:20], C.sq[:20], 0, 0, plan.kern_idx, 0, 4,
@@ -428,7 +431,7 @@ def test_gram_parallel_blocks_and_one_thread_agree(rng, monkeypatch):
         out = np.zeros((150, 150))
         for g in range(plan.n_groups):
             C = jgr.Centred(X, plan.group_features(g))
-            jgr.combined(C, C, True, plan.arrays(), g, 1.0 / scales, out)
+            jgr.combined(C, C, True, plan.arrays(), g, 1.0 / scales, out, GO)
         return got, cross, out
 
     serial = run()
@@ -487,12 +490,12 @@ def psd_bank(draw, max_m=5, max_n=8):
 def test_combine_and_rows_match_reference(K, data):
     m, n = K.shape[:2]
     w = data.draw(arrays(np.float64, m, elements=st.sampled_from([0.0, 0.25, 1.0, 3.0])))
-    assert_allclose(jc.combine_kernels(K, w, np.empty((n, n))), ref.combine(K, w),
+    assert_allclose(jc.combine_kernels(K, w, np.empty((n, n)), GO), ref.combine(K, w),
                     rtol=1e-12, atol=1e-12)
     idx = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=5)),
                    dtype=np.int64)
     for KK in (K, K.astype(np.float32)):
-        got = jc.combine_rows(KK, w, idx, np.empty((idx.size, n)))
+        got = jc.combine_rows(KK, w, idx, np.empty((idx.size, n)), GO)
         assert got.dtype == np.float64
         assert_allclose(got, ref.combine_rows(KK, w, idx), rtol=1e-12, atol=1e-12)
 
@@ -506,7 +509,7 @@ def test_quad_forms_match_reference_and_nonnegative(K, data):
     )
     ks = np.array(data.draw(st.lists(st.integers(0, m - 1), min_size=1, max_size=m)),
                   dtype=np.int64)
-    q = jc.quad_forms(K, v, S, ks, np.empty(ks.size))
+    q = jc.quad_forms(K, v, S, ks, np.empty(ks.size), GO)
     scale = np.sum(v**2) * np.max(np.abs(K)) * max(n, 1)
     assert_allclose(q, ref.quad_forms(K, v, S, ks), rtol=1e-10, atol=1e-12 * max(scale, 1.0))
     assert np.all(q >= -1e-12 * max(scale, 1.0))
@@ -519,9 +522,9 @@ def test_quad_forms_unsorted_support_and_float32(rng):
     S = np.array([7, 2, 5, 0, 8, 3], dtype=np.int64)
     ks = np.arange(3, dtype=np.int64)
     scale = np.sum(v**2) * np.abs(K).max()
-    q = jc.quad_forms(K, v, S, ks, np.empty(3))
+    q = jc.quad_forms(K, v, S, ks, np.empty(3), GO)
     assert_allclose(q, ref.quad_forms(K, v, S), rtol=1e-12, atol=1e-13 * scale)
-    q32 = jc.quad_forms(K.astype(np.float32), v, S, ks, np.empty(3))
+    q32 = jc.quad_forms(K.astype(np.float32), v, S, ks, np.empty(3), GO)
     assert_allclose(q32, ref.quad_forms(K.astype(np.float32), v, S), rtol=1e-10,
                     atol=1e-13 * scale)
 
@@ -544,13 +547,13 @@ def test_py_func_paths_agree_on_tiny_inputs(rng):
     BT = np.ascontiguousarray(B.T)
     want = ref.kernel_matrices(specs, A, B, scales)
     assert_allclose(_py(jg.kernel_cross)(A, BT, *plan.arrays(), 1 / scales, slot, groups,
-                                         np.empty((3, 3, 2))), want, rtol=1e-12)
+                                         np.empty((3, 3, 2)), GO), want, rtol=1e-12)
     assert_allclose(_py(jg.kernel_sym)(A, np.ascontiguousarray(A.T), *plan.arrays(), 1 / scales,
-                                       slot, groups, np.empty((3, 3, 3))),
+                                       slot, groups, np.empty((3, 3, 3)), GO),
                     ref.kernel_matrices(specs, A, A, scales), rtol=1e-12)
     w = np.array([1.0, 0.0, 2.0])
     assert_allclose(_py(jg.combined_cross)(A, BT, *plan.arrays(), w / scales, groups,
-                                           np.empty((3, 2))),
+                                           np.empty((3, 2)), GO),
                     ref.combined(specs, A, B, w, scales), rtol=1e-12)
     assert_allclose(_py(jg.raw_traces)(A, *plan.arrays(), np.empty(3)),
                     ref.raw_traces(specs, A), rtol=1e-12)
@@ -559,13 +562,13 @@ def test_py_func_paths_agree_on_tiny_inputs(rng):
     K = np.ascontiguousarray(np.einsum("kir,kjr->kij", F, F))
     w5 = np.array([1.0, 0.0, 0.5, 2.0, 0.25])
     assert_array_equal(_py(jc._active)(w5), [0, 2, 3, 4])
-    assert_allclose(_py(jc.combine_kernels)(K, w5, np.empty((3, 3))), ref.combine(K, w5))
+    assert_allclose(_py(jc.combine_kernels)(K, w5, np.empty((3, 3)), GO), ref.combine(K, w5))
     idx = np.array([2, 0], dtype=np.int64)
-    assert_allclose(_py(jc.combine_rows)(K, w5, idx, np.empty((2, 3))),
+    assert_allclose(_py(jc.combine_rows)(K, w5, idx, np.empty((2, 3)), GO),
                     ref.combine_rows(K, w5, idx))
     v, S = rng.standard_normal(3), np.array([0, 2], dtype=np.int64)
     k5 = np.arange(5, dtype=np.int64)
-    assert_allclose(_py(jc.quad_forms)(K, v, S, k5, np.empty(5)), ref.quad_forms(K, v, S))
+    assert_allclose(_py(jc.quad_forms)(K, v, S, k5, np.empty(5), GO), ref.quad_forms(K, v, S))
 
 
 # ------------------------------------------------------------ STYLE 2.6 lint

@@ -18,6 +18,9 @@ from mklopt._jit.logistic import (
 from tests import _reference as ref
 from tests._strategies import labels, log_uniform, points, reals
 
+#: A stop flag that is never set (see mklopt._interrupt).
+GO = np.zeros(1, dtype=np.int64)
+
 
 @st.composite
 def gap_points(draw):
@@ -129,7 +132,7 @@ def test_solver_matches_full_newton_twin(p):
     else:
         alpha = np.full(n, eps)
     f = logistic_init_f(K, y, alpha, np.empty(n))
-    it, gap, primal, b = logistic_solve(K, y, C, alpha, f, with_offset, 1e-14, 10**6, n)
+    it, gap, primal, b = logistic_solve(K, y, C, alpha, f, with_offset, 1e-14, 10**6, n, GO)
     assert gap <= 1e-14 * primal
     assert np.all((alpha > 0) & (alpha < C))
     if with_offset:
@@ -154,7 +157,7 @@ def test_py_func_twin_runs_the_same_steps():
     for fn in (logistic_solve, logistic_solve.py_func):
         a = np.full(15, 1e-8)
         f = logistic_init_f(K, y, a, np.empty(15))
-        out.append((fn(K, y, 2.0, a, f, False, 1e-12, 10**5, 15), a))
+        out.append((fn(K, y, 2.0, a, f, False, 1e-12, 10**5, 15, GO), a))
     assert out[0][0][0] == out[1][0][0]
     np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-12)
 
@@ -174,7 +177,7 @@ def test_pairs_do_not_stall_from_a_far_start(C):
     n_pos = (y > 0).sum()
     alpha = np.where(y > 0, (80 - n_pos) / 80, n_pos / 80) * C
     f = logistic_init_f(K, y, alpha, np.empty(80))
-    it, gap, primal, b = logistic_solve(K, y, C, alpha, f, True, 1e-10, 10**5, 80)
+    it, gap, primal, b = logistic_solve(K, y, C, alpha, f, True, 1e-10, 10**5, 80, GO)
     assert gap <= 1e-10 * primal and it < 10**5
     ra, rb = ref.logistic_dual(K, y, C, True)
     # The full-Newton twin's offset, within what the certified gap allows a

@@ -32,6 +32,9 @@ from mklopt._jit.smo import (
 )
 from tests._strategies import log_uniform, points, reals
 
+#: A stop flag that is never set (see mklopt._interrupt).
+GO = np.zeros(1, dtype=np.int64)
+
 
 # ------------------------------------------------------------------ problems
 def svc(y, C):
@@ -63,7 +66,7 @@ def solve(K, P, a=None, tol=1e-8, max_iter=10**7, shrinking=True, fn=smo_solve):
     N = P["signs"].size
     a = np.zeros(N) if a is None else a.copy()
     g = smo_gradient(K, P["rows"], P["signs"], P["linear"], a, np.empty(N))
-    it = fn(K, P["rows"], P["signs"], P["upper"], a, g, tol, max_iter, shrinking)
+    it = fn(K, P["rows"], P["signs"], P["upper"], a, g, tol, max_iter, shrinking, GO)
     return a, g, it
 
 
@@ -175,7 +178,7 @@ def test_py_func_on_tiny_input():
     alpha = np.zeros(3)
     F = s.copy()  # F = -s G at a = 0 with p = -1
     dvar = np.diag(K).copy()
-    assert _smo_core.py_func(K, dvar, r, s, U, alpha, F, 1e-8, 100, True) == it1
+    assert _smo_core.py_func(K, dvar, r, s, U, alpha, F, 1e-8, 100, True, GO) == it1
     np.testing.assert_allclose(alpha, a1, atol=1e-12)
     act = np.arange(3)
     up = np.where(s > 0, alpha < U, alpha > 0)
@@ -261,7 +264,7 @@ def core_in_python(K, P, a, tol, max_iter, shrinking):
     g = smo_gradient(K, r, s, P["linear"], a, np.empty(s.size))
     F = -s * g
     dvar = K[r, r].copy()
-    it = _smo_core.py_func(K, dvar, r, s, P["upper"], a, F, tol, max_iter, shrinking)
+    it = _smo_core.py_func(K, dvar, r, s, P["upper"], a, F, tol, max_iter, shrinking, GO)
     return a, -s * F, it
 
 

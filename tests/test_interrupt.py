@@ -1,0 +1,324 @@
+"""Time limits and Ctrl-C inside an oracle call (docs/long_runs.md).
+
+* SIGINT in each jitted phase ends the documented way: with no finished
+  oracle call a clean ``KeyboardInterrupt``, later the best point with
+  reason ``"interrupted"``; never numba's ``SystemError``. The signal is
+  raised just before the phase's jitted call (deterministic: the handler
+  sets the flag, the loop returns at once), and once from another thread
+  while a long call runs (the wakeup-socket path the watcher reads).
+* The SIGINT handler (and wakeup fd) in place before a run is back after it.
+* ``time_limit`` holds inside the first oracle call: the fit or solve
+  returns within the promised overshoot (10 % or 2 s), asserted with slack
+  for a loaded machine.
+"""
+
+import os
+import signal
+import socket
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import mklopt
+from mklopt import MKBoostClassifier, MKLClassifier, solve
+from mklopt._interrupt import Run
+from mklopt.estimators import ConvergenceWarning
+from mklopt.estimators.mkl_tasks import MKLOneClass, MKLRegressor
+from mklopt.kernels import KernelBank, rbf
+from mklopt.methods import LevelBundle
+from mklopt.oracles import SVMDual
+from mklopt.stopping import DualityGap, MaxIter, NoPointError, TimeLimit
+
+KERNELS = [rbf(0.3), rbf(1.0), rbf(3.0)]
+#: Seconds of slack on top of the promised overshoot, for a busy test machine.
+SLACK = 4.0
+
+
+def _data(n, seed=0, d=4):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1, -1)
+    return X, y
+
+
+@pytest.fixture
+def sigint_before(monkeypatch):
+    """``sigint_before(module, name, k)``: raise SIGINT just before the k-th call of ``module.name``."""
+
+    def install(module, name, k):
+        real = getattr(module, name)
+        calls = [0]
+
+        def wrapper(*args, **kw):
+            calls[0] += 1
+            if calls[0] == k:
+                signal.raise_signal(signal.SIGINT)
+            return real(*args, **kw)
+
+        monkeypatch.setattr(module, name, wrapper)
+        return calls
+
+    return install
+
+
+def _handler_is_default():
+    return signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+# (module, function, estimator, fit kwargs): the jitted phase and a fit that reaches it
+_PHASES = {
+    "kernel evaluation": ("mklopt._jit.groups", "kernel_sym",
+                          lambda: MKLClassifier(kernels=KERNELS, storage="dense")),
+    "combine (whole matrix)": ("mklopt._jit.combine", "combine_kernels",
+                               lambda: MKLClassifier(kernels=KERNELS, loss="logistic",
+                                                     storage="dense")),
+    "combine (rows)": ("mklopt._jit.groups", "combined_cross",
+                       lambda: MKLClassifier(kernels=KERNELS, storage="on_the_fly",
+                                             cache_size=0.05)),
+    "q": ("mklopt._jit.groups", "quad_forms_by_rows",
+          lambda: MKLClassifier(kernels=KERNELS, storage="on_the_fly", cache_size=0.05)),
+    "SMO": ("mklopt.oracles._solver", "smo_solve",
+            lambda: MKLClassifier(kernels=KERNELS, storage="dense")),
+    "logistic SMO": ("mklopt.oracles.logistic_dual", "logistic_solve",
+                     lambda: MKLClassifier(kernels=KERNELS, loss="logistic", storage="dense")),
+}
+
+
+@pytest.mark.parametrize("phase", list(_PHASES))
+def test_sigint_in_the_first_call_is_a_clean_keyboard_interrupt(phase, sigint_before):
+    import importlib
+
+    mod, name, make = _PHASES[phase]
+    X, y = _data(200)
+    calls = sigint_before(importlib.import_module(mod), name, 1)
+    with pytest.raises(KeyboardInterrupt) as info:
+        make().fit(X, y)
+    assert calls[0] >= 1  # the phase was reached
+    assert "interrupt" in str(info.value)
+    assert _handler_is_default()
+
+
+@pytest.mark.parametrize("phase", ["combine (whole matrix)", "combine (rows)", "q", "SMO",
+                                   "logistic SMO"])
+def test_sigint_in_a_later_call_returns_the_best_point(phase, sigint_before):
+    import importlib
+
+    mod, name, make = _PHASES[phase]
+    X, y = _data(200)
+    calls = sigint_before(importlib.import_module(mod), name, 2)
+    clf = make().set_params(tol=1e-9)
+    with pytest.warns(ConvergenceWarning, match="interrupted"):
+        clf.fit(X, y)
+    assert calls[0] >= 2
+    assert clf.result_.reason == "interrupted" and not clf.converged_
+    assert clf.n_oracle_calls_ >= 1
+    # the point kept is a finished call's: weights on the simplex, a usable model
+    assert np.all(clf.weights_ >= 0) and clf.weights_.sum() == pytest.approx(1.0)
+    assert clf.score(X, y) > 0.6
+    assert _handler_is_default()
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_sigint_in_a_boosting_round_keeps_the_finished_rounds(k, sigint_before):
+    # Boosting's point before any round is the empty ensemble (loss 1): an
+    # interrupt in round k keeps the k - 1 rounds before it.
+    X, y = _data(200)
+    calls = sigint_before(mklopt.oracles.weak_learners, "weak_svm_round", k)
+    clf = MKBoostClassifier(kernels=KERNELS, n_rounds=20, random_state=0, storage="dense")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # k = 1: a majority-class model
+        clf.fit(X, y)
+    assert calls[0] == k  # no round after the interrupted one
+    assert clf.stop_reason_ == "interrupted" and clf.n_iter_ == k - 1
+    if k > 1:
+        assert clf.score(X, y) > 0.6
+    assert _handler_is_default()
+
+
+def test_sigint_from_another_thread_stops_a_long_jitted_call():
+    # The Python handler cannot run while the main thread is in jitted code;
+    # the signal reaches the watcher through the wakeup socket instead.
+    X, y = _data(6000, seed=1)
+    bank = KernelBank.from_specs(X, [rbf(g) for g in np.logspace(-1, 1, 12)],
+                                 storage="on_the_fly", cache_size=1.0)
+    oracle = SVMDual(bank, y, C=100.0, tol=1e-6)
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        # The first call takes about 4 s here: a clean KeyboardInterrupt. A
+        # much faster machine may finish it first: then the best point.
+        res = solve(oracle, LevelBundle(), stop=DualityGap(1e-9) | MaxIter(10**4))
+        assert res.reason == "interrupted" and res.n_oracle_calls >= 1
+    except KeyboardInterrupt as exc:
+        assert "first oracle call" in str(exc)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - t0 <= 1.0 + 2.0 + SLACK
+    assert _handler_is_default()
+
+
+def test_previous_handler_and_wakeup_fd_are_restored():
+    seen = []
+
+    def mine(signum, frame):
+        seen.append(signum)
+
+    r, w = socket.socketpair()
+    w.setblocking(False)
+    old = signal.signal(signal.SIGINT, mine)
+    old_fd = signal.set_wakeup_fd(w.fileno())
+    try:
+        X, y = _data(80)
+        MKLClassifier(kernels=KERNELS).fit(X, y)
+        assert signal.getsignal(signal.SIGINT) is mine
+        with pytest.raises(KeyboardInterrupt):
+            with Run():
+                assert signal.getsignal(signal.SIGINT) is not mine
+                raise KeyboardInterrupt
+        assert signal.getsignal(signal.SIGINT) is mine
+        assert signal.set_wakeup_fd(w.fileno()) == w.fileno()
+        signal.raise_signal(signal.SIGINT)  # ours again, outside any run
+        assert seen == [signal.SIGINT]
+    finally:
+        signal.set_wakeup_fd(old_fd)
+        signal.signal(signal.SIGINT, old)
+        r.close()
+        w.close()
+
+
+def test_a_run_in_another_thread_leaves_signals_alone():
+    X, y = _data(80)
+    out = {}
+
+    def fit():
+        try:
+            out["clf"] = MKLClassifier(kernels=KERNELS, time_limit=60.0).fit(X, y)
+        except BaseException as exc:  # pragma: no cover - reported below
+            out["error"] = exc
+
+    t = threading.Thread(target=fit)
+    t.start()
+    t.join()
+    assert "error" not in out and out["clf"].n_oracle_calls_ >= 1
+    assert _handler_is_default()
+
+
+def test_callback_returning_true_stops_the_run():
+    X, y = _data(150)
+    with pytest.warns(ConvergenceWarning, match="callback"):
+        clf = MKLClassifier(kernels=KERNELS, tol=1e-9, callback=lambda p: True).fit(X, y)
+    assert clf.n_oracle_calls_ == 1 and clf.result_.reason == "callback"
+
+
+# ------------------------------------------------------- time limits, first call
+LIMIT = 1.0
+
+
+def _within_bound(seconds, limit=LIMIT):
+    return seconds <= limit + max(2.0, 0.1 * limit) + SLACK
+
+
+def _long_first_call(estimator, X, y):
+    """Fit with a 1 s limit on a problem whose first oracle call takes longer (4-20 s here).
+
+    Returns the seconds to return. The fit must end with ``NoPointError``:
+    the limit stopped the first call itself (ignored, the call would finish
+    and the fit return a model).
+    """
+    t0 = time.perf_counter()
+    with pytest.raises(NoPointError, match="time_limit"):
+        estimator.fit(X, y)
+    return time.perf_counter() - t0
+
+
+_SLOW = dict(storage="on_the_fly", cache_size=1.0, time_limit=LIMIT, tol=1e-9)
+_SPECS = [rbf(g) for g in np.logspace(-1, 1, 12)]
+
+
+@pytest.mark.parametrize("n, make", [
+    (6000, lambda: MKLClassifier(kernels=_SPECS, C=100.0, **_SLOW)),
+    (5000, lambda: MKLClassifier(kernels=_SPECS, C=100.0, loss="logistic", storage="on_the_fly",
+                                 time_limit=LIMIT, tol=1e-9)),
+    (6000, lambda: MKLRegressor(kernels=_SPECS, C=100.0, **_SLOW)),
+    (6000, lambda: MKLOneClass(kernels=_SPECS, nu=0.5, **_SLOW)),
+], ids=["classifier", "logistic", "regressor", "one-class"])
+def test_time_limit_holds_in_the_first_oracle_call(n, make):
+    X, y = _data(n, seed=2)
+    seconds = _long_first_call(make(), X, y.astype(float))
+    assert _within_bound(seconds), f"{seconds:.2f} s for a limit of {LIMIT} s"
+
+
+def test_time_limit_holds_for_a_multiclass_fit():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(6000, 4))
+    y = np.digitize(X[:, 0], [-0.5, 0.5])  # three classes, three pairs
+    seconds = _long_first_call(MKLClassifier(kernels=_SPECS, C=100.0, **_SLOW), X, y)
+    assert _within_bound(seconds)
+
+
+def test_time_limit_holds_while_precomputed_kernels_are_checked(monkeypatch):
+    # The bank's checks count against the limit: here each kernel's PSD test
+    # is made to take 1 s (eight would take 8 s); the fit stops between two.
+    import mklopt.kernels.bank as bank_module
+
+    real = bank_module._check_kernel
+
+    def slow(Kk, k):
+        time.sleep(1.0)
+        return real(Kk, k)
+
+    monkeypatch.setattr(bank_module, "_check_kernel", slow)
+    X, y = _data(300, seed=4)
+    K = KernelBank.from_specs(X, [rbf(g) for g in np.logspace(-1, 1, 8)], storage="dense").storage.K
+    clf = MKLClassifier(kernels="precomputed", time_limit=LIMIT)
+    t0 = time.perf_counter()
+    with pytest.raises(NoPointError, match="building the kernels"):
+        clf.fit(K, y)
+    assert _within_bound(time.perf_counter() - t0)
+
+
+def test_solve_time_limit_holds_in_the_first_oracle_call():
+    X, y = _data(6000, seed=5)
+    bank = KernelBank.from_specs(X, _SPECS, storage="on_the_fly", cache_size=1.0)
+    oracle = SVMDual(bank, y, C=100.0, tol=1e-6)
+    t0 = time.perf_counter()
+    with pytest.raises(NoPointError, match="time_limit"):
+        solve(oracle, LevelBundle(), stop=DualityGap(1e-6) | TimeLimit(LIMIT))
+    assert _within_bound(time.perf_counter() - t0)
+    assert _handler_is_default()
+
+
+def test_a_stopped_call_leaves_the_oracle_as_a_fresh_one():
+    # The stopped call is dropped and the row cache emptied: the next call
+    # answers exactly as a new oracle's first call does.
+    from mklopt._interrupt import INTERRUPT, Stopped
+
+    X, y = _data(300, seed=6)
+    make = lambda: SVMDual(KernelBank.from_specs(X, KERNELS, storage="on_the_fly",  # noqa: E731
+                                                 cache_size=0.2), y, C=100.0)
+    w = np.array([0.2, 0.5, 0.3])
+    fresh = make()(w)
+    oracle = make()
+    storage = oracle.bank.storage
+    real, n_requests = storage.rows, [0]
+
+    def rows(*args):  # the stop lands in the second row request, after one was cached
+        n_requests[0] += 1
+        if n_requests[0] == 2:
+            run.set(INTERRUPT)
+        return real(*args)
+
+    storage.rows = rows
+    with Run() as run:
+        with pytest.raises(Stopped):
+            oracle(w)
+    storage.rows = real
+    assert n_requests[0] == 2
+    assert not oracle._solver.whole_matrix  # the row-cache path
+    again = oracle(w)
+    assert again.value == fresh.value
+    np.testing.assert_array_equal(again.alpha, fresh.alpha)
