@@ -507,4 +507,5 @@ def _result(method, rep, oracle, history, verdict, elapsed, calls0):
         history=tuple(history),
         elapsed=elapsed,
         extra=method.extra(),
+        q=None if getattr(rep.best, "q", None) is None else np.array(rep.best.q, dtype=np.float64),
     )
