@@ -45,6 +45,7 @@ from .._jit.smo import (
     smo_solve,
     smo_solve_src,
 )
+from ..kernels._rowcache import RowCache, cached_dot
 
 __all__ = ["RowCache", "DualSolver", "SolveStats"]
 
@@ -57,90 +58,6 @@ __all__ = ["RowCache", "DualSolver", "SolveStats"]
 FULL_MAX_SAMPLES = 16384
 #: Default working-set size of the block path.
 BLOCK_SIZE = 256
-#: Rows per request when rebuilding the gradient of a warm start.
-_GRAD_CHUNK = 512
-
-
-class RowCache:
-    """Least-recently-used cache of rows of the combined kernel at one ``w``.
-
-    Parameters
-    ----------
-    n_samples : int
-        Row length.
-    capacity : int
-        Rows held (>= 0). A request for more distinct rows than fit is served
-        from a temporary block instead.
-
-    Attributes
-    ----------
-    n_hits, n_misses : int
-        Rows served from the cache and rows computed, since construction.
-    n_requests : int
-        Batched requests made to the storage.
-    """
-
-    def __init__(self, n_samples, capacity):
-        self.n = int(n_samples)
-        self.capacity = int(max(0, capacity))
-        self.data = np.empty((self.capacity, self.n))
-        self.slot_of = np.full(self.n, -1, dtype=np.int64)
-        self.row_of = np.full(self.capacity, -1, dtype=np.int64)
-        self.stamp = np.full(self.capacity, -1, dtype=np.int64)
-        self.clock = 0
-        self.n_hits = 0
-        self.n_misses = 0
-        self.n_requests = 0
-
-    def clear(self):
-        """Forget every row (the weights changed)."""
-        held = self.row_of >= 0
-        self.slot_of[self.row_of[held]] = -1
-        self.row_of[:] = -1
-        self.stamp[:] = -1
-
-    def fetch(self, idx, compute):
-        """Rows ``idx`` (distinct int64) as ``(data, slots)``: ``data[slots[j]]`` is row ``idx[j]``.
-
-        ``compute(rows, out)`` writes the rows not held into ``out``; it is
-        called at most once per fetch.
-        """
-        r = idx.shape[0]
-        slots = self.slot_of[idx]
-        miss = slots < 0
-        n_miss = int(np.count_nonzero(miss))
-        self.n_hits += r - n_miss
-        self.n_misses += n_miss
-        self.clock += 1
-        if r > self.capacity:
-            # Too small to hold the request: assemble a temporary block.
-            block = np.empty((r, self.n))
-            hit = ~miss
-            if hit.any():
-                block[hit] = self.data[slots[hit]]
-                self.stamp[slots[hit]] = self.clock
-            if n_miss:
-                self.n_requests += 1
-                tmp = compute(idx[miss], np.empty((n_miss, self.n)))
-                block[miss] = tmp
-            return block, np.arange(r, dtype=np.int64)
-        hit_slots = slots[~miss]
-        self.stamp[hit_slots] = self.clock
-        if n_miss:
-            # Victims: empty slots first (stamp -1), then the least recently
-            # used; the rows of this request carry the newest stamp and stay.
-            victims = np.argpartition(self.stamp, n_miss - 1)[:n_miss]
-            old = self.row_of[victims]
-            self.slot_of[old[old >= 0]] = -1
-            self.n_requests += 1
-            new_rows = idx[miss]
-            self.data[victims] = compute(new_rows, np.empty((n_miss, self.n)))
-            self.row_of[victims] = new_rows
-            self.slot_of[new_rows] = victims
-            self.stamp[victims] = self.clock
-            slots = slots.copy()
-            slots[miss] = victims
-        return self.data, slots
 
 
 @dataclass
@@ -216,10 +133,18 @@ class DualSolver:
         n = bank.n_samples
         self.n = n
         budget = bank.cache_bytes() if cache_bytes is None else int(cache_bytes)
-        self.whole_matrix = n <= FULL_MAX_SAMPLES and n * n * 8 <= budget
+        # A storage that keeps its rows where the kernels are (a sharded
+        # bank: on the workers) answers the block path's two reads itself,
+        # so that only blocks and n-vectors travel (see the module notes).
+        self.remote = hasattr(self.storage, "combined_block")
+        self.whole_matrix = (
+            not self.remote and n <= FULL_MAX_SAMPLES and n * n * 8 <= budget
+        )
         self.block_size = int(block_size)
         self._K = np.empty((n, n)) if self.whole_matrix else None
-        self.cache = None if self.whole_matrix else RowCache(n, budget // (8 * n))
+        self.cache = (
+            None if self.whole_matrix or self.remote else RowCache(n, budget // (8 * n))
+        )
         self._w = None
         # Storages that can combine single rows cheaply (dense banks and
         # their index views) let SMO combine the rows it reads, and no
@@ -298,31 +223,55 @@ class DualSolver:
 
         return compute
 
-    def _Kv(self, w, v_rows, v_vals, compute, stats):
-        """``K(w) v`` for ``v`` given on the kernel rows ``v_rows``, through the cache."""
-        h = np.zeros(self.n)
-        chunk = max(1, min(_GRAD_CHUNK, self.cache.capacity or _GRAD_CHUNK))
-        for c0 in range(0, v_rows.shape[0], chunk):
-            idx = v_rows[c0 : c0 + chunk]
-            data, slots = self.cache.fetch(idx, compute)
-            accumulate_rows(data, slots, v_vals[c0 : c0 + chunk], h)
-        return h
-
     def _solve_blocks(self, w, a, tol, max_iter):
-        P = self.problem
-        s, rows, upper = P.signs, P.rows, P.upper
         stats = SolveStats()
+        if self.remote:
+            storage = self.storage
+
+            def block(kr):
+                stats.n_requests += 1
+                return storage.combined_block(w, kr), None
+
+            def dot(kr, coef, held):
+                stats.n_requests += 1
+                return storage.combined_matvec(w, kr, coef)
+
+            return self._decompose(a, tol, max_iter, stats, block, dot)
         cache = self.cache
         hits0 = cache.n_hits
         if self._w is None or not np.array_equal(self._w, w):
             cache.clear()
             self._w = w.copy()
         compute = self._rows(w, stats)
+
+        def block(kr):
+            data, slots = cache.fetch(kr, compute)
+            return gather_block(data, slots, kr, np.empty((kr.size, kr.size))), (data, slots)
+
+        def dot(kr, coef, held):
+            if held is None:  # the gradient of a warm start: many rows, in chunks
+                return cached_dot(cache, compute, kr, coef, np.zeros(self.n))
+            data, slots = held
+            return accumulate_rows(data, slots, coef, np.zeros(self.n))
+
+        grad, stats = self._decompose(a, tol, max_iter, stats, block, dot)
+        stats.rows_cached = cache.n_hits - hits0
+        return grad, stats
+
+    def _decompose(self, a, tol, max_iter, stats, block, dot):
+        """The decomposition loop over two reads of ``K(w)``.
+
+        ``block(kr)`` returns ``(K[kr][:, kr], held)`` and ``dot(kr, coef,
+        held)`` returns ``sum_j coef[j] K[kr[j]]`` (``held`` is what the
+        block read left for it, None for the warm start's product).
+        """
+        P = self.problem
+        s, rows, upper = P.signs, P.rows, P.upper
         v = P.v(a)
         nz = np.flatnonzero(v).astype(np.int64)
         grad = np.array(P.linear)
         if nz.size:
-            h = self._Kv(w, nz, v[nz], compute, stats)
+            h = dot(nz, np.ascontiguousarray(v[nz]), None)
             grad += s * (h if self._identity else h[rows])
         q = self.block_size
         n_iter = 0
@@ -334,8 +283,7 @@ class DualSolver:
             kr, local = np.unique(rows[B], return_inverse=True)
             kr = kr.astype(np.int64)
             local = local.ravel().astype(np.int64)
-            data, slots = cache.fetch(kr, compute)
-            KB = gather_block(data, slots, kr, np.empty((kr.size, kr.size)))
+            KB, held = block(kr)
             aB = a[B].copy()
             gB = grad[B].copy()
             sB = np.ascontiguousarray(s[B])
@@ -355,10 +303,9 @@ class DualSolver:
             stall = 0
             dv = np.zeros(kr.size)
             np.add.at(dv, local, sB * da)
-            h = accumulate_rows(data, slots, dv, np.zeros(self.n))
+            h = dot(kr, dv, held)
             grad += s * (h if self._identity else h[rows])
         stats.n_iter = n_iter
-        stats.rows_cached = cache.n_hits - hits0
         return grad, stats
 
 
