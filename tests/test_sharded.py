@@ -271,6 +271,28 @@ def test_weak_svms_as_dask_tasks_equal_serial(client, sonar):
         WeakLearners(bank, y, client="localhost:8786")
 
 
+def test_boosting_rounds_are_named_tasks_on_a_bank_scattered_once(client, sonar):
+    X, y = sonar
+    specs = grid(X.shape[1], protocol="mkboost2013")
+    bank = KernelBank.from_specs(X, specs, storage="dense")
+    method = Boosting("D1", n_rounds=3, random_state=7)
+    a = solve(WeakLearners(bank, y, C=50.0), method)
+    oracle = WeakLearners(bank, y, C=50.0, client=client, chunk_size=9)
+    with distributed.get_task_stream(client) as stream:
+        b = solve(oracle, method)
+    np.testing.assert_allclose(b.extra["train_margin"], a.extra["train_margin"], rtol=1e-12)
+    assert b.value == a.value
+    keys = [str(t["key"]) for t in stream.data]
+    rounds = sorted({k.rsplit("-", 1)[0] for k in keys if k.startswith("mklopt-round-")})
+    n_chunks = -(-len(specs) // 9)
+    assert rounds == [f"mklopt-round-{r}-chunk-{c}" for r in (1, 2, 3) for c in range(n_chunks)]
+    # the bank went to the workers once (one scattered future), not with each task
+    assert oracle._scattered is not None and oracle._scattered.key in client.who_has(
+        [oracle._scattered])
+    assert sorted(client.who_has([oracle._scattered])[oracle._scattered.key]) == sorted(
+        client.scheduler_info()["workers"])
+
+
 # ---------------------------------------------------------------- failures
 def _kill_worker_of_shard(client, bank, s=0):
     worker = bank.storage.shards[s].worker
