@@ -137,6 +137,7 @@ class DualSolver:
         # bank: on the workers) answers the block path's two reads itself,
         # so that only blocks and n-vectors travel (see the module notes).
         self.remote = hasattr(self.storage, "combined_block")
+        self._budget = budget
         self.whole_matrix = (
             not self.remote and n <= FULL_MAX_SAMPLES and n * n * 8 <= budget
         )
@@ -226,17 +227,7 @@ class DualSolver:
     def _solve_blocks(self, w, a, tol, max_iter):
         stats = SolveStats()
         if self.remote:
-            storage = self.storage
-
-            def block(kr):
-                stats.n_requests += 1
-                return storage.combined_block(w, kr), None
-
-            def dot(kr, coef, held):
-                stats.n_requests += 1
-                return storage.combined_matvec(w, kr, coef)
-
-            return self._decompose(a, tol, max_iter, stats, block, dot)
+            return self._decompose(a, tol, max_iter, stats, *self._remote_reads(w, stats))
         cache = self.cache
         hits0 = cache.n_hits
         if self._w is None or not np.array_equal(self._w, w):
@@ -257,6 +248,44 @@ class DualSolver:
         grad, stats = self._decompose(a, tol, max_iter, stats, block, dot)
         stats.rows_cached = cache.n_hits - hits0
         return grad, stats
+
+    def _remote_reads(self, w, stats):
+        """The two reads of the block path from a storage that keeps its rows remote.
+
+        Blocks and products cost ``8 (|B|^2 + n)`` bytes each from the
+        storage. A solve that needs so many blocks that they add up to the
+        ``8 n^2`` bytes of the whole combined matrix (ill-conditioned
+        problems can need hundreds) fetches that matrix once, when it fits
+        the byte budget, and reads the rest of the call from it: a call then
+        never receives much more than twice the matrix.
+        """
+        storage, n = self.storage, self.n
+        held = {"K": None, "bytes": 0.0}
+        allow = 8.0 * n * n if n * n * 8 <= self._budget else np.inf
+
+        def whole():
+            if held["K"] is None and held["bytes"] >= allow:
+                stats.n_requests += 1
+                held["K"] = storage.combine(w, np.empty((n, n)))
+            return held["K"]
+
+        def block(kr):
+            K = whole()
+            if K is not None:
+                return K[np.ix_(kr, kr)], None
+            stats.n_requests += 1
+            held["bytes"] += 8.0 * kr.size * kr.size
+            return storage.combined_block(w, kr), None
+
+        def dot(kr, coef, _):
+            K = whole()
+            if K is not None:
+                return coef @ K[kr]
+            stats.n_requests += 1
+            held["bytes"] += 8.0 * n
+            return storage.combined_matvec(w, kr, coef)
+
+        return block, dot
 
     def _decompose(self, a, tol, max_iter, stats, block, dot):
         """The decomposition loop over two reads of ``K(w)``.
