@@ -214,9 +214,11 @@ def test_sharded_runs_equal_serial_runs(client, sonar, method, stop):
     bank = KernelBank.from_specs(X, specs, storage="dense", client=client)
     a = solve(SVMDual(serial, y, C=100.0, tol=1e-6), method, stop=stop)
     b = solve(SVMDual(bank, y, C=100.0, tol=1e-6), method, stop=stop)
+    # The shards' partial sums and one process's rows differ in the last
+    # bits; Level's LP and QP carry that to alpha about 1e-10 apart.
     assert a.n_oracle_calls == b.n_oracle_calls
     assert rel(b.weights, a.weights) <= 1e-10
-    assert rel(b.alpha, a.alpha) <= 1e-10
+    assert rel(b.alpha, a.alpha) <= 1e-9
     assert abs(b.value - a.value) <= 1e-10 * abs(a.value)
 
 

@@ -9,16 +9,22 @@ from itertools import combinations
 
 import numpy as np
 
-from .._parallel import check_n_jobs, parallel_map
+from .._parallel import check_n_jobs, client_map, parallel_map
 from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..kernels.stack import _as_stack
 from ._checks import check_feature_names, check_is_fitted, check_X_y, check_y
 from ._ovo import ovo_vote
-from ._params import check_standardize
+from ._params import check_estimator_client, check_standardize
 from ._path import c_path
 from ._precomputed import is_precomputed, precomputed_bank
-from ._sklearn import HAS_SKLEARN, BaseEstimator, ClassifierMixin, ConvergenceWarning
+from ._sklearn import (
+    HAS_SKLEARN,
+    BaseEstimator,
+    ClassifierMixin,
+    ConvergenceWarning,
+    SharedClientMixin,
+)
 from .mkl import MKLClassifier
 
 __all__ = ["MKLClassifierCV"]
@@ -169,6 +175,18 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, normalize, new_method, stop, 
     return decisions, stats
 
 
+def _fit_folds(client, n_jobs, fit_fold, bank, rest):
+    """``[fit_fold(bank, *args) for args in rest]``: one fold (its C path) per call.
+
+    With a Dask ``client`` each fold is a task named ``mklopt-fold-<k>``,
+    and the bank, every fold's input, is scattered to the workers once;
+    otherwise the folds go through :func:`~mklopt._parallel.parallel_map`.
+    """
+    if client is not None:
+        return client_map(client, fit_fold, bank, rest, [f"fold-{k}" for k in range(len(rest))])
+    return parallel_map(fit_fold, ((bank, *args) for args in rest), n_jobs, n_tasks=len(rest))
+
+
 class _FoldModel(ClassifierMixin, BaseEstimator):
     """A fold's model at one C, as a scorer sees it.
 
@@ -258,7 +276,7 @@ def set_cv_results(est, Cs, scores, fit_time, score_time, folds):
     est.path_converged_ = np.stack([s["converged"] for s in stats])
 
 
-class MKLClassifierCV(ClassifierMixin, BaseEstimator):
+class MKLClassifierCV(SharedClientMixin, ClassifierMixin, BaseEstimator):
     """Multiple kernel learning classifier with ``C`` chosen by cross-validation.
 
     Scores every ``C`` of the grid ``Cs`` by cross-validation, as
@@ -315,6 +333,13 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         Folds fitted at the same time (through joblib), and the pairs of
         the final refit. ``None`` means 1 unless a
         ``joblib.parallel_backend`` context says otherwise.
+    client : distributed.Client, optional
+        A running Dask client: every fold (its warm-started C path over all
+        pairs) is a task named ``mklopt-fold-<k>``, and the kernel bank is
+        scattered to the workers once. A fold whose worker dies is run again
+        by Dask. The scores equal those without a client; the refit at the
+        best ``C`` runs in this process. Cannot be combined with ``n_jobs``;
+        clones share the client.
 
     Attributes
     ----------
@@ -414,6 +439,7 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         max_memory=None,
         callback=None,
         n_jobs=None,
+        client=None,
     ):
         self.Cs = Cs
         self.cv = cv
@@ -433,6 +459,7 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         self.max_memory = max_memory
         self.callback = callback
         self.n_jobs = n_jobs
+        self.client = client
 
     def _estimator(self, C):
         """The :class:`MKLClassifier` of this grid at ``C``."""
@@ -465,6 +492,7 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         X_given, y_given = X, y
         Cs = check_Cs(self.Cs)
         check_n_jobs(self.n_jobs)
+        check_estimator_client(self.client, self.n_jobs)
         scorer = _scorer(self.scoring)
         base = self._estimator(float(Cs[0]))
         if is_precomputed(self.kernels):
@@ -507,9 +535,9 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         splits = _splits(self.cv, X, y, y_idx)
         pairs = list(combinations(range(classes.shape[0]), 2))
         stop = _StopFactory(base, plan)
-        tasks = ((bank, y_idx, train, test, pairs, Cs, self.normalize, plan.new_method, stop,
-                  plan.inner_tol, plan.threshold, self.callback) for train, test in splits)
-        folds = parallel_map(_fit_fold, tasks, self.n_jobs, n_tasks=len(splits))
+        rest = [(y_idx, train, test, pairs, Cs, self.normalize, plan.new_method, stop,
+                 plan.inner_tol, plan.threshold, self.callback) for train, test in splits]
+        folds = _fit_folds(self.client, self.n_jobs, _fit_fold, bank, rest)
 
         n_s, n_c = len(splits), Cs.size
         scores = np.empty((n_c, n_s))

@@ -8,15 +8,22 @@ import warnings
 
 import numpy as np
 
-from .._parallel import check_n_jobs, parallel_map
+from .._parallel import check_n_jobs
 from .._validation import check_real
 from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..oracles import SVRDual
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._path import _recording, c_path
-from ._sklearn import HAS_SKLEARN, BaseEstimator, ConvergenceWarning, RegressorMixin
-from .mkl_cv import _splits, _StopFactory, check_Cs, set_cv_results
+from ._sklearn import (
+    HAS_SKLEARN,
+    BaseEstimator,
+    ConvergenceWarning,
+    RegressorMixin,
+    SharedClientMixin,
+)
+from ._params import check_estimator_client
+from .mkl_cv import _fit_folds, _splits, _StopFactory, check_Cs, set_cv_results
 from .mkl_tasks import MKLRegressor
 
 __all__ = ["MKLRegressorCV"]
@@ -85,7 +92,7 @@ def _scorer(scoring):
     return check_scoring(MKLRegressor(), scoring=scoring)
 
 
-class MKLRegressorCV(RegressorMixin, BaseEstimator):
+class MKLRegressorCV(SharedClientMixin, RegressorMixin, BaseEstimator):
     """Multiple kernel learning regression with ``C`` chosen by cross-validation.
 
     The regression counterpart of :class:`MKLClassifierCV`: scores every
@@ -115,6 +122,10 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         training part).
     n_jobs : int, optional
         Folds fitted at the same time (through joblib).
+    client : distributed.Client, optional
+        As for :class:`MKLClassifierCV`: each fold's C path is a Dask task
+        named ``mklopt-fold-<k>``, the bank is scattered once, and the refit
+        runs in this process. Cannot be combined with ``n_jobs``.
 
     Attributes
     ----------
@@ -165,6 +176,7 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         max_memory=None,
         callback=None,
         n_jobs=None,
+        client=None,
     ):
         self.Cs = Cs
         self.cv = cv
@@ -185,6 +197,7 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         self.max_memory = max_memory
         self.callback = callback
         self.n_jobs = n_jobs
+        self.client = client
 
     def _estimator(self, C):
         return MKLRegressor(C=C, **{name: getattr(self, name) for name in _SHARED})
@@ -212,6 +225,7 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         t = check_targets(y, X.shape[0], name)
         Cs = check_Cs(self.Cs)
         check_n_jobs(self.n_jobs)
+        check_estimator_client(self.client, self.n_jobs)
         scorer = _scorer(self.scoring)
         base = self._estimator(float(Cs[0]))
         plan = base._check_common(X)  # validates every passed-through parameter
@@ -234,9 +248,9 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         bank = KernelBank.from_specs(Xs, plan.specs, storage=self.storage, normalize=None,
                                      cache_size=self.cache_size, max_memory=self.max_memory)
         stop = _StopFactory(base, plan)
-        tasks = ((bank, ts, train, test, Cs, eps, self.normalize, plan.new_method, stop,
-                  plan.inner_tol, plan.threshold, self.callback) for train, test in splits)
-        folds = parallel_map(_fit_fold, tasks, self.n_jobs, n_tasks=len(splits))
+        rest = [(ts, train, test, Cs, eps, self.normalize, plan.new_method, stop,
+                 plan.inner_tol, plan.threshold, self.callback) for train, test in splits]
+        folds = _fit_folds(self.client, self.n_jobs, _fit_fold, bank, rest)
 
         n_s, n_c = len(splits), Cs.size
         scores = np.empty((n_c, n_s))

@@ -263,14 +263,15 @@ class DualSolver:
         held = {"K": None, "bytes": 0.0}
         allow = 8.0 * n * n if n * n * 8 <= self._budget else np.inf
 
-        def whole():
-            if held["K"] is None and held["bytes"] >= allow:
+        def whole(r=0):
+            # Also when one block would be half the matrix (n near the block size).
+            if held["K"] is None and max(held["bytes"], 16.0 * r * r) >= allow:
                 stats.n_requests += 1
                 held["K"] = storage.combine(w, np.empty((n, n)))
             return held["K"]
 
         def block(kr):
-            K = whole()
+            K = whole(kr.size)
             if K is not None:
                 return K[np.ix_(kr, kr)], None
             stats.n_requests += 1
