@@ -196,6 +196,28 @@ def test_a_call_receives_blocks_and_vectors_not_rows(client):
     assert d2.bytes_received / bank.storage.n_shards < 8 * n * n / 4
 
 
+def test_a_call_needing_many_blocks_fetches_the_matrix_once(client):
+    """Blocks whose bytes add up to the whole matrix: the rest of the call reads
+    the combined matrix, fetched once, so a call receives at most about twice it."""
+    X, y = _two_moons(300, 5)
+    specs = grid(4)
+    serial = KernelBank.from_specs(X, specs, storage="on_the_fly", cache_size=0.2)
+    bank = KernelBank.from_specs(X, specs, storage="on_the_fly", client=client)
+    n, m = bank.n_samples, bank.n_kernels
+    w = np.full(m, 1.0 / m)
+    o1, o2 = SVMDual(serial, y, C=1000.0, tol=1e-8), SVMDual(bank, y, C=1000.0, tol=1e-8)
+    o1._solver.block_size = o2._solver.block_size = 2  # many small blocks
+    a = o1(w)
+    before = bank.storage.traffic.copy()
+    b = o2(w)
+    d = bank.storage.traffic - before
+    assert o1.last_stats.n_blocks * 8 * (2 * 2 + n) > 8 * n * n  # blocks alone would exceed it
+    per_shard = d.bytes_received / bank.storage.n_shards
+    assert 8 * n * n <= per_shard <= 2 * 8 * n * n + 8 * (4 + n) + 8 * m
+    # both stop at points of the SMO tolerance (relative error of J at most 2 tol)
+    assert b.converged and abs(b.value - a.value) <= 2e-8 * abs(a.value)
+
+
 # ---------------------------------------------------------------- whole runs
 @pytest.mark.parametrize(
     "method, stop",

@@ -18,7 +18,14 @@ verb                           sent to each active shard     answered
 ``combine(w)``                 its weights                   ``n x n``, summed
 ``quad_forms(v, S, kernels)``  ``v_S``, ``S``, kernels       its ``q_k``, concatenated
 ``blocks(kernels, r, c)``      kernels, ``r``, ``c``         its blocks, concatenated
+``combined_block(w, B)``       its weights, ``B``            ``|B| x |B|``, summed
+``combined_matvec(w, B, c)``   its weights, ``B``, ``c``     ``n`` numbers, summed
 =============================  ===========================  =============================
+
+The SMO solver uses only the last two (and ``q``): each shard computes
+the rows of a working set ``B`` of its part of ``K(w)`` and keeps them in
+a row cache on its worker, and only the ``|B| x |B|`` block and the
+gradient update (an ``n``-vector) travel, never rows.
 
 A shard whose weights are all zero is not asked for rows, diagonals or
 combined matrices. Weights travel as (indices, values) when at most half of
