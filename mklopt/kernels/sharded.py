@@ -375,6 +375,11 @@ class _Shard:
 
     def combine(self, w):
         self._set_threads()
+        # The whole matrix replaces the cached rows (the budget counts one
+        # n x n work matrix per shard): a new cache's memory is not touched
+        # until rows are written to it.
+        self._cache = RowCache(self.n, self._cache.capacity)
+        self._cache_w = None
         return self.st.combine(_decode(w), np.empty((self.n, self.n)))
 
     def quad_forms(self, vS, S, kernels):

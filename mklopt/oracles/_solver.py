@@ -21,6 +21,15 @@ Every oracle (classification, epsilon-SVR, one-class) hands a
   variables. Both paths return a point of the same tolerance, so their
   values agree to it, and so do their ``alpha`` where the optimum is unique.
 
+A storage whose kernels live elsewhere (a sharded bank, with its kernels
+on the workers of a Dask cluster) takes the block path whatever ``n``, and
+answers its two reads itself: the block ``K(w)[B, B]`` of a working set and
+the product ``sum_j c_j K(w)[B_j]`` that updates the gradient (and, on the
+support, rebuilds it for a warm start). Its shards cache the rows on their
+workers, so a block costs ``8 |B|^2`` bytes and a product ``8 n``, never
+``8 |B| n``; a call whose blocks would add up to the whole ``n x n`` matrix
+fetches that matrix once instead (``DualSolver._remote_reads``).
+
 Cached rows belong to one weight vector: a call at new weights starts with
 an empty cache. Within a call, the rows that rebuild the gradient of a warm
 start (those of the support vectors) are the ones SMO reads most, so they
@@ -71,7 +80,8 @@ class SolveStats:
     n_blocks : int
         Working-set blocks of the row path (0 on the whole-matrix path).
     rows_computed, rows_cached : int
-        Kernel rows computed by the storage, and served from the cache.
+        Kernel rows computed by the storage, and served from the cache (0
+        for a storage that computes and caches its rows remotely).
     n_requests : int
         Batched row requests made to the storage.
     row_seconds : float
@@ -123,6 +133,9 @@ class DualSolver:
     ----------
     whole_matrix : bool
         Which path is used (see the module notes).
+    remote : bool
+        Whether the storage answers the block path's reads itself (a
+        sharded bank); then there is no client-side cache.
     cache : RowCache or None
         The row cache of the block path.
     """
