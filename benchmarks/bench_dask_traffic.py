@@ -11,6 +11,10 @@ sizes ``n``. Two counts, per shard and per oracle call:
   workers' messages to the scheduler (heartbeats) are left out;
 * **the storage's**: ``bank.storage.traffic`` (array payloads only).
 
+Times per call (the Level step included) are given next to the same run
+on one process's bank (on the fly, numba on all its threads) as the
+reference measured in the same run (the same method, as many calls).
+
 The first call is cold (``alpha = 0``); the later ones are warm-started, as
 in every method's run. Run it on another checkout (``PYTHONPATH=...``) to
 compare versions: the cluster's workers import the same mklopt as this
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -121,8 +126,8 @@ def main(argv=None):
     _install_counter(workers)
     print("| n | m | call | Dask sent / shard KiB | Dask received / shard KiB "
           "| received / 8n^2 | received / 8(n + m) | storage received / shard KiB "
-          "| round trips |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| round trips | ms | one process ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     try:
         for d in args.features:
             for n in args.sizes:
@@ -132,26 +137,41 @@ def main(argv=None):
                 try:
                     m, a = bank.n_kernels, bank.storage.n_shards
                     rows = []
-                    marks = [(dask_bytes(client, workers), bank.storage.traffic.copy())]
+                    # The reference of the same run: the same Level run on one
+                    # process's bank (numba on all its threads), time per call.
+                    single = KernelBank.from_specs(X, grid(d), storage="on_the_fly",
+                                                   cache_size=args.cache)
+                    ends = [time.perf_counter()]
+                    solve(SVMDual(single, y, C=10.0, tol=1e-4), LevelBundle(),
+                          stop=MaxOracleCalls(args.calls),
+                          callback=lambda p: ends.append(time.perf_counter()))
+                    ref = 1e3 * np.diff(ends)
+                    # Each mark: (Dask bytes, storage counts, time the call ended,
+                    # time the counts were read); the time of a call (with the
+                    # method's step) runs from the previous mark's reading.
+                    now = time.perf_counter()
+                    marks = [(dask_bytes(client, workers), bank.storage.traffic.copy(), now,
+                              time.perf_counter())]
 
                     def record(progress):
-                        marks.append((dask_bytes(client, workers), bank.storage.traffic.copy()))
+                        end = time.perf_counter()
+                        marks.append((dask_bytes(client, workers), bank.storage.traffic.copy(),
+                                       end, time.perf_counter()))
 
                     solve(SVMDual(bank, y, C=10.0, tol=1e-4), LevelBundle(),
                           stop=MaxOracleCalls(args.calls), callback=record)
-                    for k in range(1, len(marks)):
-                        (s0, r0), t0 = marks[k - 1]
-                        (s1, r1), t1 = marks[k]
+                    for (d0, t0, _, read0), (d1, t1, end1, _) in zip(marks, marks[1:]):
                         t = t1 - t0
-                        rows.append(((s1 - s0) / a, (r1 - r0) / a, t.bytes_received / a,
-                                     t.n_round_trips))
-                    for k, (sent, recv, srecv, trips) in enumerate(rows):
+                        rows.append(((d1[0] - d0[0]) / a, (d1[1] - d0[1]) / a,
+                                     t.bytes_received / a, t.n_round_trips,
+                                     1e3 * (end1 - read0)))
+                    for k, (sent, recv, srecv, trips, ms) in enumerate(rows):
                         if k > 1 and k < len(rows) - 1:
                             continue  # first, second and last calls
                         print(f"| {n:,} | {m} | {k + 1}{' (cold)' if k == 0 else ''} | "
                               f"{kib(sent)} | {kib(recv)} | {recv / (8 * n * n):.3f} | "
-                              f"{recv / (8 * (n + m)):.1f} | {kib(srecv)} | {trips} |",
-                              flush=True)
+                              f"{recv / (8 * (n + m)):.1f} | {kib(srecv)} | {trips} | "
+                              f"{ms:.0f} | {ref[k]:.0f} |", flush=True)
                     warm = np.array([r[1] for r in rows[1:]])
                     if warm.size:
                         print(f"| {n:,} | {m} | median of warm calls | "
@@ -159,7 +179,9 @@ def main(argv=None):
                               f"{kib(np.median(warm))} | {np.median(warm) / (8 * n * n):.3f} | "
                               f"{np.median(warm) / (8 * (n + m)):.1f} | "
                               f"{kib(np.median([r[2] for r in rows[1:]]))} | "
-                              f"{int(np.median([r[3] for r in rows[1:]]))} |", flush=True)
+                              f"{int(np.median([r[3] for r in rows[1:]]))} | "
+                              f"{np.median([r[4] for r in rows[1:]]):.0f} | "
+                              f"{np.median(ref[1:]):.0f} |", flush=True)
                 finally:
                     bank.storage.close()
     finally:
