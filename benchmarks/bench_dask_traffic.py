@@ -103,6 +103,42 @@ def kib(b):
     return f"{b / 1024:,.1f}"
 
 
+def measure(client, workers, bank, X, y, d, args):
+    """Per call of a Level run on the sharded ``bank``: bytes, trips and ms; and the
+    reference, ms per call of the same run on one process's bank."""
+    a = bank.storage.n_shards
+    rows = []
+    # The reference of the same run: the same Level run on one
+    # process's bank (numba on all its threads), time per call.
+    single = KernelBank.from_specs(X, grid(d), storage="on_the_fly",
+                                   cache_size=args.cache)
+    ends = [time.perf_counter()]
+    solve(SVMDual(single, y, C=10.0, tol=1e-4), LevelBundle(),
+          stop=MaxOracleCalls(args.calls),
+          callback=lambda p: ends.append(time.perf_counter()))
+    ref = 1e3 * np.diff(ends)
+    # Each mark: (Dask bytes, storage counts, time the call ended,
+    # time the counts were read); the time of a call (with the
+    # method's step) runs from the previous mark's reading.
+    now = time.perf_counter()
+    marks = [(dask_bytes(client, workers), bank.storage.traffic.copy(), now,
+              time.perf_counter())]
+
+    def record(progress):
+        end = time.perf_counter()
+        marks.append((dask_bytes(client, workers), bank.storage.traffic.copy(),
+                       end, time.perf_counter()))
+
+    solve(SVMDual(bank, y, C=10.0, tol=1e-4), LevelBundle(),
+          stop=MaxOracleCalls(args.calls), callback=record)
+    for (d0, t0, _, read0), (d1, t1, end1, _) in zip(marks, marks[1:]):
+        t = t1 - t0
+        rows.append(((d1[0] - d0[0]) / a, (d1[1] - d0[1]) / a,
+                     t.bytes_received / a, t.n_round_trips,
+                     1e3 * (end1 - read0)))
+    return rows, ref
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[250, 500, 1000, 2000])
@@ -135,36 +171,8 @@ def main(argv=None):
                 bank = KernelBank.from_specs(X, grid(d), storage="on_the_fly", client=client,
                                              cache_size=args.cache)
                 try:
-                    m, a = bank.n_kernels, bank.storage.n_shards
-                    rows = []
-                    # The reference of the same run: the same Level run on one
-                    # process's bank (numba on all its threads), time per call.
-                    single = KernelBank.from_specs(X, grid(d), storage="on_the_fly",
-                                                   cache_size=args.cache)
-                    ends = [time.perf_counter()]
-                    solve(SVMDual(single, y, C=10.0, tol=1e-4), LevelBundle(),
-                          stop=MaxOracleCalls(args.calls),
-                          callback=lambda p: ends.append(time.perf_counter()))
-                    ref = 1e3 * np.diff(ends)
-                    # Each mark: (Dask bytes, storage counts, time the call ended,
-                    # time the counts were read); the time of a call (with the
-                    # method's step) runs from the previous mark's reading.
-                    now = time.perf_counter()
-                    marks = [(dask_bytes(client, workers), bank.storage.traffic.copy(), now,
-                              time.perf_counter())]
-
-                    def record(progress):
-                        end = time.perf_counter()
-                        marks.append((dask_bytes(client, workers), bank.storage.traffic.copy(),
-                                       end, time.perf_counter()))
-
-                    solve(SVMDual(bank, y, C=10.0, tol=1e-4), LevelBundle(),
-                          stop=MaxOracleCalls(args.calls), callback=record)
-                    for (d0, t0, _, read0), (d1, t1, end1, _) in zip(marks, marks[1:]):
-                        t = t1 - t0
-                        rows.append(((d1[0] - d0[0]) / a, (d1[1] - d0[1]) / a,
-                                     t.bytes_received / a, t.n_round_trips,
-                                     1e3 * (end1 - read0)))
+                    m = bank.n_kernels
+                    rows, ref = measure(client, workers, bank, X, y, d, args)
                     for k, (sent, recv, srecv, trips, ms) in enumerate(rows):
                         if k > 1 and k < len(rows) - 1:
                             continue  # first, second and last calls

@@ -14,6 +14,7 @@ from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..oracles import SVRDual
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
+from ._params import check_estimator_client
 from ._path import _recording, c_path
 from ._sklearn import (
     HAS_SKLEARN,
@@ -22,7 +23,6 @@ from ._sklearn import (
     RegressorMixin,
     SharedClientMixin,
 )
-from ._params import check_estimator_client
 from .mkl_cv import _fit_folds, _splits, _StopFactory, check_Cs, set_cv_results
 from .mkl_tasks import MKLRegressor
 
