@@ -216,6 +216,18 @@ def test_a_call_needing_many_blocks_fetches_the_matrix_once(client):
     assert 8 * n * n <= per_shard <= 2 * 8 * n * n + 8 * (4 + n) + 8 * m
     # both stop at points of the SMO tolerance (relative error of J at most 2 tol)
     assert b.converged and abs(b.value - a.value) <= 2e-8 * abs(a.value)
+    # the next calls start on the matrix: one request for it, then q
+    from mklopt.oracles._solver import MATRIX_CALLS_AFTER_CAP
+
+    for _ in range(MATRIX_CALLS_AFTER_CAP):
+        before = bank.storage.traffic.copy()
+        b = o2(w, warm_start=b.alpha)
+        d = bank.storage.traffic - before
+        assert d.n_round_trips == 2
+        assert d.bytes_received == bank.storage.n_shards * 8 * n * n + 8 * m
+    before = bank.storage.traffic.copy()
+    o2(w, warm_start=b.alpha)  # then blocks again (warm and solved: one update at most)
+    assert (bank.storage.traffic - before).bytes_received < 8 * n * n
 
 
 # ---------------------------------------------------------------- whole runs

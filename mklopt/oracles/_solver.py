@@ -67,6 +67,9 @@ __all__ = ["RowCache", "DualSolver", "SolveStats"]
 FULL_MAX_SAMPLES = 16384
 #: Default working-set size of the block path.
 BLOCK_SIZE = 256
+#: Calls of a remote storage that start on the whole combined matrix after a
+#: call whose blocks added up to it (see ``DualSolver._remote_reads``).
+MATRIX_CALLS_AFTER_CAP = 4
 
 
 @dataclass
@@ -151,6 +154,7 @@ class DualSolver:
         # so that only blocks and n-vectors travel (see the module notes).
         self.remote = hasattr(self.storage, "combined_block")
         self._budget = budget
+        self._matrix_calls = 0  # calls left that start on the whole matrix
         self.whole_matrix = (
             not self.remote and n <= FULL_MAX_SAMPLES and n * n * 8 <= budget
         )
@@ -270,17 +274,28 @@ class DualSolver:
         ``8 n^2`` bytes of the whole combined matrix (ill-conditioned
         problems can need hundreds) fetches that matrix once, when it fits
         the byte budget, and reads the rest of the call from it: a call then
-        never receives much more than twice the matrix.
+        never receives much more than twice the matrix. The next
+        :data:`MATRIX_CALLS_AFTER_CAP` calls then fetch the matrix at once
+        (once each), as hard calls of a run tend to follow each other.
         """
         storage, n = self.storage, self.n
         held = {"K": None, "bytes": 0.0}
         allow = 8.0 * n * n if n * n * 8 <= self._budget else np.inf
+        # After a call that hit the cap, the next few start on the matrix:
+        # the calls of one run are alike, and a hard one tends to be followed
+        # by hard ones, each of which would pay the blocks and the matrix.
+        at_once = self._matrix_calls > 0 and allow < np.inf
+        self._matrix_calls = max(0, self._matrix_calls - 1)
 
         def whole(r=0):
-            # Also when one block would be half the matrix (n near the block size).
-            if held["K"] is None and max(held["bytes"], 16.0 * r * r) >= allow:
-                stats.n_requests += 1
-                held["K"] = storage.combine(w, np.empty((n, n)))
+            if held["K"] is None:
+                # Also when one block would be half the matrix (n near the block size).
+                capped = held["bytes"] >= allow
+                if at_once or capped or 16.0 * r * r >= allow:
+                    if capped:
+                        self._matrix_calls = MATRIX_CALLS_AFTER_CAP
+                    stats.n_requests += 1
+                    held["K"] = storage.combine(w, np.empty((n, n)))
             return held["K"]
 
         def block(kr):
