@@ -28,7 +28,7 @@ the product ``sum_j c_j K(w)[B_j]`` that updates the gradient (and, on the
 support, rebuilds it for a warm start). Its shards cache the rows on their
 workers, so a block costs ``8 |B|^2`` bytes and a product ``8 n``, never
 ``8 |B| n``; a call whose blocks would add up to the whole ``n x n`` matrix
-fetches that matrix once instead (``DualSolver._remote_reads``).
+fetches that matrix once and finishes on it (``DualSolver._remote_reads``).
 
 Cached rows belong to one weight vector: a call at new weights starts with
 an empty cache. Within a call, the rows that rebuild the gradient of a warm
@@ -273,8 +273,9 @@ class DualSolver:
         storage. A solve that needs so many blocks that they add up to the
         ``8 n^2`` bytes of the whole combined matrix (ill-conditioned
         problems can need hundreds) fetches that matrix once, when it fits
-        the byte budget, and reads the rest of the call from it: a call then
-        never receives much more than twice the matrix. The next
+        the byte budget, and finishes with SMO on it (the whole-matrix path,
+        from the current point): a call then never receives much more than
+        twice the matrix, and a hard call costs what it costs there. The next
         :data:`MATRIX_CALLS_AFTER_CAP` calls then fetch the matrix at once
         (once each), as hard calls of a run tend to follow each other.
         """
@@ -314,14 +315,20 @@ class DualSolver:
             held["bytes"] += 8.0 * n
             return storage.combined_matvec(w, kr, coef)
 
-        return block, dot
+        def matrix():
+            return whole()
 
-    def _decompose(self, a, tol, max_iter, stats, block, dot):
+        return block, dot, matrix
+
+    def _decompose(self, a, tol, max_iter, stats, block, dot, matrix=None):
         """The decomposition loop over two reads of ``K(w)``.
 
         ``block(kr)`` returns ``(K[kr][:, kr], held)`` and ``dot(kr, coef,
         held)`` returns ``sum_j coef[j] K[kr[j]]`` (``held`` is what the
         block read left for it, None for the warm start's product).
+        ``matrix()``, when given, returns the whole ``K(w)`` once the reads
+        have fetched it (else None): the solve then ends with SMO on it,
+        from the current point and its exact gradient.
         """
         P = self.problem
         s, rows, upper = P.signs, P.rows, P.upper
@@ -335,6 +342,11 @@ class DualSolver:
         n_iter = 0
         stall = 0
         while n_iter < max_iter:
+            K = None if matrix is None else matrix()
+            if K is not None:
+                n_iter += int(smo_solve(K, rows, s, upper, a, grad, tol, max_iter - n_iter,
+                                        True))
+                break
             B, violation = _select_block(s, upper, a, grad, q, tol)
             if B is None:
                 break
