@@ -329,6 +329,30 @@ def test_boosting_rounds_are_named_tasks_on_a_bank_scattered_once(client, sonar)
         client.scheduler_info()["workers"])
 
 
+def test_boosting_rounds_go_on_after_a_worker_holding_the_bank_dies(client, sonar):
+    """The bank is on every worker: the rounds after a death run on the survivor."""
+    X, y = sonar
+    specs = grid(X.shape[1], protocol="mkboost2013")
+    bank = KernelBank.from_specs(X, specs, storage="dense")
+    method = Boosting("D1", n_rounds=4, random_state=11)
+    a = solve(WeakLearners(bank, y, C=50.0), method)
+    oracle = WeakLearners(bank, y, C=50.0, client=client, chunk_size=9)
+
+    def kill_after_round_2(progress):
+        if progress.n_oracle_calls == 2:
+            worker = sorted(client.scheduler_info()["workers"])[0]
+            os.kill(client.run(os.getpid, workers=[worker])[worker], signal.SIGKILL)
+
+    try:
+        with no_hang(120):
+            b = solve(oracle, method, callback=kill_after_round_2)
+        assert oracle.n_calls == 4
+        np.testing.assert_allclose(b.extra["train_margin"], a.extra["train_margin"],
+                                   rtol=1e-12)
+    finally:
+        _wait_for_two(client)
+
+
 # ---------------------------------------------------------------- failures
 def _kill_worker_of_shard(client, bank, s=0):
     worker = bank.storage.shards[s].worker
