@@ -37,7 +37,7 @@ import numba
 
 from ._optional import optional
 
-__all__ = ["check_n_jobs", "parallel_map", "task_names"]
+__all__ = ["check_n_jobs", "client_map", "parallel_map", "task_names"]
 
 _JOBLIB_HINT = "install it with pip install joblib (it comes with scikit-learn)"
 
@@ -169,6 +169,42 @@ def _on_dask(client, func, tasks, pid, on_done=None):
         # nothing is left running on the cluster; after success this only
         # drops the results the workers still hold.
         client.cancel(futures)
+
+
+def client_map(client, func, shared, tasks, names):
+    """``[func(shared, *args) for args in tasks]`` as named tasks on a Dask client.
+
+    ``shared`` (a large input every task reads, such as a kernel bank) is
+    scattered to every worker once, not sent with each task; a copy on each
+    worker lets a task whose worker died run again elsewhere (Dask retries
+    it, up to ``distributed.scheduler.allowed-failures`` times, then raises
+    ``KilledWorker`` naming it). Task ``k`` is ``mklopt-<names[k]>-<token>``
+    on the dashboard. Whatever happens, nothing is left on the cluster.
+
+    Returns
+    -------
+    list
+        The results in the order of ``tasks``.
+    """
+    token = uuid.uuid4().hex[:8]
+    pid = os.getpid()
+    big = client.scatter(shared, broadcast=True, hash=False)
+    futures = []
+    try:
+        for name, args in zip(names, tasks, strict=True):
+            futures.append(client.submit(_call_shared, func, big, args, pid,
+                                         key=f"mklopt-{name}-{token}", pure=False))
+        return client.gather(futures)
+    finally:
+        client.cancel(futures)
+        # Not cancelled with the tasks (cancelling a key cancels what
+        # depends on it): released once they are gone.
+        big.release()
+
+
+def _call_shared(func, shared, args, parent_pid):
+    with _worker_threads(parent_pid):
+        return func(shared, *args)
 
 
 def _call(func, args, parent_pid):

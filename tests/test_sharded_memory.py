@@ -24,6 +24,9 @@ from tests._cluster import local_client, no_hang, shards_on_workers, wait_releas
 distributed = pytest.importorskip("distributed")
 
 LIMIT = 800e6
+#: A row cache below n x n (n = 1200): the serial bank then takes the SMO
+#: solver's block path, as a sharded bank does.
+BLOCK_PATH = 5.0
 WIDTHS = [2.0**k for k in range(-4, 8)]
 
 
@@ -88,11 +91,14 @@ def test_a_bank_larger_than_one_worker_is_split_under_the_limits(client):
         freed = {w: held[w] - rss for w, rss in client.run(_rss).items()}
         for s in shards:
             assert freed[s.worker] >= 0.9 * s.nbytes
-        serial = KernelBank.from_specs(X, sp, storage="dense")
+        serial = KernelBank.from_specs(X, sp, storage="dense", cache_size=BLOCK_PATH)
         a = solve(SVMDual(serial, y, C=10.0, tol=1e-6), AnalyticLp(2.0), stop=stop)
+    # n = 1200 takes several blocks, whose choice can differ at the rounding
+    # level of the shards' sums: both runs stop within the SMO tolerance
+    # (relative error of J at most 2 tol, see SVMDual), not at one point.
     assert b.n_oracle_calls == a.n_oracle_calls
-    assert np.abs(b.weights - a.weights).max() <= 1e-10 * np.abs(a.weights).max()
-    assert abs(b.value - a.value) <= 1e-10 * abs(a.value)
+    assert np.abs(b.weights - a.weights).max() <= 1e-5 * np.abs(a.weights).max()
+    assert abs(b.value - a.value) <= 2e-6 * abs(a.value)
 
 
 def test_one_group_larger_than_one_worker_is_split_when_it_must_be(client):
@@ -113,7 +119,7 @@ def test_one_group_larger_than_one_worker_is_split_when_it_must_be(client):
             b = solve(SVMDual(bank, y, C=10.0, tol=1e-6), AnalyticLp(2.0), stop=stop)
         finally:
             bank.storage.close()
-        serial = KernelBank.from_specs(X, sp, storage="dense")
+        serial = KernelBank.from_specs(X, sp, storage="dense", cache_size=BLOCK_PATH)
         np.testing.assert_allclose(bank.scales, serial.scales, rtol=1e-12)
         a = solve(SVMDual(serial, y, C=10.0, tol=1e-6), AnalyticLp(2.0), stop=stop)
     assert np.abs(b.weights - a.weights).max() <= 1e-10 * np.abs(a.weights).max()

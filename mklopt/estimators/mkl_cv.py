@@ -12,7 +12,7 @@ from itertools import combinations
 
 import numpy as np
 
-from .._parallel import check_n_jobs, parallel_map
+from .._parallel import check_n_jobs, client_map, parallel_map
 from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..kernels.stack import _as_stack
@@ -21,11 +21,17 @@ from ..oracles import CompositeOracle, LogisticDual, SVMDual
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._checks import check_feature_names, check_is_fitted, check_X_y, check_y
 from ._ovo import ovo_vote, pair_label
-from ._params import check_standardize
+from ._params import check_estimator_client, check_standardize
 from ._path import _recording, c_path
 from ._precomputed import is_precomputed, precomputed_bank
 from ._progress import PointTicker, TaskProgress, fold_summary, write
-from ._sklearn import HAS_SKLEARN, BaseEstimator, ClassifierMixin, ConvergenceWarning
+from ._sklearn import (
+    HAS_SKLEARN,
+    BaseEstimator,
+    ClassifierMixin,
+    ConvergenceWarning,
+    SharedClientMixin,
+)
 from .mkl import MKLClassifier
 
 __all__ = ["MKLClassifierCV"]
@@ -232,7 +238,7 @@ def _paths(problems, Cs, form, guide=None, where=(), on_point=None):
 
 
 def _fit_folds(bank, y_idx, splits, pairs, Cs, form, n_jobs, where=None, ticker=None,
-               done=None):
+               done=None, client=None):
     """Every fold's paths: the first fold's alone, then the others guided by it.
 
     The folds' training sets overlap (by 3/4 with five folds), so their
@@ -242,7 +248,8 @@ def _fit_folds(bank, y_idx, splits, pairs, Cs, form, n_jobs, where=None, ticker=
     other fold's path then starts from the first fold's weights at the
     first ``C`` (instead of a cold start) and follows its steps (see
     :func:`~mklopt.estimators._path.c_path`'s ``guide``). With ``n_jobs``
-    those other folds run in parallel, with the serial answers.
+    those other folds run in parallel, with the serial answers (with a
+    Dask ``client``: as tasks on the cluster, see :func:`_map_folds`).
 
     For the progress lines: ``where(k)`` labels fold ``k``'s paths,
     ``ticker(k)`` is its ``on_point`` and ``done(k, fold)`` is called as
@@ -259,10 +266,10 @@ def _fit_folds(bank, y_idx, splits, pairs, Cs, form, n_jobs, where=None, ticker=
     if done is not None:
         done(0, first)
     guide = first[2]
-    tasks = ((bank, y_idx, tr, te, pairs, Cs, form, guide, labels(k + 1), tick(k + 1))
-             for k, (tr, te) in enumerate(rest))
-    others = parallel_map(_fit_fold, tasks, n_jobs, n_tasks=len(rest),
-                          on_done=None if done is None else (lambda k, f: done(k + 1, f)))
+    tasks = [(y_idx, tr, te, pairs, Cs, form, guide, labels(k + 1), tick(k + 1))
+             for k, (tr, te) in enumerate(rest)]
+    others = _map_folds(client, n_jobs, _fit_fold, bank, tasks, first=1,
+                        on_done=None if done is None else (lambda k, f: done(k + 1, f)))
     return [first[:2]] + [fold[:2] for fold in others]
 
 
@@ -310,6 +317,26 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, form, guide=None, where=(), o
 
 def _oracle_at(form, y, view, C, tol):
     return form.oracle(view, y, C, tol)
+
+
+def _map_folds(client, n_jobs, fit_fold, bank, rest, first=0, on_done=None):
+    """``[fit_fold(bank, *args) for args in rest]``: one fold (its C path) per call.
+
+    With a Dask ``client`` each fold is a task named ``mklopt-fold-<k>``
+    (``k`` counted from ``first``), and the bank, every fold's input, is
+    scattered to the workers once; otherwise the folds go through
+    :func:`~mklopt._parallel.parallel_map`. ``on_done(k, fold)`` as fold
+    ``k`` of ``rest`` ends (on a cluster: when all are gathered).
+    """
+    if client is not None:
+        out = client_map(client, fit_fold, bank, rest,
+                         [f"fold-{first + k}" for k in range(len(rest))])
+        if on_done is not None:
+            for k, fold in enumerate(out):
+                on_done(k, fold)
+        return out
+    return parallel_map(fit_fold, ((bank, *args) for args in rest), n_jobs, n_tasks=len(rest),
+                        on_done=on_done)
 
 
 class _FoldModel(ClassifierMixin, BaseEstimator):
@@ -401,7 +428,7 @@ def set_cv_results(est, Cs, scores, fit_time, score_time, folds):
     est.path_converged_ = np.stack([s["converged"] for s in stats])
 
 
-class MKLClassifierCV(ClassifierMixin, BaseEstimator):
+class MKLClassifierCV(SharedClientMixin, ClassifierMixin, BaseEstimator):
     """Multiple kernel learning classifier with ``C`` chosen by cross-validation.
 
     Scores every ``C`` of the grid ``Cs`` by cross-validation, as
@@ -483,6 +510,13 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         elapsed time and an estimate of the time left, then the refit's own
         lines; 2 also a line per oracle call. Folds run in parallel report
         their points as each fold ends. See :doc:`/progress`.
+    client : distributed.Client, optional
+        A running Dask client: every fold (its warm-started C path over all
+        pairs) is a task named ``mklopt-fold-<k>``, and the kernel bank is
+        scattered to the workers once. A fold whose worker dies is run again
+        by Dask. The scores equal those without a client; the refit at the
+        best ``C`` runs in this process. Cannot be combined with ``n_jobs``;
+        clones share the client.
 
     Attributes
     ----------
@@ -545,8 +579,8 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
     chosen ``C`` is the grid search's wherever their scores are further
     apart than those few points; tighten ``tol`` to narrow that margin.
 
-    *Not passed through.* ``client`` of :class:`MKLClassifier` has no
-    counterpart: the one bank lives in this process.
+    *Not passed through.* ``client`` here runs the folds on a cluster (the
+    bank is scattered to its workers); the refit runs in this process.
 
     Examples
     --------
@@ -586,6 +620,7 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         n_jobs=None,
         multiclass="ovo",
         verbose=0,
+        client=None,
     ):
         self.Cs = Cs
         self.cv = cv
@@ -610,6 +645,7 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.multiclass = multiclass
+        self.client = client
 
     def _estimator(self, C):
         """The :class:`MKLClassifier` of this grid at ``C``."""
@@ -642,6 +678,7 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
         X_given, y_given = X, y
         Cs = check_Cs(self.Cs)
         check_n_jobs(self.n_jobs)
+        check_estimator_client(self.client, self.n_jobs)
         scorer = _scorer(self.scoring)
         base = self._estimator(float(Cs[0]))
         if is_precomputed(self.kernels):
@@ -704,7 +741,7 @@ class MKLClassifierCV(ClassifierMixin, BaseEstimator):
 
             folds = _fit_folds(bank, y_idx, splits, pairs, Cs, form, self.n_jobs, where,
                                (lambda k: PointTicker(progress, k)) if progress.on else None,
-                               done if progress.on else None)
+                               done if progress.on else None, self.client)
 
         n_c = Cs.size
         scores = np.empty((n_c, n_s))

@@ -8,16 +8,23 @@ import warnings
 
 import numpy as np
 
-from .._parallel import check_n_jobs, parallel_map
+from .._parallel import check_n_jobs
 from .._validation import check_real
 from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..oracles import RidgeDual, SVRDual
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
+from ._params import check_estimator_client
 from ._path import _recording, c_path
 from ._progress import PointTicker, TaskProgress, fold_summary, write
-from ._sklearn import HAS_SKLEARN, BaseEstimator, ConvergenceWarning, RegressorMixin
-from .mkl_cv import _splits, _StopFactory, check_Cs, set_cv_results
+from ._sklearn import (
+    HAS_SKLEARN,
+    BaseEstimator,
+    ConvergenceWarning,
+    RegressorMixin,
+    SharedClientMixin,
+)
+from .mkl_cv import _map_folds, _splits, _StopFactory, check_Cs, set_cv_results
 from .mkl_tasks import MKLRegressor
 
 __all__ = ["MKLRegressorCV"]
@@ -103,7 +110,7 @@ def _scorer(scoring):
     return check_scoring(MKLRegressor(), scoring=scoring)
 
 
-class MKLRegressorCV(RegressorMixin, BaseEstimator):
+class MKLRegressorCV(SharedClientMixin, RegressorMixin, BaseEstimator):
     """Multiple kernel learning regression with ``C`` chosen by cross-validation.
 
     The regression counterpart of :class:`MKLClassifierCV`: scores every
@@ -147,6 +154,10 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         then the refit's own lines; 2 also a line per oracle call. Folds
         run in parallel report their points as each fold ends. See
         :doc:`/progress`.
+    client : distributed.Client, optional
+        As for :class:`MKLClassifierCV`: each fold's C path is a Dask task
+        named ``mklopt-fold-<k>``, the bank is scattered once, and the refit
+        runs in this process. Cannot be combined with ``n_jobs``.
 
     Attributes
     ----------
@@ -201,6 +212,7 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         callback=None,
         n_jobs=None,
         verbose=0,
+        client=None,
     ):
         self.Cs = Cs
         self.cv = cv
@@ -225,6 +237,7 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         self.callback = callback
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.client = client
 
     def _estimator(self, C):
         return MKLRegressor(C=C, **{name: getattr(self, name) for name in _SHARED})
@@ -252,6 +265,7 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
         t = check_targets(y, X.shape[0], name)
         Cs = check_Cs(self.Cs)
         check_n_jobs(self.n_jobs)
+        check_estimator_client(self.client, self.n_jobs)
         scorer = _scorer(self.scoring)
         base = self._estimator(float(Cs[0]))
         plan = base._check_common(X)  # validates every passed-through parameter
@@ -297,10 +311,10 @@ class MKLRegressorCV(RegressorMixin, BaseEstimator):
             first = _fit_fold(bank, ts, train, test, *args, None, where(0), tick(0))
             if progress.on:
                 done(0, first)
-            tasks = ((bank, ts, tr, te, *args, first[2], where(k + 1), tick(k + 1))
-                     for k, (tr, te) in enumerate(rest))
-            others = parallel_map(
-                _fit_fold, tasks, self.n_jobs, n_tasks=len(rest),
+            tasks = [(ts, tr, te, *args, first[2], where(k + 1), tick(k + 1))
+                     for k, (tr, te) in enumerate(rest)]
+            others = _map_folds(
+                self.client, self.n_jobs, _fit_fold, bank, tasks, first=1,
                 on_done=(lambda k, f: done(k + 1, f)) if progress.on else None)
             folds = [first[:2]] + [fold[:2] for fold in others]
 

@@ -18,7 +18,14 @@ verb                           sent to each active shard     answered
 ``combine(w)``                 its weights                   ``n x n``, summed
 ``quad_forms(v, S, kernels)``  ``v_S``, ``S``, kernels       its ``q_k``, concatenated
 ``blocks(kernels, r, c)``      kernels, ``r``, ``c``         its blocks, concatenated
+``combined_block(w, B)``       its weights, ``B``            ``|B| x |B|``, summed
+``combined_matvec(w, B, c)``   its weights, ``B``, ``c``     ``n`` numbers, summed
 =============================  ===========================  =============================
+
+The SMO solver uses only the last two (and ``q``): each shard computes
+the rows of a working set ``B`` of its part of ``K(w)`` and keeps them in
+a row cache on its worker, and only the ``|B| x |B|`` block and the
+gradient update (an ``n``-vector) travel, never rows.
 
 A shard whose weights are all zero is not asked for rows, diagonals or
 combined matrices. Weights travel as (indices, values) when at most half of
@@ -72,6 +79,7 @@ import numpy as np
 from .._memory import fits, fmt_bytes
 from .._optional import require
 from .._version import __version__
+from ._rowcache import RowCache, cached_block, cached_dot
 
 __all__ = [
     "ShardedStorage",
@@ -85,6 +93,10 @@ __all__ = [
 #: Fraction of a worker's Dask ``memory_limit`` that its shards' storage may
 #: use (with one ``n x n`` work matrix each); see ``ShardedStorage``.
 WORKER_MEMORY_FRACTION = 0.6
+
+#: Most bytes a shard keeps of the rows it computed for the solver, on its
+#: worker (at most ``n`` rows: the ``n x n`` work matrix counted in its budget).
+SHARD_ROW_CACHE_BYTES = 2**31
 
 #: Cost of one kernel of a group, in units of one feature of its distance
 #: evaluation (on-the-fly storage): an exponential or a power per entry
@@ -332,6 +344,12 @@ class _Shard:
         self.st = bank.storage
         self.scales = np.asarray(bank.scales)
         self.n = int(bank.n_samples)
+        # The rows of this shard's partial K(w) that the solver's blocks
+        # read, kept here for the current weights: the client asks for
+        # blocks and products, never for the rows themselves.
+        cap = min(self.n, SHARD_ROW_CACHE_BYTES // (8 * max(1, self.n)))
+        self._cache = RowCache(self.n, max(1, cap))
+        self._cache_w = None
 
     def _set_threads(self):
         # A worker's numba threads match its Dask threads, so that two
@@ -357,6 +375,11 @@ class _Shard:
 
     def combine(self, w):
         self._set_threads()
+        # The whole matrix replaces the cached rows (the budget counts one
+        # n x n work matrix per shard): a new cache's memory is not touched
+        # until rows are written to it.
+        self._cache = RowCache(self.n, self._cache.capacity)
+        self._cache_w = None
         return self.st.combine(_decode(w), np.empty((self.n, self.n)))
 
     def quad_forms(self, vS, S, kernels):
@@ -368,6 +391,26 @@ class _Shard:
     def blocks(self, kernels, rows, cols):
         self._set_threads()
         return self.st.blocks(kernels, rows, cols)
+
+    def _rows_at(self, w):
+        """The row cache, emptied when the weights changed, and its row computer."""
+        w = _decode(w)
+        if self._cache_w is None or not np.array_equal(self._cache_w, w):
+            self._cache.clear()
+            self._cache_w = w
+
+        def compute(idx, out):
+            return self.st.rows(w, idx, out)
+
+        return self._cache, compute
+
+    def combined_block(self, w, idx):
+        self._set_threads()
+        return cached_block(*self._rows_at(w), idx)
+
+    def combined_matvec(self, w, idx, coef):
+        self._set_threads()
+        return cached_dot(*self._rows_at(w), idx, coef, np.zeros(self.n))
 
 
 @dataclass(frozen=True)
@@ -840,6 +883,27 @@ class ShardedStorage:
     def combine(self, w, out):
         calls = [(s, (ws,)) for s, ws in self._weights(w)]
         return self._summed(self._request("combine", calls), out)
+
+    def combined_block(self, w, idx):
+        """``K(w)[idx][:, idx]`` (``r x r``), from the rows cached on the workers.
+
+        Each active shard computes the rows ``idx`` of its part of ``K(w)``
+        (or finds them in its row cache, kept for the current ``w``) and
+        sends back only the ``r x r`` block: ``8 r^2`` bytes, not ``8 r n``.
+        """
+        calls = [(s, (ws, idx)) for s, ws in self._weights(w)]
+        return self._summed(self._request("combined_block", calls),
+                            np.empty((idx.size, idx.size)))
+
+    def combined_matvec(self, w, idx, coef):
+        """``sum_j coef[j] K(w)[idx[j]]`` (``n`` numbers), from the rows cached on the workers.
+
+        The solver's gradient update after a block, and the gradient of a
+        warm start (``idx`` the support, ``coef`` ``v_S``): ``8 n`` bytes
+        back per active shard, whatever ``len(idx)``.
+        """
+        calls = [(s, (ws, idx, coef)) for s, ws in self._weights(w)]
+        return self._summed(self._request("combined_matvec", calls), np.empty(self.n_samples))
 
     def _route(self, kernels):
         """Per shard: ``(positions in kernels, local indices)``; None means all kernels."""

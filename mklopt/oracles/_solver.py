@@ -21,6 +21,15 @@ Every oracle (classification, epsilon-SVR, one-class) hands a
   variables. Both paths return a point of the same tolerance, so their
   values agree to it, and so do their ``alpha`` where the optimum is unique.
 
+A storage whose kernels live elsewhere (a sharded bank, with its kernels
+on the workers of a Dask cluster) takes the block path whatever ``n``, and
+answers its two reads itself: the block ``K(w)[B, B]`` of a working set and
+the product ``sum_j c_j K(w)[B_j]`` that updates the gradient (and, on the
+support, rebuilds it for a warm start). Its shards cache the rows on their
+workers, so a block costs ``8 |B|^2`` bytes and a product ``8 n``, never
+``8 |B| n``; a call whose blocks would add up to the whole ``n x n`` matrix
+fetches that matrix once and finishes on it (``DualSolver._remote_reads``).
+
 Cached rows belong to one weight vector: a call at new weights starts with
 an empty cache. Within a call, the rows that rebuild the gradient of a warm
 start (those of the support vectors) are the ones SMO reads most, so they
@@ -54,6 +63,7 @@ from .._jit.smo import (
     smo_solve,
     smo_solve_src,
 )
+from ..kernels._rowcache import RowCache, cached_dot
 
 __all__ = ["RowCache", "DualSolver", "SolveStats"]
 
@@ -66,90 +76,9 @@ __all__ = ["RowCache", "DualSolver", "SolveStats"]
 FULL_MAX_SAMPLES = 16384
 #: Default working-set size of the block path.
 BLOCK_SIZE = 256
-#: Rows per request when rebuilding the gradient of a warm start.
-_GRAD_CHUNK = 512
-
-
-class RowCache:
-    """Least-recently-used cache of rows of the combined kernel at one ``w``.
-
-    Parameters
-    ----------
-    n_samples : int
-        Row length.
-    capacity : int
-        Rows held (>= 0). A request for more distinct rows than fit is served
-        from a temporary block instead.
-
-    Attributes
-    ----------
-    n_hits, n_misses : int
-        Rows served from the cache and rows computed, since construction.
-    n_requests : int
-        Batched requests made to the storage.
-    """
-
-    def __init__(self, n_samples, capacity):
-        self.n = int(n_samples)
-        self.capacity = int(max(0, capacity))
-        self.data = np.empty((self.capacity, self.n))
-        self.slot_of = np.full(self.n, -1, dtype=np.int64)
-        self.row_of = np.full(self.capacity, -1, dtype=np.int64)
-        self.stamp = np.full(self.capacity, -1, dtype=np.int64)
-        self.clock = 0
-        self.n_hits = 0
-        self.n_misses = 0
-        self.n_requests = 0
-
-    def clear(self):
-        """Forget every row (the weights changed)."""
-        held = self.row_of >= 0
-        self.slot_of[self.row_of[held]] = -1
-        self.row_of[:] = -1
-        self.stamp[:] = -1
-
-    def fetch(self, idx, compute):
-        """Rows ``idx`` (distinct int64) as ``(data, slots)``: ``data[slots[j]]`` is row ``idx[j]``.
-
-        ``compute(rows, out)`` writes the rows not held into ``out``; it is
-        called at most once per fetch.
-        """
-        r = idx.shape[0]
-        slots = self.slot_of[idx]
-        miss = slots < 0
-        n_miss = int(np.count_nonzero(miss))
-        self.n_hits += r - n_miss
-        self.n_misses += n_miss
-        self.clock += 1
-        if r > self.capacity:
-            # Too small to hold the request: assemble a temporary block.
-            block = np.empty((r, self.n))
-            hit = ~miss
-            if hit.any():
-                block[hit] = self.data[slots[hit]]
-                self.stamp[slots[hit]] = self.clock
-            if n_miss:
-                self.n_requests += 1
-                tmp = compute(idx[miss], np.empty((n_miss, self.n)))
-                block[miss] = tmp
-            return block, np.arange(r, dtype=np.int64)
-        hit_slots = slots[~miss]
-        self.stamp[hit_slots] = self.clock
-        if n_miss:
-            # Victims: empty slots first (stamp -1), then the least recently
-            # used; the rows of this request carry the newest stamp and stay.
-            victims = np.argpartition(self.stamp, n_miss - 1)[:n_miss]
-            old = self.row_of[victims]
-            self.slot_of[old[old >= 0]] = -1
-            self.n_requests += 1
-            new_rows = idx[miss]
-            self.data[victims] = compute(new_rows, np.empty((n_miss, self.n)))
-            self.row_of[victims] = new_rows
-            self.slot_of[new_rows] = victims
-            self.stamp[victims] = self.clock
-            slots = slots.copy()
-            slots[miss] = victims
-        return self.data, slots
+#: Calls of a remote storage that start on the whole combined matrix after a
+#: call whose blocks added up to it (see ``DualSolver._remote_reads``).
+MATRIX_CALLS_AFTER_CAP = 4
 
 
 @dataclass
@@ -163,7 +92,8 @@ class SolveStats:
     n_blocks : int
         Working-set blocks of the row path (0 on the whole-matrix path).
     rows_computed, rows_cached : int
-        Kernel rows computed by the storage, and served from the cache.
+        Kernel rows computed by the storage, and served from the cache (0
+        for a storage that computes and caches its rows remotely).
     n_requests : int
         Batched row requests made to the storage.
     row_seconds : float
@@ -215,6 +145,9 @@ class DualSolver:
     ----------
     whole_matrix : bool
         Which path is used (see the module notes).
+    remote : bool
+        Whether the storage answers the block path's reads itself (a
+        sharded bank); then there is no client-side cache.
     cache : RowCache or None
         The row cache of the block path.
     """
@@ -225,10 +158,20 @@ class DualSolver:
         n = bank.n_samples
         self.n = n
         budget = bank.cache_bytes() if cache_bytes is None else int(cache_bytes)
-        self.whole_matrix = n <= FULL_MAX_SAMPLES and n * n * 8 <= budget
+        # A storage that keeps its rows where the kernels are (a sharded
+        # bank: on the workers) answers the block path's two reads itself,
+        # so that only blocks and n-vectors travel (see the module notes).
+        self.remote = hasattr(self.storage, "combined_block")
+        self._budget = budget
+        self._matrix_calls = 0  # calls left that start on the whole matrix
+        self.whole_matrix = (
+            not self.remote and n <= FULL_MAX_SAMPLES and n * n * 8 <= budget
+        )
         self.block_size = int(block_size)
         self._K = np.empty((n, n)) if self.whole_matrix else None
-        self.cache = None if self.whole_matrix else RowCache(n, budget // (8 * n))
+        self.cache = (
+            None if self.whole_matrix or self.remote else RowCache(n, budget // (8 * n))
+        )
         self._w = None
         # Storages that can combine single rows cheaply (dense banks and
         # their index views) let SMO combine the rows it reads, and no
@@ -319,45 +262,123 @@ class DualSolver:
 
         return compute
 
-    def _Kv(self, w, v_rows, v_vals, compute, stats):
-        """``K(w) v`` for ``v`` given on the kernel rows ``v_rows``, through the cache."""
-        h = np.zeros(self.n)
-        chunk = max(1, min(_GRAD_CHUNK, self.cache.capacity or _GRAD_CHUNK))
-        for c0 in range(0, v_rows.shape[0], chunk):
-            idx = v_rows[c0 : c0 + chunk]
-            data, slots = self.cache.fetch(idx, compute)
-            accumulate_rows(data, slots, v_vals[c0 : c0 + chunk], h)
-        return h
-
     def _solve_blocks(self, w, a, tol, max_iter, stop):
-        P = self.problem
-        s, rows, upper = P.signs, P.rows, P.upper
         stats = SolveStats()
+        if self.remote:
+            return self._decompose(a, tol, max_iter, stats, *self._remote_reads(w, stats),
+                                   stop=stop)
         cache = self.cache
         hits0 = cache.n_hits
         if self._w is None or not np.array_equal(self._w, w):
             cache.clear()
             self._w = w.copy()
         compute = self._rows(w, stats)
+
+        def block(kr):
+            data, slots = cache.fetch(kr, compute)
+            return gather_block(data, slots, kr, np.empty((kr.size, kr.size))), (data, slots)
+
+        def dot(kr, coef, held):
+            if held is None:  # the gradient of a warm start: many rows, in chunks
+                return cached_dot(cache, compute, kr, coef, np.zeros(self.n))
+            data, slots = held
+            return accumulate_rows(data, slots, coef, np.zeros(self.n))
+
+        grad, stats = self._decompose(a, tol, max_iter, stats, block, dot, stop=stop)
+        stats.rows_cached = cache.n_hits - hits0
+        return grad, stats
+
+    def _remote_reads(self, w, stats):
+        """The two reads of the block path from a storage that keeps its rows remote.
+
+        Blocks and products cost ``8 (|B|^2 + n)`` bytes each from the
+        storage. A solve that needs so many blocks that they add up to the
+        ``8 n^2`` bytes of the whole combined matrix (ill-conditioned
+        problems can need hundreds) fetches that matrix once, when it fits
+        the byte budget, and finishes with SMO on it (the whole-matrix path,
+        from the current point): a call then never receives much more than
+        twice the matrix, and a hard call costs what it costs there. The next
+        :data:`MATRIX_CALLS_AFTER_CAP` calls then fetch the matrix at once
+        (once each), as hard calls of a run tend to follow each other.
+        """
+        storage, n = self.storage, self.n
+        held = {"K": None, "bytes": 0.0}
+        allow = 8.0 * n * n if n * n * 8 <= self._budget else np.inf
+        # After a call that hit the cap, the next few start on the matrix:
+        # the calls of one run are alike, and a hard one tends to be followed
+        # by hard ones, each of which would pay the blocks and the matrix.
+        at_once = self._matrix_calls > 0 and allow < np.inf
+        self._matrix_calls = max(0, self._matrix_calls - 1)
+
+        def whole(r=0):
+            if held["K"] is None:
+                # Also when one block would be half the matrix (n near the block size).
+                capped = held["bytes"] >= allow
+                if at_once or capped or 16.0 * r * r >= allow:
+                    if capped:
+                        self._matrix_calls = MATRIX_CALLS_AFTER_CAP
+                    stats.n_requests += 1
+                    held["K"] = storage.combine(w, np.empty((n, n)))
+            return held["K"]
+
+        def block(kr):
+            K = whole(kr.size)
+            if K is not None:
+                return K[np.ix_(kr, kr)], None
+            stats.n_requests += 1
+            held["bytes"] += 8.0 * kr.size * kr.size
+            return storage.combined_block(w, kr), None
+
+        def dot(kr, coef, _):
+            K = whole()
+            if K is not None:
+                return coef @ K[kr]
+            stats.n_requests += 1
+            held["bytes"] += 8.0 * n
+            return storage.combined_matvec(w, kr, coef)
+
+        def matrix():
+            return whole()
+
+        return block, dot, matrix
+
+    def _decompose(self, a, tol, max_iter, stats, block, dot, matrix=None, stop=None):
+        """The decomposition loop over two reads of ``K(w)``.
+
+        ``block(kr)`` returns ``(K[kr][:, kr], held)`` and ``dot(kr, coef,
+        held)`` returns ``sum_j coef[j] K[kr[j]]`` (``held`` is what the
+        block read left for it, None for the warm start's product).
+        ``matrix()``, when given, returns the whole ``K(w)`` once the reads
+        have fetched it (else None): the solve then ends with SMO on it,
+        from the current point and its exact gradient.
+        """
+        P = self.problem
+        s, rows, upper = P.signs, P.rows, P.upper
         v = P.v(a)
         nz = np.flatnonzero(v).astype(np.int64)
         grad = np.array(P.linear)
         if nz.size:
-            h = self._Kv(w, nz, v[nz], compute, stats)
+            h = dot(nz, np.ascontiguousarray(v[nz]), None)
             grad += s * (h if self._identity else h[rows])
         q = self.block_size
         n_iter = 0
         stall = 0
+        if stop is None:
+            stop = current_flag()
         while n_iter < max_iter:
             check(stop)
+            K = None if matrix is None else matrix()
+            if K is not None:
+                n_iter += int(smo_solve(K, rows, s, upper, a, grad, tol, max_iter - n_iter,
+                                        True, stop))
+                break
             B, violation = _select_block(s, upper, a, grad, q, tol)
             if B is None:
                 break
             kr, local = np.unique(rows[B], return_inverse=True)
             kr = kr.astype(np.int64)
             local = local.ravel().astype(np.int64)
-            data, slots = cache.fetch(kr, compute)
-            KB = gather_block(data, slots, kr, np.empty((kr.size, kr.size)))
+            KB, held = block(kr)
             aB = a[B].copy()
             gB = grad[B].copy()
             sB = np.ascontiguousarray(s[B])
@@ -377,10 +398,9 @@ class DualSolver:
             stall = 0
             dv = np.zeros(kr.size)
             np.add.at(dv, local, sB * da)
-            h = accumulate_rows(data, slots, dv, np.zeros(self.n))
+            h = dot(kr, dv, held)
             grad += s * (h if self._identity else h[rows])
         stats.n_iter = n_iter
-        stats.rows_cached = cache.n_hits - hits0
         return grad, stats
 
 

@@ -12,6 +12,7 @@ outer method's business (:class:`mklopt.methods.Boosting`).
 from __future__ import annotations
 
 import time
+import uuid
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -217,6 +218,12 @@ def _round_blocks(B, uniq, yu, upper, tol, max_iter, *out, costs=None):
     _run_round(costs, B, ar[:r], np.ones(r), ar[:u], uniq, yu, upper, tol, max_iter, *out)
 
 
+def _round_chunk_from(storage, kernels, uniq, yu, upper, tol, max_iter):
+    """:func:`_round_chunk` reading its blocks from a bank's storage scattered to the worker."""
+    everyone = np.arange(storage.n_samples, dtype=np.int64)
+    return _round_chunk(storage.blocks(kernels, uniq, everyone), uniq, yu, upper, tol, max_iter)
+
+
 def _round_chunk(B, uniq, yu, upper, tol, max_iter):
     """A chunk of a round's weak SVMs as one Dask task (see :func:`weak_svm_round`)."""
     r, n = B.shape[0], B.shape[2]
@@ -333,6 +340,10 @@ class WeakLearners:
         # and each kernel's last SMO iterations, which order a parallel one.
         self._last_seconds, self._last_parallel = 0.0, False
         self._last_iters = np.zeros(self.n_kernels, dtype=np.int64)
+        # With a client: the bank scattered to the workers (once), and the
+        # token of this oracle's task names.
+        self._scattered = None
+        self._token = None
 
     # ---- public -----------------------------------------------------------
     def __call__(self, query, warm_start=None) -> WeakLearnersAnswer:
@@ -399,16 +410,7 @@ class WeakLearners:
                               n_iter[c0:c1], violation[c0:c1],
                               costs=None if costs is None else costs[c0:c1])
         else:
-            everyone = np.arange(N, dtype=np.int64)
-            chunks = self._chunks(r, u)
-            futures = [
-                self.client.submit(
-                    _round_chunk, storage.blocks(kernels[c0:c1], uniq, everyone), *args,
-                    pure=False,
-                )
-                for c0, c1 in chunks
-            ]
-            for (c0, c1), part in zip(chunks, self.client.gather(futures)):
+            for (c0, c1), part in self._on_cluster(storage, kernels, uniq, args):
                 coef[c0:c1], bias[c0:c1], decision[c0:c1], n_iter[c0:c1], violation[c0:c1] = part
         seconds = time.perf_counter() - t0
         self._last_seconds, self._last_parallel = seconds, parallel
@@ -441,6 +443,39 @@ class WeakLearners:
         )
 
     # ---- internals ----------------------------------------------------------
+    def _on_cluster(self, storage, kernels, uniq, args):
+        """A round's chunks as named Dask tasks: ``[((c0, c1), answers), ...]``.
+
+        A bank held in this process is scattered to every worker once, on
+        the first round (a copy per worker, so a task retried after its
+        worker died finds it on a survivor), and each task computes its
+        blocks there from the sample's indices. A sharded bank's blocks
+        come from its shards and travel with the task.
+        """
+        client = self.client
+        chunks = self._chunks(kernels.shape[0], uniq.shape[0])
+        if self._scattered is None and getattr(storage, "name", "") != "sharded":
+            self._scattered = client.scatter(storage, broadcast=True, hash=False)
+        if self._token is None:
+            self._token = uuid.uuid4().hex[:8]
+        futures = []
+        try:
+            for c, (c0, c1) in enumerate(chunks):
+                # "mklopt-round-3-chunk-1-<oracle>": what runs, on the dashboard.
+                key = f"mklopt-round-{self.n_calls}-chunk-{c}-{self._token}"
+                if self._scattered is not None:
+                    fut = client.submit(_round_chunk_from, self._scattered, kernels[c0:c1],
+                                        *args, key=key, pure=False)
+                else:
+                    everyone = np.arange(self.n_samples, dtype=np.int64)
+                    fut = client.submit(_round_chunk, storage.blocks(kernels[c0:c1], uniq,
+                                                                     everyone),
+                                        *args, key=key, pure=False)
+                futures.append(fut)
+            return list(zip(chunks, client.gather(futures)))
+        finally:
+            client.cancel(futures)
+
     def _chunks(self, r, u):
         """Kernel ranges ``[c0, c1)`` handled together (one block request each)."""
         per = int(max(1, _BLOCK_BYTES // max(1, u * self.n_samples * 8)))
