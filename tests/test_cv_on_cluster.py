@@ -85,7 +85,8 @@ def test_folds_are_named_tasks_on_a_bank_scattered_once(client, three_classes, s
     _assert_same(serial, cv)
     keys = [str(t["key"]) for t in stream.data]
     folds = sorted(k.rsplit("-", 1)[0] for k in keys if k.startswith("mklopt-fold-"))
-    assert folds == ["mklopt-fold-0", "mklopt-fold-1", "mklopt-fold-2"]
+    # the first fold's path guides the others: it runs here, the others there
+    assert folds == ["mklopt-fold-1", "mklopt-fold-2"]
     assert len(scattered) == 1 and scattered[0]["broadcast"]  # the bank, once, to every worker
 
 
@@ -134,7 +135,7 @@ def test_regressor_cv_on_the_cluster_equals_the_serial_fit(client):
         np.testing.assert_allclose(b.cv_results_[key], a.cv_results_[key], rtol=1e-10)
     assert b.best_C_ == a.best_C_
     keys = {str(t["key"]).rsplit("-", 1)[0] for t in stream.data}
-    assert {"mklopt-fold-0", "mklopt-fold-1", "mklopt-fold-2"} <= keys
+    assert {"mklopt-fold-1", "mklopt-fold-2"} <= keys and "mklopt-fold-0" not in keys
 
 
 def test_cv_refuses_client_with_n_jobs_or_a_bad_client(client, three_classes):

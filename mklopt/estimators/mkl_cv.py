@@ -511,9 +511,10 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, BaseEstimator):
         lines; 2 also a line per oracle call. Folds run in parallel report
         their points as each fold ends. See :doc:`/progress`.
     client : distributed.Client, optional
-        A running Dask client: every fold (its warm-started C path over all
-        pairs) is a task named ``mklopt-fold-<k>``, and the kernel bank is
-        scattered to the workers once. A fold whose worker dies is run again
+        A running Dask client: every fold but the first (its warm-started
+        C path over all pairs) is a task named ``mklopt-fold-<k>``, and the
+        kernel bank is scattered to the workers once. The first fold runs in
+        this process: its path guides the others' starts. A fold whose worker dies is run again
         by Dask. The scores equal those without a client; the refit at the
         best ``C`` runs in this process. Cannot be combined with ``n_jobs``;
         clones share the client.

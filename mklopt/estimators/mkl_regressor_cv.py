@@ -155,9 +155,10 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, BaseEstimator):
         run in parallel report their points as each fold ends. See
         :doc:`/progress`.
     client : distributed.Client, optional
-        As for :class:`MKLClassifierCV`: each fold's C path is a Dask task
-        named ``mklopt-fold-<k>``, the bank is scattered once, and the refit
-        runs in this process. Cannot be combined with ``n_jobs``.
+        As for :class:`MKLClassifierCV`: each fold's C path but the first
+        (which guides the others, in this process) is a Dask task named
+        ``mklopt-fold-<k>``, the bank is scattered once, and the refit runs
+        in this process. Cannot be combined with ``n_jobs``.
 
     Attributes
     ----------
