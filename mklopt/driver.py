@@ -114,6 +114,17 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     Cheap early calls and precise late ones: nobody sets the inner
     tolerance by hand to reach 1e-6.
 
+    *The converged point is checked.* The first calls run at the oracle's
+    own tolerance, and an early answer can show a small gap that is only
+    as accurate as that tolerance (at a vertex of the simplex the gap of a
+    single answer is zero whatever the inner error). When the run is about
+    to stop converged on a best point whose answer was computed at a
+    looser tolerance than the target allows, the driver evaluates that
+    point again at ``max(1e-9, 0.01 * target)`` (one more oracle call,
+    warm-started from its ``alpha``) and gives the method the new answer
+    (:meth:`~mklopt.methods.MethodBase.refine_best`); the stopping rule is
+    then checked again, and the run goes on if the gap no longer meets it.
+
     *Convergence is checked.* ``Result.converged`` is true only if the
     stopping reason is a convergence (a gap, a weight change, or a method's
     own test) *and*, when ``stop`` contains a
@@ -191,16 +202,24 @@ def _run(oracle, method, stop, callback, warm_start, adapt_tol, run, initial=Non
     log_progress = log.isEnabledFor(logging.INFO)
     next_report = 1.0
     gap_target = _relative_gap_target(stop)
+    # The certificate's value is only as accurate as the inner solve that
+    # gave it: the inner tolerance each best answer was computed at, and a
+    # best point to evaluate again at the target's tolerance (see Notes).
+    best_obj = best_tol = recheck = None
+    rechecked = set()
     try:
         while verdict is None:
-            query = method.ask() if first is None else first
-            if rep.warm_start is not None:
-                warm = rep.warm_start
+            if recheck is not None:
+                query, warm = recheck[0], getattr(recheck[1], "alpha", None)
+            else:
+                query = method.ask() if first is None else first
+                if rep.warm_start is not None:
+                    warm = rep.warm_start
             if inner is not None:
-                inner.set(rep)
+                inner.set(rep, exact=recheck is not None)
             kwargs = {}
-            if first is not None:
-                pass  # the hand-over needs the whole answer (q on every kernel)
+            if first is not None or recheck is not None:
+                pass  # a hand-over or a re-check needs the whole answer (q on every kernel)
             elif value_only and rep.need == "value":
                 kwargs["need_q"] = False
             elif subsets and rep.kernels is not None:
@@ -208,7 +227,14 @@ def _run(oracle, method, stop, callback, warm_start, adapt_tol, run, initial=Non
                 # set) asks for q on those kernels only.
                 kwargs["kernels"] = rep.kernels
             answer = oracle(query, warm_start=warm, **kwargs)
-            if first is None:
+            used_tol = getattr(oracle, "tol", None)
+            if recheck is not None:
+                # The best point again, at the target's tolerance: its answer
+                # replaces the looser one (the bound can only move up).
+                method.refine_best(query, answer)
+                rechecked.update((id(recheck[1]), id(answer)))
+                recheck = None
+            elif first is None:
                 method.tell(query, answer)
             else:
                 # The given start is evaluated: the method resumes from it as
@@ -217,6 +243,10 @@ def _run(oracle, method, stop, callback, warm_start, adapt_tol, run, initial=Non
                 first = None
             warm = getattr(answer, "alpha", None)
             rep = method.report()
+            if rep.best is answer:
+                best_obj, best_tol = answer, used_tol
+            elif rep.best is not best_obj:
+                best_obj, best_tol = rep.best, None  # not from a call seen here
             row = _row(rep, time.perf_counter() - t0,
                        getattr(oracle, "n_calls", len(history) + 1) - calls0,
                        float(answer.value), query if rep.evaluated is None else rep.evaluated)
@@ -238,6 +268,13 @@ def _run(oracle, method, stop, callback, warm_start, adapt_tol, run, initial=Non
             verdict = stop(row) or rep.stop
             if verdict is None and run.reason is not None:
                 verdict = Stop(run.reason, False)
+            if (verdict is not None and verdict.converged and inner is not None
+                    and inner.loose(best_tol, rep) and id(rep.best) not in rechecked
+                    and callable(getattr(method, "refine_best", None))):
+                # Converged on a value an inner solve looser than the target
+                # allows gave: evaluate the best point again before believing it.
+                recheck = (np.array(rep.weights, dtype=np.float64), rep.best)
+                verdict = None
     except _interrupt.Stopped as exc:
         # Inside an oracle call: the call is dropped, the best point stands.
         verdict = Stop(exc.reason, False)
@@ -462,11 +499,25 @@ class _InnerTolerance:
         self.tol0 = tol0
         self.stop = stop
 
-    def set(self, rep):
+    def required(self, upper):
+        """The tolerance a gap that meets the target is computed at (None: no target)."""
+        if self.oracle is None:
+            return None
+        target = self.stop.target_gap(upper)
+        if not math.isfinite(target):
+            return None
+        return min(self.tol0, max(TOL_FLOOR, TOL_RATIO * target))
+
+    def loose(self, used, rep):
+        """Whether a best answer computed at tolerance ``used`` is too loose for the target."""
+        need = self.required(rep.upper)
+        return need is not None and used is not None and used > need * (1.0 + 1e-9)
+
+    def set(self, rep, exact=False):
         if self.oracle is None:
             return
         target = self.stop.target_gap(rep.upper)
-        if rep.need == "exact":
+        if exact or rep.need == "exact":
             g = target if math.isfinite(target) else 0.0
         else:
             g = rep.rel_gap if math.isfinite(rep.rel_gap) else math.inf

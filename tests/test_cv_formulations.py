@@ -15,6 +15,7 @@ from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
 
 from mklopt import MKLClassifier, MKLClassifierCV, MKLRegressor, MKLRegressorCV, datasets
 from mklopt.kernels import linear, poly, rbf
+from mklopt.stopping import NoPointError
 
 from .test_mkl_cv import _assert_same_choice
 
@@ -112,15 +113,17 @@ def test_elastic_net(binary):
 
 def test_time_limit_bounds_each_point(binary):
     X, y = binary
+    # A limit far below one oracle call: the first point's first call is
+    # stopped inside, so there is no certified point to score the fold by.
+    with pytest.raises(NoPointError, match="time_limit"):
+        MKLClassifierCV(Cs=CS[:2], cv=3, kernels=SPECS, tol=1e-8, max_iter=10_000,
+                        time_limit=1e-6).fit(X, y)
+    # A limit each point's first call fits in, but not a gap of 1e-15 (rounding level).
     with pytest.warns(UserWarning, match="did not reach"):
-        cv = MKLClassifierCV(Cs=CS[:2], cv=3, kernels=SPECS, tol=1e-8, max_iter=10_000,
-                             time_limit=1e-6).fit(X, y)
-    # The first point of every fold runs out of time after its first solve
-    # (the folds after the first evaluate their starting weights before it).
-    assert not cv.path_converged_[:, 0].any()
-    assert cv.path_n_oracle_calls_[0, 0, 0] == 1
-    assert np.all(cv.path_n_oracle_calls_[:, 0] <= 2)
-    assert cv.best_estimator_.time_limit == 1e-6
+        cv = MKLClassifierCV(Cs=CS[:2], cv=3, kernels=SPECS, tol=1e-15, max_iter=10**9,
+                             inner_tol=1e-14, time_limit=0.3).fit(X, y)
+    assert not cv.path_converged_.all()
+    assert cv.best_estimator_.time_limit == 0.3
 
 
 @pytest.mark.parametrize("params, error, match", [

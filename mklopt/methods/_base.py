@@ -321,6 +321,32 @@ class MethodBase:
         """Method-specific variables for ``Result.extra``."""
         return self._extra(self._mb_require_started().state)
 
+    def refine_best(self, weights, answer):
+        """Replace the best point's answer by a more accurate one at the same weights.
+
+        The driver calls it when a run would stop converged on an answer
+        computed at a looser inner tolerance than the gap target allows
+        (see :func:`mklopt.solve`): ``answer`` is the oracle's answer at the
+        best point's ``weights`` at the tighter tolerance. Its value is
+        closer to ``J(w)`` (an inexact inner solve of a maximisation
+        underestimates it), so the best value may go up and the gap widen;
+        its dual value still tightens the lower bound. The method's own
+        state is left as it is.
+        """
+        run = self._mb_require_started()
+        if getattr(answer, "q", None) is None:
+            return
+        dom = run.domain
+        if dom is not None:
+            run.dual = max(run.dual, dom.dual_value(answer))
+        run.best = answer
+        run.weights = np.array(weights, dtype=np.float64)
+        if not getattr(answer, "converged", True):
+            run.gap = math.inf
+        else:
+            run.gap = dom.gap(run.weights, answer) if dom is not None else math.nan
+        run.report = self._mb_make_report()
+
     # ---- conveniences beyond the protocol -------------------------------------
     def bounds(self):
         """``(lower, upper)`` on the optimum: the report's ``lower`` and best value."""
