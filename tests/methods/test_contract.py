@@ -172,7 +172,10 @@ def check_run_on_svm(res, method, exact):
         assert p.gap >= 0
         assert p.lower <= exact + P.slack(exact)
     ups = np.array([p.upper for p in res.history])
-    assert np.all(np.diff(ups) <= 0)
+    # Never up, but for the driver's re-check of a best point an inner solve
+    # looser than the target computed: the accurate value may be higher by
+    # that solve's error (here at the rounding level of the test oracle).
+    assert np.all(np.diff(ups) <= 1e-9 * np.abs(ups[1:]))
     assert len(res.history) == res.n_oracle_calls
     assert res.lower <= exact + P.slack(exact) and res.value >= exact - P.slack(exact)
     assert res.value - exact <= res.gap + P.slack(exact)

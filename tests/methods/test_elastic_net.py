@@ -91,7 +91,8 @@ def test_small_svm_reaches_the_conic_optimum(lam):
     assert res.converged and 0 <= res.rel_gap <= 1e-6, (res.reason, res.rel_gap)
     check_certified(res, exact, P.slack(exact))
     ups = [p.upper for p in res.history]
-    assert all(b <= a for a, b in zip(ups, ups[1:]))
+    # never up, but for the re-check of a loosely computed best point (rounding here)
+    assert all(b <= a + 1e-9 * abs(a) for a, b in zip(ups, ups[1:]))
 
 
 def test_lam_zero_is_l1_mkl():
