@@ -325,3 +325,20 @@ def test_a_stopped_call_leaves_the_oracle_as_a_fresh_one():
     again = oracle(w)
     assert again.value == fresh.value
     np.testing.assert_array_equal(again.alpha, fresh.alpha)
+
+
+def test_mkboost_time_limit_keeps_the_finished_rounds():
+    from mklopt import MKBoostClassifier
+    from mklopt.estimators._sklearn import ConvergenceWarning
+
+    X, y = _data(400, seed=7)
+    t0 = time.perf_counter()
+    with pytest.warns(ConvergenceWarning, match="time_limit"):
+        clf = MKBoostClassifier(kernels=KERNELS, n_rounds=10**7, time_limit=LIMIT,
+                                random_state=0).fit(X, y)
+    assert _within_bound(time.perf_counter() - t0)
+    assert clf.stop_reason_ == "time_limit"
+    assert 0 < clf.n_iter_ < 10**7  # the rounds that finished make the ensemble
+    assert np.mean(clf.predict(X) == y) > 0.6
+    with pytest.raises(ValueError, match="time_limit"):
+        MKBoostClassifier(kernels=KERNELS, time_limit=-1.0).fit(X, y)

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import time
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._interrupt import fit_run
 from .._validation import check_choice, check_real
 from ..driver import solve
 from ..kernels import KernelBank
 from ..methods import Boosting
 from ..oracles import WeakLearners
-from ..stopping import MaxIter
+from ..stopping import MaxIter, TimeLimit
 from ._ovo import ClassifierBase, pair_label, set_pair_attributes
 from ._params import check_estimator_client, check_seed, check_storage_params, resolve_kernel_specs
 from ._progress import call_lines, check_verbose
@@ -30,6 +32,11 @@ class _BoostPlan:
     specs: list
     seeds: np.random.Generator
     verbose: int = 0
+    #: Wall-clock deadline of the whole fit (``time.time()``), or None.
+    deadline: float | None = None
+    #: Binary problems not yet started: each gets an equal share of the
+    #: time left when it starts.
+    pairs_left: int = 1
 
 
 @dataclass
@@ -136,6 +143,15 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
         per chunk of kernels (:class:`mklopt.oracles.WeakLearners`). The
         model is the same as without a client. Cannot be combined with
         ``n_jobs``. Clones (``sklearn.base.clone``) share the client.
+    time_limit : float, optional
+        Wall-clock budget in seconds for the whole ``fit``, as for
+        :class:`~mklopt.MKLClassifier`: kernel construction and all
+        one-vs-one problems together, each problem with an equal share of
+        the time left when it starts. It also stops a boosting round in
+        progress (between its weak SVMs), so ``fit`` returns at most 10 %
+        or 2 s after it; the rounds finished by then make the ensemble, and
+        a :class:`ConvergenceWarning` says the limit ended the fit. When no
+        round had finished, :class:`mklopt.stopping.NoPointError` is raised.
     verbose : int, default=0
         Progress on standard error, as for :class:`~mklopt.MKLClassifier`:
         1 a line (or a tqdm bar) as each binary problem ends, 2 also a line
@@ -233,6 +249,7 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
         n_jobs=None,
         client=None,
         verbose=0,
+        time_limit=None,
     ):
         self.kernels = kernels
         self.variant = variant
@@ -250,6 +267,7 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
         self.n_jobs = n_jobs
         self.client = client
         self.verbose = verbose
+        self.time_limit = time_limit
 
     # ---- parameter validation ----------------------------------------------
     def _resolve_specs(self, n_features):
@@ -273,10 +291,27 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
         check_storage_params(self.storage, self.cache_size, self.max_memory)
         check_estimator_client(self.client, self.n_jobs)
         specs = self._resolve_specs(X.shape[1])
+        deadline = None
+        if self.time_limit is not None:
+            limit = check_real(self.time_limit, "time_limit", low=0.0, strict_low=True)
+            deadline = time.time() + limit  # wall clock: pairs may run elsewhere
         # One stream of seeds, one per binary problem in turn: the same
         # random_state gives the same model, pairs get different draws.
         return _BoostPlan(C, tol, specs, np.random.default_rng(self.random_state),
-                          verbose=check_verbose(self.verbose))
+                          verbose=check_verbose(self.verbose), deadline=deadline)
+
+    def _prepare_pairs(self, plan, X, rows):
+        plan.pairs_left = len(rows)
+        return plan
+
+    def _stop(self, plan):
+        # The method stops itself after n_rounds; MaxIter only guards the loop.
+        stop = MaxIter(int(self.n_rounds) + 1)
+        if plan.deadline is not None:
+            share = (plan.deadline - time.time()) / max(1, plan.pairs_left)
+            plan.pairs_left = max(1, plan.pairs_left - 1)
+            stop = stop | TimeLimit(max(share, 1e-9))
+        return stop
 
     def _pair_extras(self, plan, n_pairs):
         # Every pair's seed is drawn here, in pair order, so that pairs
@@ -294,9 +329,8 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
             max_memory=self.max_memory,
         )
         oracle = WeakLearners(bank, y, C=plan.C, tol=plan.tol, client=self.client)
-        # The method stops itself after n_rounds; MaxIter only guards the loop.
         method = self._method(seed)
-        result = solve(oracle, method, stop=MaxIter(int(self.n_rounds) + 1),
+        result = solve(oracle, method, stop=self._stop(plan),
                        callback=call_lines(plan.verbose, type(self).__name__, oracle,
                                            value_label=method.value_label))
         ens = result.extra["ensemble"]
@@ -315,6 +349,23 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
     def _decision_binary(self, model, X):
         return _decision(model, X)
 
+    def fit(self, X, y):
+        """Fit one boosted ensemble per pair of classes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Two or more classes.
+
+        Returns
+        -------
+        self
+        """
+        # Stoppable as a whole (time_limit, Ctrl-C), kernel construction included.
+        with fit_run(type(self).__name__, self.time_limit):
+            return super().fit(X, y)
+
     def _finish_fit(self, plan, models, rows):
         self.kernel_specs_ = list(plan.specs)
         self.n_kernels_ = len(plan.specs)
@@ -330,6 +381,19 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
             history_=[r.history for r in results],
             result_=results,
         )
+        timed_out = [
+            pair_label(self.classes_, i, j)
+            for (i, j), r in zip(self.pairs_, results, strict=True)
+            if r.reason == "time_limit"
+        ]
+        if timed_out:
+            warnings.warn(
+                f"{type(self).__name__}: time_limit={self.time_limit:g} s ended the boosting of "
+                f"{', '.join(timed_out)} before n_rounds; those ensembles keep the rounds that "
+                "finished. Raise time_limit or lower n_rounds",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
         empty = [
             pair_label(self.classes_, i, j)
             for (i, j), e in zip(self.pairs_, ensembles, strict=True)
