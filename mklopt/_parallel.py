@@ -226,6 +226,19 @@ def _serially(func, tasks, on_done):
     return results
 
 
+def runs_in_parallel(n_jobs):
+    """Whether :func:`parallel_map` with ``n_jobs`` would run tasks at the same time.
+
+    ``n_jobs=None`` follows an active ``joblib.parallel_backend`` context
+    (as scikit-learn's), so a fit inside ``parallel_backend("dask")`` runs
+    in parallel too.
+    """
+    joblib = optional("joblib")
+    if joblib is None:
+        return n_jobs not in (None, 1)
+    return joblib.effective_n_jobs(n_jobs) != 1
+
+
 def parallel_map(func, tasks, n_jobs=None, name="n_jobs", n_tasks=None, on_done=None):
     """``[func(*args) for args in tasks]``, possibly in parallel through joblib.
 

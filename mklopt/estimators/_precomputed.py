@@ -29,7 +29,7 @@ from itertools import combinations
 
 import numpy as np
 
-from .._parallel import check_n_jobs, parallel_map
+from .._parallel import check_n_jobs, parallel_map, runs_in_parallel
 from ..driver import solve
 from ..kernels import KernelBank
 from ..kernels.stack import KernelStack, _as_stack
@@ -270,9 +270,10 @@ def fit_precomputed(est, X, y):
         models = _fit_shared(bank, all_rows, ys, est.normalize, plan, est._stop(plan),
                              est.callback)
     else:
-        # As MKLClassifier: each pair starts from the weights of a pair
-        # sharing a class, in waves that do not depend on n_jobs.
-        parents = star_parents(np.asarray(pairs)) if len(pairs) > 1 else None
+        # As MKLClassifier: fitted one by one, each pair starts from the
+        # weights of a pair sharing a class; in parallel they run independently.
+        warm = len(pairs) > 1 and not runs_in_parallel(est.n_jobs)
+        parents = star_parents(np.asarray(pairs)) if warm else None
         models = [None] * len(pairs)
 
         def tasks(wave):
