@@ -257,20 +257,23 @@ def grace(seconds):
 
 
 @contextlib.contextmanager
-def fit_run(name, time_limit):
+def fit_run(name, time_limit, verbose=0):
     """An estimator's ``fit`` as a stoppable :class:`Run` (see :func:`grace`).
 
     ``time_limit`` is the estimator's parameter (None, or seconds; an
-    invalid value is left for the fit to reject). Work stopped outside a
-    solve (kernel construction, or a binary problem that had no time left)
+    invalid value is left for the fit to reject). At ``verbose >= 2`` long
+    oracle calls print progress lines while they run (:mod:`mklopt._heartbeat`).
+    Work stopped outside a solve (kernel construction, or a binary problem that had no time left)
     ends the fit with :class:`~mklopt.stopping.NoPointError`, or with
     ``KeyboardInterrupt`` on Ctrl-C.
     """
     deadline = None
     if isinstance(time_limit, (int, float)) and math.isfinite(time_limit) and time_limit > 0:
         deadline = time.time() + time_limit + grace(time_limit)
+    from ._heartbeat import heartbeat
+
     try:
-        with Run(deadline):
+        with Run(deadline), heartbeat(verbose, name):
             yield
     except Stopped as exc:
         if exc.reason == "interrupted":

@@ -328,3 +328,26 @@ def test_cli_fit_verbose(three, tmp_path, capsys, no_tqdm):
     assert _call_lines(err, "MKLClassifier")
     assert main(["fit", str(path), "--kernels", "grid", "--model", str(model)]) == 0
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("verbose", [1, 2])
+def test_a_long_call_reports_while_it_runs_at_verbose_2(verbose, capsys, no_tqdm, monkeypatch):
+    import mklopt._heartbeat as heartbeat
+    from mklopt.stopping import NoPointError
+
+    monkeypatch.setattr(heartbeat, "PERIOD", 0.2)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20000, 4))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    # one call over 20,000 rows from a tiny cache takes far longer than the limit
+    with pytest.raises(NoPointError, match="time_limit"):
+        MKLClassifier(kernels=SPECS, storage="on_the_fly", cache_size=1.0, tol=1e-9,
+                      time_limit=1.5, verbose=verbose).fit(X, y)
+    running = [ln for ln in capsys.readouterr().err.splitlines()
+               if ln.startswith("[MKLClassifier] oracle call running for")]
+    if verbose == 1:
+        assert running == []
+    else:
+        assert running, "no line while the call ran"
+        assert all("kernel rows computed" in ln and "rows/s" in ln for ln in running)
+        assert "every one of the 20,000 rows once takes" in running[-1]

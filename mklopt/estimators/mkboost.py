@@ -363,7 +363,7 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
         self
         """
         # Stoppable as a whole (time_limit, Ctrl-C), kernel construction included.
-        with fit_run(type(self).__name__, self.time_limit):
+        with fit_run(type(self).__name__, self.time_limit, self.verbose):
             return super().fit(X, y)
 
     def _finish_fit(self, plan, models, rows):

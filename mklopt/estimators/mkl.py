@@ -963,7 +963,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         self
         """
         # Stoppable as a whole (time_limit, Ctrl-C), kernel construction included.
-        with fit_run(type(self).__name__, self.time_limit):
+        with fit_run(type(self).__name__, self.time_limit, self.verbose):
             if is_precomputed(self.kernels):
                 return fit_precomputed(self, X, y)
             return super().fit(X, y)

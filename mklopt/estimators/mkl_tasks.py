@@ -91,7 +91,7 @@ class _TaskMKL(BaseEstimator):
 
     def _fit_oracle(self, X, make_oracle, plan):
         # Stoppable as a whole (time_limit, Ctrl-C), kernel construction included.
-        with fit_run(type(self).__name__, self.time_limit):
+        with fit_run(type(self).__name__, self.time_limit, self.verbose):
             self._fit_oracle_run(X, make_oracle, plan)
 
     def _fit_oracle_run(self, X, make_oracle, plan):

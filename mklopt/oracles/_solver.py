@@ -53,6 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._heartbeat import Beat
 from .._interrupt import Stopped, check, current_flag
 from .._jit.combine import view_diag
 from .._jit.smo import (
@@ -284,7 +285,11 @@ class DualSolver:
             data, slots = held
             return accumulate_rows(data, slots, coef, np.zeros(self.n))
 
-        grad, stats = self._decompose(a, tol, max_iter, stats, block, dot, stop=stop)
+        beat = Beat(stats, cache, self.n)  # progress lines during a long call (verbose=2)
+        try:
+            grad, stats = self._decompose(a, tol, max_iter, stats, block, dot, stop=stop)
+        finally:
+            beat.stop()
         stats.rows_cached = cache.n_hits - hits0
         return grad, stats
 
