@@ -342,3 +342,18 @@ def test_mkboost_time_limit_keeps_the_finished_rounds():
     assert np.mean(clf.predict(X) == y) > 0.6
     with pytest.raises(ValueError, match="time_limit"):
         MKBoostClassifier(kernels=KERNELS, time_limit=-1.0).fit(X, y)
+
+
+def test_with_a_time_limit_a_tight_tol_runs_level_alone():
+    # The exact step's QP is one ECOS call, which no limit can cut short:
+    # with a time_limit the estimator does not chain it after Level.
+    from functools import partial
+
+    from mklopt.methods import Chain
+
+    X, _ = _data(40)
+    chained = MKLClassifier(kernels=KERNELS, tol=1e-6)._prepare_fit(X).new_method
+    alone = MKLClassifier(kernels=KERNELS, tol=1e-6, time_limit=60)._prepare_fit(X).new_method
+    assert isinstance(chained, partial) and chained.func is Chain
+    assert not (isinstance(alone, partial) and alone.func is Chain)
+    assert type(alone()) is LevelBundle

@@ -309,7 +309,9 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         the active kernels, then the exact active-set step
         (:class:`mklopt.methods.ActiveSet`) certifies ``tol`` with one oracle
         call over all kernels, which is far faster than the level method's
-        tail (see :doc:`composing`).
+        tail (see :doc:`composing`). With a ``time_limit`` the level method
+        runs alone, since the exact step's QP (one ECOS call) cannot be cut
+        short.
     max_iter : int, default=500
         Outer iterations per binary problem (a SimpleMKL step with its line
         search counts as one).
@@ -732,7 +734,9 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
                 "one per pair); use e.g. method='level'"
             )
         if (_method_name_for(self.method, len(specs), self.elastic_net) == "level"
-                and tol < _CHAIN_BELOW and not shared):
+                and tol < _CHAIN_BELOW and not shared and deadline is None):
+            # (With a time_limit Level runs alone: the exact step's QP is one
+            # ECOS call, which no time limit can cut short.)
             # A tight tol: Level finds the active kernels, the exact step certifies.
             new_method = partial(Chain, LevelBundle(), "active_set",
                                  switch=max(_CHAIN_SWITCH, tol))
