@@ -72,18 +72,13 @@ from .estimators._precomputed import (
 from .estimators._progress import check_verbose
 from .estimators.mkl import _BinaryMKL
 from .kernels import (
-    RBF,
     STORAGES,
     FeatureMap,
     FeatureMapFunctions,
     KernelExpansion,
     KernelFunctions,
-    Linear,
-    Poly,
-    linear,
-    poly,
-    rbf,
 )
+from .kernels.families import family_of, get_kernel_family
 from .methods import METHODS, method_names
 from .tasks import estimator_entry
 
@@ -217,47 +212,50 @@ class ModelFormatError(ValueError):
 def _spec_to_json(spec):
     if isinstance(spec, PrecomputedKernel):
         return {"kind": "precomputed", "index": int(spec.index)}
+    family = family_of(spec)
+    if family is None:
+        raise TypeError(f"cannot save a kernel spec of type {type(spec).__name__}")
     feats = None if spec.features is None else [int(f) for f in spec.features]
-    if isinstance(spec, RBF):
-        return {"kind": "rbf", "sigma": float(spec.sigma), "features": feats}
-    if isinstance(spec, Poly):
-        return {"kind": "poly", "degree": int(spec.degree), "features": feats}
-    if isinstance(spec, Linear):
-        return {"kind": "linear", "features": feats}
-    raise TypeError(f"cannot save a kernel spec of type {type(spec).__name__}")
+    # {"kind": name, <the family's parameters>, "features": [...]}: for the
+    # built-in families exactly the fields of every earlier version.
+    return {"kind": family.name, **family.to_json(family.values(spec)), "features": feats}
 
 
 def _spec_from_json(obj, k):
     if not isinstance(obj, dict) or "kind" not in obj:
         raise ModelFormatError(f"kernel spec {k} is not a JSON object with a 'kind' field")
     kind = obj["kind"]
-    fields = {
-        "rbf": {"kind", "sigma", "features"},
-        "poly": {"kind", "degree", "features"},
-        "linear": {"kind", "features"},
-        "precomputed": {"kind", "index"},
-    }
-    if kind not in fields:
-        raise ModelFormatError(f"kernel spec {k} has unknown kind {kind!r}")
-    if set(obj) != fields[kind]:
-        raise ModelFormatError(
-            f"kernel spec {k} ({kind}) has fields {sorted(obj)}, expected {sorted(fields[kind])}"
-        )
     if kind == "precomputed":
+        if set(obj) != {"kind", "index"}:
+            raise ModelFormatError(
+                f"kernel spec {k} (precomputed) has fields {sorted(obj)}, expected "
+                f"{sorted({'kind', 'index'})}"
+            )
         # Kernel k of the stack the model was fitted on, in order.
         if obj["index"] != k or isinstance(obj["index"], bool):
             raise ModelFormatError(f"kernel spec {k} is precomputed kernel {obj['index']!r}, "
                                    f"expected index {k}")
         return PrecomputedKernel(k)
     try:
-        if kind == "rbf":
-            if isinstance(obj["sigma"], bool) or not isinstance(obj["sigma"], numbers.Real):
-                raise TypeError("sigma must be a number")
-            return rbf(float(obj["sigma"]), obj["features"])
-        if kind == "poly":
-            return poly(obj["degree"], obj["features"])
-        return linear(obj["features"])
-    except (TypeError, ValueError) as exc:
+        family = get_kernel_family(kind)
+    except ValueError as exc:
+        raise ModelFormatError(f"kernel spec {k} has unknown kind {kind!r} ({exc})") from None
+    if "features" not in obj:
+        raise ModelFormatError(
+            f"kernel spec {k} ({kind}) has fields {sorted(obj)}, expected a 'features' field"
+        )
+    params = {key: v for key, v in obj.items() if key not in ("kind", "features")}
+    try:
+        values = family.from_json(params)
+        if not isinstance(values, dict) or set(values) != set(family.params):
+            raise ModelFormatError(
+                f"kernel spec {k} ({kind}) has fields {sorted(obj)}, expected "
+                f"{sorted({'kind', 'features', *family.params})}"
+            )
+        return family.spec(**values, features=obj["features"])
+    except (TypeError, ValueError, KeyError) as exc:
+        if isinstance(exc, ModelFormatError):
+            raise
         raise ModelFormatError(f"kernel spec {k} is invalid: {exc}") from None
 
 

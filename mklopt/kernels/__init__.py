@@ -12,6 +12,15 @@ Examples
 
 from .bank import STORAGES, KernelBank, as_bank
 from .expansion import KernelExpansion
+from .families import (
+    KernelFamily,
+    KernelSpec,
+    get_kernel_family,
+    kernel,
+    kernel_family_names,
+    parse_kernel,
+    register_kernel_family,
+)
 from .feature_maps import FeatureMap, FeatureMapFunctions, nystroem, random_fourier
 from .functions import KernelFunctions
 from .sharded import ShardedStorage, ShardLostError
@@ -39,4 +48,11 @@ __all__ = [
     "RBF",
     "Poly",
     "Linear",
+    "KernelFamily",
+    "KernelSpec",
+    "register_kernel_family",
+    "get_kernel_family",
+    "kernel_family_names",
+    "kernel",
+    "parse_kernel",
 ]
