@@ -236,7 +236,7 @@ class KernelFamily:
         ----------
         *args, **kwargs
             The parameters, positionally in the order of :attr:`params` or
-            by name.
+            by name; one more positional argument is ``features``.
         features : sequence of int or None, default=None
             Distinct non-negative column indices; None means all features.
 
@@ -245,6 +245,9 @@ class KernelFamily:
         TypeError, ValueError
             For a missing, unknown or invalid parameter (the message names it).
         """
+        if len(args) == len(self.params) + 1 and features is None:
+            # As rbf(sigma, features): the features may follow the parameters.
+            *args, features = args
         if len(args) > len(self.params):
             raise TypeError(
                 f"{self.name}() takes {len(self.params)} parameter(s) "
