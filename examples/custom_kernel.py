@@ -17,8 +17,7 @@ import numpy as np
 from sklearn.metrics.pairwise import chi2_kernel
 
 from mklopt import MKLClassifier, datasets
-from mklopt._validation import check_real
-from mklopt.kernels import KernelBank, KernelFamily, register_kernel_family, rbf
+from mklopt.kernels import KernelBank, KernelFamily, rbf, register_kernel_family
 from mklopt.persist import load_model, save_model
 
 
@@ -29,7 +28,7 @@ class Chi2(KernelFamily):
     params = ("gamma",)
 
     def check(self, gamma):
-        return {"gamma": check_real(gamma, "gamma", low=0.0, strict_low=True)}
+        return {"gamma": self.check_real(gamma, "gamma", low=0.0, strict_low=True)}
 
     def block(self, A, B, gamma):
         if (A < 0).any() or (B < 0).any():

@@ -18,7 +18,6 @@ from scipy.spatial.distance import cdist
 from sklearn.metrics.pairwise import laplacian_kernel
 
 from mklopt import MKLClassifier, datasets
-from mklopt._validation import check_real
 from mklopt.kernels import (
     FeatureMap,
     KernelBank,
@@ -48,7 +47,7 @@ class Laplacian(KernelFamily):
     params = ("gamma",)
 
     def check(self, gamma):
-        return {"gamma": check_real(gamma, "gamma", low=0.0, strict_low=True)}
+        return {"gamma": self.check_real(gamma, "gamma", low=0.0, strict_low=True)}
 
     def block(self, A, B, gamma):
         return np.exp(-gamma * cdist(A, B, "cityblock"))
@@ -67,7 +66,7 @@ class ScaledLinear(KernelFamily):
     params = ("c",)
 
     def check(self, c):
-        return {"c": check_real(c, "c", low=0.0, strict_low=True)}
+        return {"c": self.check_real(c, "c", low=0.0, strict_low=True)}
 
     def block(self, A, B, c):
         return c * (A @ B.T)

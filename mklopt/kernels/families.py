@@ -137,12 +137,11 @@ class KernelFamily:
     --------
     >>> import numpy as np
     >>> from scipy.spatial.distance import cdist
-    >>> from mklopt._validation import check_real
     >>> class Laplacian(KernelFamily):
     ...     name = "laplacian_doc"
     ...     params = ("gamma",)
     ...     def check(self, gamma):
-    ...         return {"gamma": check_real(gamma, "gamma", low=0.0, strict_low=True)}
+    ...         return {"gamma": self.check_real(gamma, "gamma", low=0.0, strict_low=True)}
     ...     def block(self, A, B, gamma):
     ...         return np.exp(-gamma * cdist(A, B, "cityblock"))
     ...     def diag(self, A, gamma):
@@ -159,12 +158,19 @@ class KernelFamily:
     name: str = ""
     params: tuple[str, ...] = ()
 
+    #: ``check_real(value, name, *, low=None, high=None, strict_low=False,
+    #: strict_high=False)``: ``value`` as a float, or a ``TypeError`` /
+    #: ``ValueError`` naming ``name`` (not a number, not finite, out of range).
+    check_real = staticmethod(check_real)
+    #: ``check_int(value, name, *, low=None, high=None)``: the same for integers.
+    check_int = staticmethod(check_int)
+
     # ------------------------------------------------- declared by a family
     def check(self, **values):
         """Validate and normalise the parameters; return them as a dict.
 
-        Raise ``TypeError`` or ``ValueError`` naming the parameter (the
-        checks of :mod:`mklopt._validation` do). The default accepts
+        Raise ``TypeError`` or ``ValueError`` naming the parameter
+        (:attr:`check_real` and :attr:`check_int` do). The default accepts
         anything.
         """
         return values
