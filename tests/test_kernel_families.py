@@ -403,3 +403,31 @@ def test_a_user_family_gets_groups_of_its_own():
     narrow, wide = plan.split(np.arange(4))
     assert set(narrow.tolist()) | set(wide.tolist()) == {0, 2}
     assert plan.host(np.arange(4)).tolist() == [1, 3]
+
+
+# ------------------------------------------------------------- Dask workers
+def test_sharded_banks_evaluate_a_user_family_on_the_workers(X):
+    pytest.importorskip("distributed")
+    import importlib
+
+    from tests._cluster import local_client
+
+    specs = [laplacian(0.5), laplacian(0.3, features=[1, 2]), rbf(1.0), poly(2, [0])]
+    serial = KernelBank.from_specs(X, specs, storage="on_the_fly")
+    with local_client() as client:
+        # A worker is a new interpreter: without the family it says so.
+        with pytest.raises(ValueError, match="'laplacian', which is not registered in this "
+                                             "process"):
+            KernelBank.from_specs(X, specs, storage="on_the_fly", client=client)
+        # What an entry point in the mklopt.kernels group does on each worker.
+        client.run(importlib.import_module, __name__)
+        for storage in ("on_the_fly", "dense"):
+            bank = KernelBank.from_specs(X, specs, storage=storage, client=client)
+            w = np.array([0.4, 0.3, 0.2, 0.1])
+            idx = np.array([5, 1, 60])
+            np.testing.assert_allclose(bank.rows(w, idx), serial.rows(w, idx), rtol=0,
+                                       atol=1e-15)
+            v = np.random.default_rng(2).standard_normal(X.shape[0])
+            S = np.arange(0, X.shape[0], 2)
+            np.testing.assert_allclose(bank.quad_forms(v, S), serial.quad_forms(v, S),
+                                       rtol=1e-13, atol=1e-13)
