@@ -8,6 +8,7 @@ kernels are compared with scikit-learn's ``laplacian_kernel`` and scipy's
 with exactly the jitted codes they had before it existed.
 """
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -331,45 +332,78 @@ def test_parse_kernel_reads_every_registered_family():
         parse_kernel("rbf(width=1)")
 
 
-def test_cli_fits_and_predicts_with_a_user_family(tmp_path):
-    # A fresh process: the family is registered there by a module on the
-    # path (what an entry point in the mklopt.kernels group does).
-    (tmp_path / "userfam.py").write_text(
-        "import numpy as np\n"
-        "from scipy.spatial.distance import cdist\n"
-        "from mklopt.kernels import KernelFamily, register_kernel_family\n"
-        "class Laplacian(KernelFamily):\n"
-        "    name = 'laplacian'\n"
-        "    params = ('gamma',)\n"
-        "    def block(self, A, B, gamma):\n"
-        "        return np.exp(-gamma * cdist(A, B, 'cityblock'))\n"
-        "register_kernel_family(Laplacian())\n"
-    )
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PLUGIN = ROOT / "examples" / "plugin"
+
+
+def _dist_info(folder, entry_points, name):
+    """An installed distribution declaring ``entry_points``, as pip would write it."""
+    info = folder / f"{name}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    return folder
+
+
+def test_cli_fits_and_predicts_with_a_plugin_family(tmp_path):
+    # A fresh process that imports nothing by hand: the family comes from the
+    # mklopt.kernels entry point of examples/plugin.
+    site = _dist_info(tmp_path / "site", "[mklopt.kernels]\nlaplacian = mkl_extras.laplacian\n",
+                      "mkl_extras")
     X, y = datasets.load("sonar")
     X, y = X[::3, :6], y[::3]
     data = tmp_path / "d.csv"
-    rows = ["," .join([f"f{i}" for i in range(6)] + ["label"])]
+    rows = [",".join([f"f{i}" for i in range(6)] + ["label"])]
     rows += [",".join([*(repr(float(v)) for v in x), str(int(t))]) for x, t in zip(X, y)]
     data.write_text("\n".join(rows) + "\n")
-    root = pathlib.Path(__file__).resolve().parent.parent
-    code = (
-        "import sys, userfam; from mklopt.cli import main; "
-        "sys.exit(main(sys.argv[1:]))"
-    )
-    env = {"PYTHONPATH": f"{tmp_path}:{root}", "PATH": "/usr/bin:/bin"}
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(map(str, (ROOT, PLUGIN, site)))}
     model = tmp_path / "m.npz"
-    out = subprocess.run(
-        [sys.executable, "-c", code, "fit", str(data), "--kernels",
-         "laplacian(gamma=0.2); rbf(4.0)", "--model", str(model)],
-        capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    clf, _ = load_model(model)
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "mklopt", *map(str, args)],
+                              capture_output=True, text=True, env=env, cwd=tmp_path,
+                              timeout=300)
+
+    fit = run("fit", data, "--kernels", "laplacian(gamma=0.2); rbf(4.0)", "--model", model)
+    assert fit.returncode == 0, fit.stderr
+    pred = run("predict", model, data)
+    assert pred.returncode == 0, pred.stderr
+    clf, meta = load_model(model)
     assert clf.kernel_specs_ == [laplacian(0.2), rbf(4.0)]
-    bad = subprocess.run(
-        [sys.executable, "-c", code, "fit", str(data), "--kernels", "laplace(1)",
-         "--model", str(model)], capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert bad.returncode != 0
+    assert meta["kernel_specs"][0] == {"kind": "laplacian", "gamma": 0.2, "features": None}
+    bad = run("fit", data, "--kernels", "laplace(1)", "--model", model)
+    assert bad.returncode == 2
     assert "unknown kernel family 'laplace'" in bad.stderr and "'laplacian'" in bad.stderr
+
+
+def test_an_entry_point_feeds_the_family_registry(tmp_path, monkeypatch):
+    from mklopt import plugins
+
+    site = _dist_info(tmp_path / "site",
+                      "[mklopt.kernels]\nlaplacian_ep = mkl_extras_ep.laplacian\n",
+                      "mkl_extras_ep")
+    # A copy of the plugin under another name, so that this test imports it afresh.
+    pkg = tmp_path / "src" / "mkl_extras_ep"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    src = (PLUGIN / "mkl_extras" / "laplacian.py").read_text()
+    (pkg / "laplacian.py").write_text(src.replace('name = "laplacian"', 'name = "laplacian_ep"'))
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(plugins, "_loaded", {})
+    try:
+        assert "laplacian_ep" not in KERNEL_FAMILIES
+        spec = kernel("laplacian_ep", gamma=0.5)  # loads the group on first miss
+        assert [ep.name for ep in plugins.loaded("mklopt.kernels")] == ["laplacian_ep"]
+        X = np.random.default_rng(0).standard_normal((12, 3))
+        K = KernelBank.from_specs(X, [spec], normalize=None).blocks(
+            np.array([0]), np.arange(12), np.arange(12))[0]
+        np.testing.assert_allclose(K, laplacian_kernel(X, gamma=0.5), rtol=0, atol=1e-12)
+    finally:
+        KERNEL_FAMILIES.pop("laplacian_ep", None)
+        for mod in [m for m in sys.modules if m.startswith("mkl_extras_ep")]:
+            del sys.modules[mod]
 
 
 # ------------------------------------------------------ built-ins unchanged
