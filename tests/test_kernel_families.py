@@ -150,6 +150,32 @@ def test_a_user_family_matches_scikit_learn_in_every_storage(X, storage, normali
     np.testing.assert_allclose(bank.quad_forms(v, S), q_ref, rtol=1e-12, atol=1e-12)
 
 
+def test_quadratic_forms_of_a_large_support_are_summed_by_blocks(X, monkeypatch):
+    from mklopt.kernels import functions
+
+    bank = KernelBank.from_specs(X, SPECS, storage="on_the_fly")
+    v = np.random.default_rng(3).standard_normal(X.shape[0])
+    S = np.arange(1, X.shape[0], 2)
+    whole = bank.quad_forms(v, S)
+    monkeypatch.setattr(functions, "_HOST_BLOCK", 100)  # blocks of 2 rows of K[S, S]
+    np.testing.assert_allclose(bank.quad_forms(v, S), whole, rtol=1e-13, atol=1e-13)
+    ref = np.einsum("i,ij,j->", v[S], _reference(X, SPECS, "trace")[1][np.ix_(S, S)], v[S])
+    np.testing.assert_allclose(whole[1], ref, rtol=1e-12)
+
+
+def test_built_in_families_numpy_twins_match_their_jitted_kernels(X):
+    """The NumPy block and diag the built-in families declare are what the jitted path computes."""
+    specs = [rbf(0.7), rbf(2.0, [1, 3]), poly(3, [0, 2]), poly(1), linear([4]), linear()]
+    K = KernelBank.from_specs(X, specs, normalize=None).blocks(
+        np.arange(6), np.arange(90), np.arange(90))
+    for k, s in enumerate(specs):
+        fam = get_kernel_family(type(s).__name__.lower())
+        A = X if s.features is None else X[:, list(s.features)]
+        np.testing.assert_allclose(fam.block(A, A, **fam.values(s)), K[k], rtol=1e-12,
+                                   atol=1e-12)
+        np.testing.assert_allclose(fam.diag(A, **fam.values(s)), np.diag(K[k]), rtol=1e-12)
+
+
 def test_on_the_fly_reads_a_user_family_from_tables_and_directly(X):
     # Feature 4 takes three values over 90 points: its group is tabulated.
     otf = KernelBank.from_specs(X, SPECS, storage="on_the_fly")

@@ -69,6 +69,8 @@ def _check_specs(specs, n_features):
 #: ``kind`` of a kernel evaluated by its family's NumPy ``block`` (never
 #: passed to the jitted routines: its groups are left out of ``split``).
 HOST = -1
+#: Entries of one block of a NumPy-evaluated kernel in ``host_quad_forms`` (32 MiB).
+_HOST_BLOCK = 2**22
 
 
 class _Plan:
@@ -221,9 +223,10 @@ def _host_block(plan, specs, k, A, B, sym=False):
             f"{(A.shape[0], B.shape[0])}"
         )
     if sym:
-        low = np.tril_indices(K.shape[0], -1)
-        K = np.array(K, order="C")
-        K[low] = K.T[low]
+        K = np.require(K, requirements=("C", "W"))
+        if K.base is not None and not K.flags.owndata:
+            K = K.copy()  # never write into an array the family keeps
+        _groups.mirror_upper(K)
     return K
 
 
@@ -431,13 +434,20 @@ class KernelFunctions:
         if hosts.size == 0:
             return q
         XS = self.X[support]
+        s = XS.shape[0]
+        # Blocks of rows of K[S, S] of at most _HOST_BLOCK entries: a large
+        # support never holds |S|^2 numbers at once.
+        step = max(1, _HOST_BLOCK // max(s, 1))
         stop = current_flag()
         for g in hosts.tolist():
             for k in plan.kernels_of(g).tolist():
                 if slot[k] >= 0:
-                    K = _host_block(plan, self.specs, k, XS, XS, True)
-                    q[slot[k]] = float(vS @ (K @ vS)) * inv_scale[k]
-                    check(stop)
+                    total = 0.0
+                    for i0 in range(0, s, step):
+                        Kb = _host_block(plan, self.specs, k, XS[i0 : i0 + step], XS)
+                        total += float(vS[i0 : i0 + step] @ (Kb @ vS))
+                        check(stop)
+                    q[slot[k]] = total * inv_scale[k]
         return q
 
     # --------------------------------------------------------- evaluation
