@@ -217,7 +217,7 @@ def register_storage(name, factory=None, functions=None, replace=False):
     >>> from mklopt.kernels.storage import DenseStorage
     >>> def half_precision(functions, max_memory=None):
     ...     return DenseStorage(functions.matrices(dtype=np.float32))
-    >>> entry = register_storage("float32_doc", half_precision)
+    >>> entry = register_storage("float32_doc", half_precision, replace=True)
     >>> bank = KernelBank.from_specs(np.eye(3), [rbf(1.0)], storage="float32_doc")
     >>> bank.storage.K.dtype
     dtype('float32')
