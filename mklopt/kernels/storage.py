@@ -1,6 +1,8 @@
 """Where a bank's kernels live: stored matrices, or computed from the features.
 
-Every consumer reads kernels through the same few verbs (see docs/large.md):
+Every consumer reads kernels through the same few verbs, the protocol
+:class:`mklopt.kernels.Storage` (a storage of your own is one class with
+them, registered with :func:`mklopt.kernels.register_storage`):
 
 ``diag(w)``
     the diagonal of the combined kernel ``K(w) = sum_k w_k K_k``;
@@ -17,7 +19,7 @@ Every consumer reads kernels through the same few verbs (see docs/large.md):
 A storage is trusted: its callers (:class:`~mklopt.kernels.KernelBank`'s
 public methods, the oracles) have validated the arguments, so ``w`` is a
 float64 array of length ``n_kernels`` and indices are int64 arrays in range.
-Three storages implement the verbs here; feature maps (``K_k = Phi_k
+Two storages implement the verbs here; feature maps (``K_k = Phi_k
 Phi_k'``) live in :mod:`mklopt.kernels.feature_maps`.
 
 * :class:`DenseStorage`: an ``(m, n, n)`` array, float64 or float32, in memory
