@@ -2,19 +2,22 @@
 
 A package makes its outer methods or oracles available to mklopt (the
 estimators, ``mklopt fit`` and ``mklopt bench``) by declaring entry points
-in the groups ``mklopt.methods`` and ``mklopt.oracles``, each naming a
-module (or an object in it) whose import registers them with
-:func:`mklopt.methods.register` / :func:`mklopt.tasks.register_oracle`::
+in the groups ``mklopt.methods``, ``mklopt.oracles`` and ``mklopt.storages``,
+each naming a module (or an object in it) whose import registers them with
+:func:`mklopt.methods.register` / :func:`mklopt.tasks.register_oracle` /
+:func:`mklopt.kernels.register_storage`::
 
     # pyproject.toml of the package "mkl-extras"
     [project.entry-points."mklopt.methods"]
     my_spg = "mkl_extras.my_spg"
     [project.entry-points."mklopt.oracles"]
     kernel_ridge = "mkl_extras.kernel_ridge"
+    [project.entry-points."mklopt.storages"]
+    my_storage = "mkl_extras.my_storage"
 
 The groups are read once per process, when a registry is first asked for
 a name (:func:`mklopt.methods.get_method`, :func:`mklopt.tasks.get_oracle`,
-the command line). A plugin that fails to import raises
+:func:`mklopt.kernels.get_storage`, the command line). A plugin that fails to import raises
 :class:`PluginError` naming the entry point and its package.
 """
 
@@ -25,7 +28,7 @@ from importlib import metadata
 __all__ = ["GROUPS", "PluginError", "load", "loaded"]
 
 #: The entry point groups mklopt reads.
-GROUPS = ("mklopt.methods", "mklopt.oracles")
+GROUPS = ("mklopt.methods", "mklopt.oracles", "mklopt.storages")
 
 _loaded: dict[str, list] = {}
 
