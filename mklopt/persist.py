@@ -72,7 +72,6 @@ from .estimators._precomputed import (
 from .estimators._progress import check_verbose
 from .estimators.mkl import _BinaryMKL
 from .kernels import (
-    STORAGES,
     FeatureMap,
     FeatureMapFunctions,
     KernelExpansion,
@@ -767,7 +766,9 @@ def _check_params(path, params, estimator="MKLClassifier"):
         "multiclass": lambda v: v in ("ovo", "shared"),
         "verbose": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
         # A name, or a feature map as JSON (checked when the classifier is built).
-        "storage": lambda v: (isinstance(v, str) and v in STORAGES) or isinstance(v, dict),
+        # Any name: a user's registered storage need not be registered in the
+        # process that loads the model (prediction does not read the storage).
+        "storage": lambda v: (isinstance(v, str) and bool(v)) or isinstance(v, dict),
     }
     for name, value in params.items():
         if not ok.get(name, number)(value):

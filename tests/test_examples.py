@@ -16,6 +16,7 @@ EXPECTED = {
     "quickstart.py": "test accuracy",
     "custom_stopping.py": "stopped by",
     "custom_method.py": "FrankWolfe",
+    "custom_storage.py": "float32_numpy against dense",
     "groups.py": "group weights gamma",
     "mkboost_vs_mkl.py": "MKBoost-S2",
     "precomputed_kernels.py": "cross-validation accuracy",
@@ -41,6 +42,13 @@ VALUES = {
     ],
     "custom_method.py": [
         (r"relative gap ([0-9.e+-]+), \d+ SVM calls, duality_gap", lambda v: v <= 1e-2)
+    ],
+    # custom_storage: a user's float32 storage certifies Level's 1e-3 gap and
+    # gives the dense storage's model to float32 rounding
+    "custom_storage.py": [
+        (r"Level on it: relative gap " + NUMBER, lambda v: 0 <= v <= 1e-3),
+        (r"test accuracy (\d\.\d+) and", lambda v: v >= 0.9),
+        (r"decision values within " + NUMBER + " relative", lambda v: v <= 1e-2),
     ],
     "custom_stopping.py": [
         (r"stopped by 'duality_gap' \(converged: True\) after \d+ SVM calls; relative gap "

@@ -108,8 +108,10 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
         a weak SVM on a sample of size ``r N`` acts like a smaller ``C``.
     tol : float, default=1e-3
         KKT tolerance of the SMO solver of each weak SVM (libsvm's default).
-    storage : {"auto", "dense", "on_the_fly", "feature_map"} or FeatureMap, default="auto"
-        Where the training kernels live (see
+    storage : str or FeatureMap, default="auto"
+        ``"auto"``, ``"dense"``, ``"on_the_fly"``, ``"feature_map"``, a name
+        registered with :func:`mklopt.kernels.register_storage`, or a
+        feature map. Where the training kernels live (see
         :meth:`mklopt.KernelBank.from_specs`): ``"dense"`` stores all
         ``n_kernels * n_samples**2`` entries, ``"on_the_fly"`` stores only the
         features and computes kernel rows as the solver reads them, skipping

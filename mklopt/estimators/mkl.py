@@ -346,8 +346,10 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         :class:`ConvergenceWarning` is issued; when no oracle call had
         finished, :class:`mklopt.stopping.NoPointError` is raised (see the
         user guide's page on long runs).
-    storage : {"auto", "dense", "on_the_fly", "feature_map"} or FeatureMap, default="auto"
-        Where the training kernels live (see
+    storage : str or FeatureMap, default="auto"
+        ``"auto"``, ``"dense"``, ``"on_the_fly"``, ``"feature_map"``, a name
+        registered with :func:`mklopt.kernels.register_storage`, or a
+        feature map. Where the training kernels live (see
         :meth:`mklopt.KernelBank.from_specs`): ``"dense"`` stores all
         ``n_kernels * n_samples**2`` entries, ``"on_the_fly"`` stores only the
         features and computes kernel rows as the solver reads them, skipping

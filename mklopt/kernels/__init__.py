@@ -10,8 +10,18 @@ Examples
 65
 """
 
-from .bank import STORAGES, KernelBank, as_bank
+from .bank import KernelBank, as_bank
 from .expansion import KernelExpansion
+from .factory import (
+    STORAGES,
+    Storage,
+    StorageEntry,
+    auto_storage,
+    get_storage,
+    make_storage,
+    register_storage,
+    storage_names,
+)
 from .families import (
     KernelFamily,
     KernelSpec,
@@ -40,6 +50,13 @@ __all__ = [
     "ShardedStorage",
     "ShardLostError",
     "STORAGES",
+    "Storage",
+    "StorageEntry",
+    "register_storage",
+    "get_storage",
+    "storage_names",
+    "make_storage",
+    "auto_storage",
     "rbf",
     "poly",
     "linear",

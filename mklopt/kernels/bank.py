@@ -22,19 +22,23 @@ import numbers
 import numpy as np
 
 from .._interrupt import check as check_stop
-from .._memory import check_max_memory, check_memory, fits, fmt_bytes, memory_limit
+from .._memory import check_max_memory, check_memory, fits, memory_limit
 from .._validation import check_choice, check_matrix, check_vector, check_weights
-from .feature_maps import FeatureMap, FeatureMapFunctions, FeatureMapStorage
+from .factory import (
+    STORAGES,
+    auto_storage,
+    check_storage,
+    dense_bytes,
+    exact_functions,
+    get_storage,
+)
+from .feature_maps import FeatureMap, FeatureMapStorage
 from .functions import KernelFunctions, _check_indices, _check_specs
 from .sharded import ShardedStorage
 from .storage import DenseStorage, OnTheFlyStorage
 from .views import ViewStorage
 
 __all__ = ["KernelBank", "STORAGES", "check_storage"]
-
-#: Storage names accepted by :meth:`KernelBank.from_specs` (which also takes a
-#: :class:`~mklopt.kernels.FeatureMap`; ``"feature_map"`` is ``FeatureMap()``).
-STORAGES = ("auto", "dense", "on_the_fly", "feature_map")
 
 # A kernel passes the PSD check when K + _PSD_RTOL * trace(K) * I has a
 # Cholesky factor, i.e. (up to rounding) lambda_min(K) >= -_PSD_RTOL * trace(K).
@@ -46,10 +50,6 @@ _SYM_RTOL = 1e-8
 _CACHE_MB = 2048
 # Rows per chunk when scanning a (possibly memory-mapped) matrix.
 _SCAN_ROWS = 2048
-#: "auto" computes on the fly when at least this share of the kernels is
-#: read from tables (vote, breast: 94 % and 90 % of the level grid; letter:
-#: 94 %); see benchmarks/README.md, "Storage chosen by auto".
-_AUTO_TABLE_SHARE = 0.5
 
 
 def _check_dtype(dtype, name="dtype"):
@@ -72,31 +72,6 @@ def _check_cache_size(cache_size):
     return float(cache_size)
 
 
-def check_storage(storage, name="storage"):
-    """Validate a ``storage`` argument: a name in :data:`STORAGES` or a :class:`FeatureMap`.
-
-    Returns it unchanged, so estimators can pass their parameter through.
-
-    Raises
-    ------
-    TypeError, ValueError
-        Naming ``name`` and what it accepts.
-    """
-    if isinstance(storage, FeatureMap):
-        return storage
-    if not isinstance(storage, str):
-        raise TypeError(
-            f"{name} must be one of {', '.join(repr(s) for s in STORAGES)} or a FeatureMap "
-            f"(e.g. mklopt.kernels.nystroem(n_components=100)), got {type(storage).__name__}"
-        )
-    if storage not in STORAGES:
-        raise ValueError(
-            f"{name} must be one of {', '.join(repr(s) for s in STORAGES)} or a FeatureMap "
-            f"(e.g. mklopt.kernels.nystroem(n_components=100)); got {storage!r}"
-        )
-    return storage
-
-
 def _unique_sorted(idx, name, size):
     S = np.sort(_check_indices(idx, name, size, allow_empty=True))
     if S.size > 1 and np.any(S[1:] == S[:-1]):
@@ -115,8 +90,8 @@ class KernelBank:
     Parameters
     ----------
     storage : storage object
-        One of :mod:`mklopt.kernels.storage` (or any object with the same
-        verbs).
+        Any object with the members of :class:`~mklopt.kernels.Storage`
+        (the built-in ones are in :mod:`mklopt.kernels.storage`).
     functions : KernelFunctions or FeatureMapFunctions, optional
         The kernels as functions (None for user matrices).
     scales : array-like of shape (n_kernels,), optional
@@ -131,8 +106,9 @@ class KernelBank:
     ----------
     n_kernels, n_samples : int
     storage : storage object
-        ``storage.name`` is ``"dense"``, ``"on_the_fly"`` or
-        ``"feature_map"``.
+        ``storage.name`` is ``"dense"``, ``"on_the_fly"``,
+        ``"feature_map"``, ``"sharded"``, ``"view"`` or the name of a
+        registered storage.
     functions : KernelFunctions, FeatureMapFunctions or None
     specs : tuple of specs or None
     scales : ndarray of shape (n_kernels,)
@@ -179,6 +155,9 @@ class KernelBank:
                 else check_vector(scales, "scales", size=self.n_kernels)
             )
         self.cache_size = _check_cache_size(cache_size)
+        # The registry entry, dtype and max_memory the storage was built with
+        # (from_specs): a view of a user's storage is built again with them.
+        self._built = None
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -206,11 +185,15 @@ class KernelBank:
             From :func:`rbf`, :func:`poly`, :func:`linear` or :func:`grid`.
             Specs on the same feature subset share one squared-distance
             evaluation (all widths) and one inner product (all degrees).
-        storage : {"auto", "dense", "on_the_fly", "feature_map"} or FeatureMap, default="auto"
-            ``"dense"`` stores all ``m n^2`` entries (fastest for small
+        storage : str or FeatureMap, default="auto"
+            ``"auto"``, ``"dense"``, ``"on_the_fly"``, ``"feature_map"`` or
+            a name registered with :func:`~mklopt.kernels.register_storage`
+            (built by its factory from the kernel functions normalised
+            here). ``"dense"`` stores all ``m n^2`` entries (fastest for small
             ``n``); ``"on_the_fly"`` stores only ``X`` and computes rows,
             quadratic forms and blocks from it, skipping kernels with zero
-            weight. ``"auto"`` keeps dense when the bank and the solver's
+            weight. ``"auto"`` (:func:`~mklopt.kernels.auto_storage`) keeps
+            dense when the bank and the solver's
             work matrix fit under ``max_memory`` and fewer than half of the
             kernels are on features with few distinct values (binary,
             ordinal: those are read from small tables on the fly, cheaper
@@ -263,65 +246,41 @@ class KernelBank:
             message names the storage (or the ``n_components``) that would.
         """
         X = check_matrix(X, "X")
-        n, d = X.shape
-        specs = _check_specs(specs, d)
+        specs = _check_specs(specs, X.shape[1])
         storage = check_storage(storage)
         check_choice(normalize, "normalize", ("trace", "diagonal", None))
         dt = _check_dtype(dtype)
         cache_size = _check_cache_size(cache_size)
         check_max_memory(max_memory)
-        if storage == "feature_map":
-            storage = FeatureMap()
+        options = None
         if isinstance(storage, FeatureMap):
-            functions = FeatureMapFunctions.from_data(
-                X, specs, storage, normalize=normalize, max_memory=max_memory
-            )
-            return cls(FeatureMapStorage(functions), functions, cache_size=cache_size)
-        m = len(specs)
-        if client is not None:
-            functions = KernelFunctions.from_data(X, specs, normalize=normalize)
-            sharded = ShardedStorage(
-                client, functions, storage=storage, normalize=normalize, dtype=dt,
-                max_memory=max_memory, n_shards=n_shards,
-            )
-            return cls(sharded, functions, cache_size=cache_size)
-        if n_shards is not None:
-            raise ValueError("n_shards is only used with a client (a sharded bank)")
-        dense_bytes = m * n * n * dt.itemsize + n * n * 8
-        fly_bytes = X.nbytes * 3 + 64 * n * 8
-        functions = KernelFunctions.from_data(X, specs, normalize=normalize)
-        fly = None
-        if storage == "auto":
-            storage = "dense" if fits(dense_bytes, max_memory) else "on_the_fly"
-            if storage == "dense":
-                # Kernels on features with few distinct values (binary,
-                # ordinal) are read from small tables on the fly: O(1) per
-                # entry and O(|S|) per quadratic form, against 8 bytes per
-                # entry from memory when stored. When they are most of the
-                # bank, computing on the fly is the faster storage too.
-                fly = OnTheFlyStorage(functions)
-                if fly.table_share >= _AUTO_TABLE_SHARE:
-                    storage = "on_the_fly"
-        if storage == "dense":
-            check_memory(
-                dense_bytes,
-                max_memory,
-                f"A dense bank of {m} kernels on {n} samples ({dt.name})",
-                "Use storage='on_the_fly' (stores only X, about "
-                f"{fmt_bytes(fly_bytes)}), dtype=np.float32 (halves it), fewer kernels, or "
-                "pass max_memory=<bytes> to raise the limit.",
-            )
-            K = functions.matrices(dtype=dt)
-            return cls(DenseStorage(K), functions, cache_size=cache_size)
-        check_memory(
-            fly_bytes,
-            max_memory,
-            f"Kernels on the fly for {n} samples and {d} features",
-            "Nothing smaller can hold the training data: use a subsample of the rows.",
-        )
-        if fly is None:
-            fly = OnTheFlyStorage(functions)
-        return cls(fly, functions, cache_size=cache_size)
+            storage, options = "feature_map", storage
+        entry = None if storage == "auto" else get_storage(storage)
+        if entry is not None and entry.functions is not None:
+            # A storage with its own kernel functions (feature maps): built here.
+            build = entry.functions
+            kw = {} if options is None else {"options": options}
+            functions = build(X, specs, normalize=normalize, max_memory=max_memory, **kw)
+        else:
+            # The normalisation constants are computed once, here; a sharded
+            # bank's workers receive them with the specs.
+            functions = exact_functions(X, specs, normalize=normalize)
+            if client is not None:
+                sharded = ShardedStorage(
+                    client, functions, storage=storage, normalize=normalize, dtype=dt,
+                    max_memory=max_memory, n_shards=n_shards,
+                )
+                return cls(sharded, functions, cache_size=cache_size)
+            if n_shards is not None:
+                raise ValueError("n_shards is only used with a client (a sharded bank)")
+            if entry is None:
+                m, n = functions.n_kernels, functions.n_samples
+                name = auto_storage(functions, fits(dense_bytes(m, n, dt), max_memory))
+                entry = get_storage(name)
+        bank = cls(entry.make(functions, dtype=dt, max_memory=max_memory), functions,
+                   cache_size=cache_size)
+        bank._built = (entry, {"dtype": dt, "max_memory": max_memory})
+        return bank
 
     @classmethod
     def from_matrices(
@@ -551,7 +510,9 @@ class KernelBank:
             this bank's array alive); on a bank computed on the fly, a bank
             computed on the fly from ``X[rows]``; on feature maps, the rows
             of the maps, which were fitted once on all points
-            (:meth:`FeatureMapFunctions.view`).
+            (:meth:`FeatureMapFunctions.view`); on any other storage
+            registered with :func:`~mklopt.kernels.register_storage`, that
+            storage built by its factory on ``X[rows]``.
 
         Raises
         ------
@@ -595,6 +556,11 @@ class KernelBank:
         elif isinstance(st, FeatureMapStorage):
             fn = self.functions.view(idx, normalize=normalize)
             storage = FeatureMapStorage(fn)
+        elif fn is not None and self._built is not None and self._built[0].functions is None:
+            # A user's storage: the same storage, built through its factory
+            # on the view's points (the kernels of from_specs(X[rows])).
+            entry, options = self._built
+            storage = entry.make(fn, **options)
         else:
             raise ValueError(
                 f"a bank with storage={st.name!r} has no views; build the bank of the "

@@ -4,9 +4,11 @@
 :mod:`mklopt.kernels.storage` for a bank whose kernels live on the workers of
 a ``dask.distributed`` cluster. The kernels are split into *shards*, one
 per worker by default; each shard is a Dask actor that builds its own
-storage (dense, on the fly, or any storage name
-:meth:`~mklopt.kernels.KernelBank.from_specs` accepts) **on its worker**
-from the training points and its specs. Only weights, dual vectors and
+storage (dense, on the fly, or any registered storage) **on its worker**
+through the one factory, :func:`~mklopt.kernels.make_storage`, from the
+training points, its specs and their normalisation constants, computed once
+on the client (the workers never normalise again, so a shard's kernels are
+the client's to the last bit). Only weights, dual vectors and
 ``n``-vectors travel to the workers, and only rows, diagonals, ``q``
 values and blocks come back:
 
@@ -80,6 +82,8 @@ from .._memory import fits, fmt_bytes
 from .._optional import require
 from .._version import __version__
 from ._rowcache import RowCache, cached_block, cached_dot
+from .factory import auto_storage, get_storage, make_storage
+from .functions import KernelFunctions
 
 __all__ = [
     "ShardedStorage",
@@ -326,11 +330,7 @@ class _Shard:
     answers the storage verbs for its kernels (local indices).
     """
 
-    def __init__(self, X, specs, storage, normalize, dtype, max_memory):
-        # bank.py imports this module, so the bank is imported when a shard
-        # is built (on the worker), not at module level.
-        from .bank import KernelBank
-
+    def __init__(self, X, specs, scales, entry, dtype, max_memory):
         self._threads = 1
         try:
             worker = _distributed().get_worker()
@@ -338,12 +338,12 @@ class _Shard:
         except ValueError:  # pragma: no cover - built outside a worker
             self._threads = numba.config.NUMBA_NUM_THREADS
         self._set_threads()
-        bank = KernelBank.from_specs(
-            X, specs, storage=storage, normalize=normalize, dtype=dtype, max_memory=max_memory
-        )
-        self.st = bank.storage
-        self.scales = np.asarray(bank.scales)
-        self.n = int(bank.n_samples)
+        # The client's normalisation constants, not recomputed here: the
+        # shard's kernels are the client's to the last bit.
+        functions = KernelFunctions(specs, scales, X)
+        self.st = make_storage(entry, functions, dtype=dtype, max_memory=max_memory)
+        self.scales = np.asarray(functions.scales)
+        self.n = int(functions.n_samples)
         # The rows of this shard's partial K(w) that the solver's blocks
         # read, kept here for the current weights: the client asks for
         # blocks and products, never for the rows themselves.
@@ -438,13 +438,17 @@ class ShardedStorage:
         The bank's kernels (specs, scales and training points), as the
         client holds them for prediction.
     storage : str, default="auto"
-        Storage of every shard on its worker (``"dense"``, ``"on_the_fly"``,
-        or another name ``KernelBank.from_specs`` accepts). ``"auto"`` keeps
-        dense when the shards can be placed under the workers' memory
-        limits (see Notes), else computes them on the fly.
-    normalize : {"trace", None}, default="trace"
-        As for ``from_specs``; the workers' constants are checked against
-        ``functions.scales``.
+        Storage of every shard on its worker: a name registered with
+        :func:`~mklopt.kernels.register_storage` (``"dense"``,
+        ``"on_the_fly"`` or a user's exact storage). ``"auto"`` is decided
+        by :func:`~mklopt.kernels.auto_storage`, the rule of an unsharded
+        bank: dense when the shards can be placed under the workers' memory
+        limits (see Notes) and fewer than half of the kernels are read from
+        tables, else on the fly.
+    normalize : {"trace", "diagonal", None}, default="trace"
+        Kept for compatibility; unused. The shards are built with the
+        constants of ``functions.scales``, computed once on the client,
+        and never normalise again.
     dtype : numpy dtype, default=np.float64
         Storage type of dense shards.
     max_memory : float, optional
@@ -532,6 +536,7 @@ class ShardedStorage:
 
         kind, parts, costs, slots, budgets = self._place(workers, int(n_shards), storage)
         self._kinds = [kind] * len(parts)
+        self._entries = [get_storage(kind)] * len(parts)
         self._parts = parts
         self._costs = costs
         self._budgets = budgets
@@ -591,74 +596,93 @@ class ShardedStorage:
         matrix (``8 n^2`` bytes), and must fit its share of its worker's
         capacity; a dense bank that does not fit even in all the workers
         together is refused before anything is allocated. ``"auto"`` is
-        dense when that fits, else on the fly.
+        decided by :func:`~mklopt.kernels.auto_storage`, the rule of an
+        unsharded bank, with "fits" meaning "can be placed so".
         """
         plan = self.functions.plan
         caps = self._capacities(workers)
         slot_worker = [workers[t % len(workers)] for t in range(n_shards)]
         per_worker = {w: slot_worker.count(w) for w in set(slot_worker)}
         budgets = [None if caps[w] is None else caps[w] / per_worker[w] for w in slot_worker]
-        n, m = self.n_samples, self.n_kernels
-        kernel_bytes = n * n * self._dtype.itemsize
-        work_bytes = n * n * 8
-        if storage in ("dense", "auto") and all(b is not None for b in budgets):
-            room = [max(0.0, (b - work_bytes) // kernel_bytes) for b in budgets]
-            need = m * kernel_bytes + min(n_shards, len(plan.kern_ptr) - 1) * work_bytes
-            units = plan
-            try:
-                if need > sum(budgets):
-                    raise MemoryError("the sum")
-                try:
-                    members, loads = _assign(plan, n_shards, "dense", room)
-                except MemoryError:
-                    # A group larger than any shard's room is split: stored
-                    # kernels share their distance evaluation only when the
-                    # shard is built, so a split group costs one more
-                    # distance evaluation per shard, once.
-                    units = _single_kernel_groups(m)
-                    members, loads = _assign(units, n_shards, "dense", room)
-            except MemoryError as exc:
-                if storage == "auto":
-                    return self._place(workers, n_shards, "on_the_fly")
-                limits = ", ".join(
-                    f"{w}: {fmt_bytes(caps[w] / WORKER_MEMORY_FRACTION)}" for w in workers
-                    if self._max_memory is None
-                ) or f"max_memory {fmt_bytes(self._max_memory)} per shard"
-                raise MemoryError(
-                    f"a dense sharded bank of {m} kernels on {n} points needs "
-                    f"{fmt_bytes(need)} ({m} x {n}^2 x {self._dtype.itemsize} bytes, plus one "
-                    f"{n} x {n} work matrix per shard), but {len(workers)} worker(s) may hold "
-                    f"{fmt_bytes(sum(budgets))} in all ({WORKER_MEMORY_FRACTION:g} of each "
-                    f"worker's memory_limit: {limits})"
-                    + ("" if str(exc) == "the sum" else f"; {exc}")
-                    + ". Nothing was allocated. Use storage='on_the_fly' (a shard then holds "
-                    "only X), dtype=np.float32, more workers or larger memory limits"
-                ) from None
-            slots = [t for t in range(n_shards) if members[t]]
-            costs = np.array([loads[t] for t in slots])
-            parts = [_kernels_of(units, members[t]) for t in slots]
-            return "dense", parts, costs, slots, [budgets[t] for t in slots]
-        kind = storage
+        known = all(b is not None for b in budgets)
         if storage == "auto":
-            # Some worker has no memory_limit: judge by this machine's memory.
-            per_shard = (m / n_shards) * kernel_bytes + work_bytes
-            kind = "dense" if fits(per_shard, self._max_memory) else "on_the_fly"
-        members, loads = _assign(plan, n_shards, kind)
+            dense = None
+            if known:
+                try:
+                    dense = self._place_dense(workers, n_shards, caps, budgets)
+                except MemoryError:
+                    pass
+                fits_dense = dense is not None
+            else:
+                # Some worker has no memory_limit: judge by this machine's memory.
+                n, m = self.n_samples, self.n_kernels
+                per_shard = (m / n_shards) * n * n * self._dtype.itemsize + n * n * 8
+                fits_dense = fits(per_shard, self._max_memory)
+            storage = auto_storage(self.functions, fits_dense)
+            if storage == "dense" and dense is not None:
+                return dense
+        if storage == "dense" and known:
+            return self._place_dense(workers, n_shards, caps, budgets)
+        members, loads = _assign(plan, n_shards, storage)
         slots = [t for t in range(n_shards) if members[t]]
         parts = [_kernels_of(plan, members[t]) for t in slots]
-        return kind, parts, np.array([loads[t] for t in slots]), slots, [
+        return storage, parts, np.array([loads[t] for t in slots]), slots, [
             budgets[t] for t in slots
         ]
 
+    def _place_dense(self, workers, n_shards, caps, budgets):
+        """Dense shards placed under the byte ``budgets`` of their slots (MemoryError if not)."""
+        plan = self.functions.plan
+        n, m = self.n_samples, self.n_kernels
+        kernel_bytes = n * n * self._dtype.itemsize
+        work_bytes = n * n * 8
+        room = [max(0.0, (b - work_bytes) // kernel_bytes) for b in budgets]
+        need = m * kernel_bytes + min(n_shards, len(plan.kern_ptr) - 1) * work_bytes
+        units = plan
+        try:
+            if need > sum(budgets):
+                raise MemoryError("the sum")
+            try:
+                members, loads = _assign(plan, n_shards, "dense", room)
+            except MemoryError:
+                # A group larger than any shard's room is split: stored
+                # kernels share their distance evaluation only when the
+                # shard is built, so a split group costs one more
+                # distance evaluation per shard, once.
+                units = _single_kernel_groups(m)
+                members, loads = _assign(units, n_shards, "dense", room)
+        except MemoryError as exc:
+            limits = ", ".join(
+                f"{w}: {fmt_bytes(caps[w] / WORKER_MEMORY_FRACTION)}" for w in workers
+                if self._max_memory is None
+            ) or f"max_memory {fmt_bytes(self._max_memory)} per shard"
+            raise MemoryError(
+                f"a dense sharded bank of {m} kernels on {n} points needs "
+                f"{fmt_bytes(need)} ({m} x {n}^2 x {self._dtype.itemsize} bytes, plus one "
+                f"{n} x {n} work matrix per shard), but {len(workers)} worker(s) may hold "
+                f"{fmt_bytes(sum(budgets))} in all ({WORKER_MEMORY_FRACTION:g} of each "
+                f"worker's memory_limit: {limits})"
+                + ("" if str(exc) == "the sum" else f"; {exc}")
+                + ". Nothing was allocated. Use storage='on_the_fly' (a shard then holds "
+                "only X), dtype=np.float32, more workers or larger memory limits"
+            ) from None
+        slots = [t for t in range(n_shards) if members[t]]
+        costs = np.array([loads[t] for t in slots])
+        parts = [_kernels_of(units, members[t]) for t in slots]
+        return "dense", parts, costs, slots, [budgets[t] for t in slots]
+
     def _submit(self, s, X):
         fn = self.functions
-        specs = [fn.specs[k] for k in self._parts[s].tolist()]
+        ks = self._parts[s]
+        specs = [fn.specs[k] for k in ks.tolist()]
         return self.client.submit(
             _Shard,
             X,
             specs,
-            self._kinds[s],
-            self._normalize,
+            # The client's constants and the storage's registry entry (its
+            # factory travels by reference: workers need not know the name).
+            np.array(fn.scales[ks]),
+            self._entries[s],
             self._dtype,
             # The worker checks the shard against its budget (not against
             # its machine's free memory, which other workers share).
@@ -687,13 +711,6 @@ class ShardedStorage:
             raise RuntimeError(
                 f"worker {self._workers[s]} runs mklopt {info['version']} but this client "
                 f"runs {__version__}; install the same version on every worker"
-            )
-        want = self.functions.scales[self._parts[s]]
-        if not np.allclose(info["scales"], want, rtol=1e-12, atol=0.0):
-            raise RuntimeError(
-                f"the kernels built on worker {self._workers[s]} do not match the client's "
-                "(different normalisation constants); check that workers and client run the "
-                "same mklopt and numpy"
             )
         self._futures[s], self._actors[s], self._info[s] = fut, actor, info
 

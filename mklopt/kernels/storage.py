@@ -1,6 +1,8 @@
 """Where a bank's kernels live: stored matrices, or computed from the features.
 
-Every consumer reads kernels through the same few verbs (see docs/large.md):
+Every consumer reads kernels through the same few verbs, the protocol
+:class:`mklopt.kernels.Storage` (a storage of your own is one class with
+them, registered with :func:`mklopt.kernels.register_storage`):
 
 ``diag(w)``
     the diagonal of the combined kernel ``K(w) = sum_k w_k K_k``;
@@ -17,7 +19,7 @@ Every consumer reads kernels through the same few verbs (see docs/large.md):
 A storage is trusted: its callers (:class:`~mklopt.kernels.KernelBank`'s
 public methods, the oracles) have validated the arguments, so ``w`` is a
 float64 array of length ``n_kernels`` and indices are int64 arrays in range.
-Three storages implement the verbs here; feature maps (``K_k = Phi_k
+Two storages implement the verbs here; feature maps (``K_k = Phi_k
 Phi_k'``) live in :mod:`mklopt.kernels.feature_maps`.
 
 * :class:`DenseStorage`: an ``(m, n, n)`` array, float64 or float32, in memory
@@ -43,7 +45,7 @@ from .._jit import gram as _gram
 from .._jit import groups as _groups
 from .functions import KernelFunctions
 
-__all__ = ["DenseStorage", "OnTheFlyStorage"]
+__all__ = ["DenseStorage", "OnTheFlyStorage", "table_share"]
 
 
 class DenseStorage:
@@ -178,6 +180,55 @@ class _Table:
         return int(self.T.nbytes + self.codes.nbytes)
 
 
+def _table_groups(fn):
+    """``(group, codes, distinct points)`` of the groups read from tables, in order.
+
+    A group qualifies with at most :data:`_TABLE_MAX_FEATURES` features, at
+    most ``n / _TABLE_RATIO`` distinct points, and while all tables so far
+    stay within :data:`_TABLE_BYTES`.
+    """
+    plan = fn.plan
+    n = fn.n_samples
+    if n < _TABLE_MIN_SAMPLES:
+        return []
+    found, used = [], 0
+    for g in range(plan.n_groups):
+        nf = int(plan.feat_ptr[g + 1] - plan.feat_ptr[g])
+        if nf > _TABLE_MAX_FEATURES:
+            continue
+        Xg = fn.X[:, plan.feat_idx[plan.feat_ptr[g] : plan.feat_ptr[g + 1]]]
+        uniq, codes = np.unique(Xg, axis=0, return_inverse=True)
+        u = uniq.shape[0]
+        m_g = int(plan.kern_ptr[g + 1] - plan.kern_ptr[g])
+        size = m_g * u * u * 8
+        if u * _TABLE_RATIO > n or used + size > _TABLE_BYTES:
+            continue
+        found.append((g, codes.ravel(), uniq))
+        used += size
+    return found
+
+
+def table_share(functions):
+    """Share of the kernels that :class:`OnTheFlyStorage` would read from tables.
+
+    What the ``"auto"`` policy (:func:`mklopt.kernels.auto_storage`) weighs,
+    found without building the tables: the same test as the storage's.
+
+    Parameters
+    ----------
+    functions : KernelFunctions
+
+    Returns
+    -------
+    float
+        In [0, 1]; 0 when no group qualifies.
+    """
+    plan = functions.plan
+    n_table = sum(int(plan.kern_ptr[g + 1] - plan.kern_ptr[g])
+                  for g, _, _ in _table_groups(functions))
+    return n_table / max(1, functions.n_kernels)
+
+
 class OnTheFlyStorage:
     """Kernels computed from the features whenever they are read.
 
@@ -215,26 +266,7 @@ class OnTheFlyStorage:
         self._tables_cache = None  # (w, codes, tables) of the last weights read
 
     def _find_tables(self):
-        fn = self.fn
-        plan = fn.plan
-        n = fn.n_samples
-        if n < _TABLE_MIN_SAMPLES:
-            return []
-        tables, used = [], 0
-        for g in range(plan.n_groups):
-            nf = int(plan.feat_ptr[g + 1] - plan.feat_ptr[g])
-            if nf > _TABLE_MAX_FEATURES:
-                continue
-            Xg = fn.X[:, plan.feat_idx[plan.feat_ptr[g] : plan.feat_ptr[g + 1]]]
-            uniq, codes = np.unique(Xg, axis=0, return_inverse=True)
-            u = uniq.shape[0]
-            m_g = int(plan.kern_ptr[g + 1] - plan.kern_ptr[g])
-            size = m_g * u * u * 8
-            if u * _TABLE_RATIO > n or used + size > _TABLE_BYTES:
-                continue
-            tables.append(_Table(fn, g, codes.ravel(), uniq))
-            used += size
-        return tables
+        return [_Table(self.fn, g, codes, uniq) for g, codes, uniq in _table_groups(self.fn)]
 
     @property
     def nbytes(self):
@@ -243,7 +275,7 @@ class OnTheFlyStorage:
     @property
     def table_share(self):
         """Share of the kernels read from tables (0 when none is)."""
-        return 1.0 - self._direct_idx.size / max(1, self.n_kernels)
+        return (self.n_kernels - self._direct_idx.size) / max(1, self.n_kernels)
 
     def _direct_weights(self, w):
         wk = np.where(self._direct, w * self._inv, 0.0)
