@@ -366,13 +366,39 @@ def _load_plugins():
 
 
 def kernel_family_names():
-    """Registered family names (entry points included), in registration order."""
+    """Registered family names (entry points included), in registration order.
+
+    Examples
+    --------
+    >>> kernel_family_names()[:3]
+    ['rbf', 'poly', 'linear']
+    """
     _load_plugins()
     return list(KERNEL_FAMILIES)
 
 
 def get_kernel_family(name):
-    """The family registered under ``name``; the error lists the registered ones."""
+    """The family registered under ``name`` (entry points included: :mod:`mklopt.plugins`).
+
+    Parameters
+    ----------
+    name : str
+        A registered family name, such as ``"rbf"``.
+
+    Returns
+    -------
+    KernelFamily
+
+    Raises
+    ------
+    ValueError
+        If no family has that name; the message lists the registered ones.
+
+    Examples
+    --------
+    >>> get_kernel_family("poly").params
+    ('degree',)
+    """
     family = KERNEL_FAMILIES.get(name) if isinstance(name, str) else None
     if family is None:
         _load_plugins()
@@ -384,7 +410,25 @@ def get_kernel_family(name):
 
 
 def family_of(spec):
-    """The registered family of a spec, or None when ``spec`` is not a kernel spec."""
+    """The registered family of a spec, or None when ``spec`` is not a kernel spec.
+
+    Parameters
+    ----------
+    spec : object
+        A built-in spec (``RBF``, ``Poly``, ``Linear``), a :class:`KernelSpec`,
+        or anything else.
+
+    Returns
+    -------
+    KernelFamily or None
+
+    Raises
+    ------
+    ValueError
+        For a :class:`KernelSpec` whose family is not registered in this
+        process (after reading the ``mklopt.kernels`` entry points), such as
+        a spec sent to a Dask worker that never imported its family.
+    """
     fam = _BY_TYPE.get(type(spec))
     if fam is not None:
         return fam
@@ -405,6 +449,29 @@ def family_of(spec):
 
 def kernel(name, *args, features=None, **kwargs):
     """A spec of the family registered under ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A registered family name.
+    *args, **kwargs
+        The family's parameters (see :meth:`KernelFamily.spec`).
+    features : sequence of int or None, default=None
+        Distinct non-negative column indices; None means all features.
+
+    Returns
+    -------
+    spec
+        ``RBF``, ``Poly`` or ``Linear`` for the built-in families, a
+        :class:`KernelSpec` otherwise.
+
+    Raises
+    ------
+    ValueError
+        For an unknown family (the message lists the registered ones) or an
+        invalid parameter value.
+    TypeError
+        For a missing or unknown parameter.
 
     Examples
     --------
