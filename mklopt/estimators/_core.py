@@ -72,9 +72,9 @@ STANDARDIZE = [Options(("auto",)), Boolean()]
 
 #: Where the kernels live and how much memory they may take (every estimator).
 STORAGE_PARAMS = {
-    # The bank owns the storage names (and a FeatureMap's checks).
-    "storage": [Check(check_storage, "one of the storages of KernelBank.from_specs or a "
-                                     "FeatureMap")],
+    # The storage registry owns the names (read when fit checks, so a storage
+    # registered later counts), and a FeatureMap its own checks.
+    "storage": [Check(check_storage, "'auto', a registered storage name or a FeatureMap")],
     "cache_size": [Interval(Real, 0.0, None, help="megabytes"), None],
     "max_memory": [Check(check_max_memory, "a number of bytes > 0"), None],
 }
