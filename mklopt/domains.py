@@ -347,10 +347,29 @@ class ElasticNet(Domain):
 
         mu = _decreasing_root(lambda mu: float(np.sum(self.beta(w_of(mu)))) - 1.0)
         w = w_of(mu)
-        # Feasible to rounding: rescale beta onto the simplex if it is above it.
+        return self._feasible(w)
+
+    def _feasible(self, w):
+        """``w`` moved into ``W`` when rounding left it just outside.
+
+        Near ``lam = 1`` a weight close to 1 sits where ``beta_k`` jumps by
+        O(1) per rounding step of ``w_k`` (``lam`` one ulp below 1 maps
+        ``w = 1`` to ``beta = 1`` and the float below it to ``1/2``), so the
+        root of the multiplier equation can leave ``sum(beta)`` well above 1.
+        Lowering the weight with the largest ``beta`` a few ulps at a time
+        mends that without touching the other weights; rescaling every
+        ``beta`` instead would shrink the small weights by the same factor.
+        The rescaling remains the fallback.
+        """
+        w = w.copy()
+        for _ in range(64):
+            b = self.beta(w)
+            if float(np.sum(b)) <= 1.0:
+                return w
+            k = int(np.argmax(b))
+            w[k] = np.nextafter(w[k], 0.0) * (1.0 - 2.0 * np.finfo(float).eps)
         b = self.beta(w)
-        total = float(np.sum(b))
-        return self.weights(b / total) if total > 1.0 else w
+        return self.weights(b / float(np.sum(b)))
 
     def analytic_step(self, w, q):
         """The best ``w in W`` for the primal blocks of an SVM answer at ``w``.

@@ -330,3 +330,16 @@ def test_elastic_net_one_ulp_below_one_starts_inside(m):
     c = 1.0 - d.lam
     np.testing.assert_allclose(d.beta(w), c * w / ((1.0 - w) + c * w), rtol=1e-15)
     assert d.beta(w)[0] == pytest.approx(1.0 / 3.0, rel=1e-6)  # c / (2c + c)
+
+
+def test_elastic_net_projection_one_ulp_below_one_keeps_small_weights():
+    # Found by hypothesis: lam one ulp below 1 left sum(beta) near 2 after
+    # the multiplier's root (two weights at 1.0), and rescaling every beta
+    # then shrank the small weight 0.125 to 0.10 (and 0.09 on a second
+    # projection). The projection is the box's to within rounding here.
+    d = ElasticNet(6, float(np.nextafter(1.0, 0.0)))
+    x = np.array([0.0, 0.125, 0.0, 0.0, 3.0, 1.0])
+    y = d.project(x)
+    assert d.contains(y, tol=0.0) and d.beta(y).sum() <= 1.0
+    np.testing.assert_allclose(y, np.minimum(x, 1.0), atol=1e-12)
+    np.testing.assert_array_equal(d.project(y), y)
