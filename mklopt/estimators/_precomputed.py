@@ -30,6 +30,7 @@ from itertools import combinations
 import numpy as np
 
 from .._parallel import check_n_jobs, parallel_map, runs_in_parallel
+from .._persistence import Persistent
 from ..driver import solve
 from ..kernels import KernelBank
 from ..kernels.stack import KernelStack, _as_stack
@@ -57,8 +58,10 @@ def is_precomputed(kernels):
 
 
 @dataclass(frozen=True)
-class PrecomputedKernel:
+class PrecomputedKernel(Persistent):
     """Stands for kernel ``index`` of a precomputed stack in ``kernel_specs_``."""
+
+    _persist_kind = "precomputed"
 
     index: int
     #: Precomputed kernels belong to no feature set (``groups="features"``: one group).

@@ -24,6 +24,7 @@ from ._checks import check_is_fitted
 from ._names import kernel_names, weights_table
 from ._ovo import ClassifierBase, pair_label, set_pair_attributes, star_parents
 from ._params import check_estimator_client, check_storage_params, resolve_kernel_specs
+from ._persist import ClassifierPersist
 from ._precomputed import check_test_kernels, fit_precomputed, is_precomputed, precomputed_specs
 from ._progress import call_lines, check_verbose
 from ._sklearn import ConvergenceWarning, SharedClientMixin
@@ -226,7 +227,7 @@ def _fresh_method(method):
     return copy.deepcopy(method)
 
 
-class MKLClassifier(SharedClientMixin, ClassifierBase):
+class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
     """Multiple kernel learning SVM classifier.
 
     Learns a combination ``K = sum_k w_k K_k`` of base kernels together with

@@ -26,6 +26,7 @@ from ..tasks import get_oracle
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._ovo import set_pair_attributes
 from ._params import check_storage_params, resolve_kernel_specs
+from ._persist import OneClassPersist, RegressorPersist
 from ._progress import TaskProgress, call_lines, check_verbose, run_summary
 from ._sklearn import BaseEstimator, ConvergenceWarning, OutlierMixin, RegressorMixin
 from .mkl import (
@@ -201,7 +202,7 @@ _COMMON_ATTRS = """
         The run record, as for :class:`~mklopt.MKLClassifier`."""
 
 
-class MKLRegressor(RegressorMixin, _TaskMKL):
+class MKLRegressor(RegressorPersist, RegressorMixin, _TaskMKL):
     __doc__ = f"""Multiple kernel learning epsilon-support vector regression.
 
     Learns kernel weights ``w`` together with an epsilon-SVR on
@@ -353,7 +354,7 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
         return self._raw_decision(X) * self.y_scale_ + self.y_mean_
 
 
-class MKLOneClass(OutlierMixin, _TaskMKL):
+class MKLOneClass(OneClassPersist, OutlierMixin, _TaskMKL):
     __doc__ = f"""Multiple kernel learning nu-one-class SVM (novelty detection).
 
     Learns kernel weights ``w`` together with a one-class SVM on

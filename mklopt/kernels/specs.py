@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._persistence import Persistent
 from .._validation import check_choice, check_int, check_real
 
 __all__ = [
@@ -59,7 +60,7 @@ def _features_repr(features):
 
 
 @dataclass(frozen=True, slots=True)
-class RBF:
+class RBF(Persistent):  # saved as its fields under kind 'rbf'
     """Gaussian kernel ``exp(-|x - z|^2 / (2 sigma^2))`` on a feature subset.
 
     Build it with :func:`rbf`.
@@ -78,7 +79,7 @@ class RBF:
 
 
 @dataclass(frozen=True, slots=True)
-class Poly:
+class Poly(Persistent):  # saved as its fields under kind 'poly'
     """Polynomial kernel ``(x . z + 1)^degree`` on a feature subset.
 
     Build it with :func:`poly`.
@@ -96,7 +97,7 @@ class Poly:
 
 
 @dataclass(frozen=True, slots=True)
-class Linear:
+class Linear(Persistent):  # saved as its fields under kind 'linear'
     """Linear kernel ``x . z`` on a feature subset.
 
     Build it with :func:`linear`.
