@@ -1,39 +1,9 @@
 """The protocol of objects that save themselves as arrays, and the class registry.
 
-An object that can go into a model file implements
-
-``to_arrays(self) -> dict``
-    Its state as a flat mapping of names to NumPy arrays (numeric or
-    string, never object) and JSON values (numbers, strings, booleans,
-    None, lists and dicts of them).
-``from_arrays(cls, arrays)`` (a classmethod)
-    The object rebuilt from that mapping. Anything inconsistent raises
-    ``ValueError`` or ``TypeError`` with one sentence saying what is wrong;
-    :func:`mklopt.persist.load_model` reports it as a corrupt file.
-
-:class:`Persistent` is the mixin that gives a class this protocol and enters
-it, and every subclass, in the registry that saved files name their objects
-by: a subclass defined anywhere (a user's estimator with an extra
-parameter, a kernel spec of a new family) is found again when its file is
-loaded, with no edit inside mklopt. Nothing is ever imported because a file
-names it: a class is found only once the module defining it has run.
-
-For a dataclass (the kernel specs, :class:`~mklopt.kernels.FeatureMap`),
-:class:`Persistent` already implements both methods over the dataclass
-fields. Such a value is saved in JSON under its *kind*: the class attribute
-``_persist_kind`` if set, else the class name in lower case (``"rbf"``).
-
-Examples
---------
->>> from dataclasses import dataclass
->>> from mklopt._persistence import Persistent, persistent_kind
->>> @dataclass(frozen=True)
-... class Laplace(Persistent):
-...     gamma: float
->>> Laplace(0.5).to_arrays()
-{'gamma': 0.5}
->>> persistent_kind("laplace").from_arrays({"gamma": 0.5})
-Laplace(gamma=0.5)
+:class:`Persistent` is documented, and exported, as
+:class:`mklopt.persist.Persistent`. This module sits below everything else
+(it imports only NumPy), so that kernel specs and estimators can derive from
+it without importing :mod:`mklopt.persist`.
 """
 
 from __future__ import annotations
@@ -106,12 +76,45 @@ def to_json(value, name):
 
 
 class Persistent:
-    """Mixin of the objects that save themselves (see the module notes).
+    """Mixin of the objects that save themselves into model files.
 
-    Subclasses are registered when they are defined, by kind and by
-    qualified name. A dataclass subclass inherits working
-    :meth:`to_arrays` / :meth:`from_arrays` over its fields; any other
-    class overrides them.
+    An object that :func:`mklopt.persist.save_model` can write implements
+
+    ``to_arrays(self) -> dict``
+        Its state as a flat mapping of names to NumPy arrays (numeric or
+        string, never object) and JSON values (numbers, strings, booleans,
+        None, lists and dicts of them).
+    ``from_arrays(cls, arrays)`` (a classmethod)
+        The object rebuilt from that mapping. Anything inconsistent raises
+        ``ValueError`` or ``TypeError`` with one sentence saying what is
+        wrong; :func:`~mklopt.persist.load_model` reports it as a corrupt
+        file.
+
+    Every subclass is registered when it is defined, by its qualified name
+    (``"module.ClassName"``, which files record) and by its *kind* (the
+    class attribute ``_persist_kind`` if set, else the class name in lower
+    case, ``"rbf"``), so that a class defined outside mklopt (an estimator
+    subclass with parameters of its own, a kernel spec of a new family) is
+    found again when its file is loaded. Nothing is imported because a file
+    names it: a class is found once the module defining it has run.
+
+    A dataclass subclass (the kernel specs,
+    :class:`~mklopt.kernels.FeatureMap`) inherits working ``to_arrays`` /
+    ``from_arrays`` over its fields; any other class overrides them. The
+    MKL estimators implement them for their fitted models, reading their
+    constructor parameters from ``get_params()``.
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass
+    >>> from mklopt.persist import Persistent
+    >>> @dataclass(frozen=True)
+    ... class Laplace(Persistent):
+    ...     gamma: float
+    >>> Laplace(0.5).to_arrays()
+    {'gamma': 0.5}
+    >>> Laplace.from_arrays({"gamma": 0.5})
+    Laplace(gamma=0.5)
     """
 
     __slots__ = ()

@@ -4,7 +4,7 @@ A model file is one ``.npz`` archive (``numpy.savez``) of plain numeric or
 string arrays plus one JSON metadata string (the member ``metadata``). What
 goes into it is the saved object's business: an object that can be saved
 implements ``to_arrays()`` (its state as arrays and JSON values) and the
-classmethod ``from_arrays(arrays)`` (see :mod:`mklopt._persistence`), and
+classmethod ``from_arrays(arrays)`` (see :class:`Persistent`), and
 this module writes that state, with a header naming the format, its version,
 the mklopt that wrote it and the object's class, and reads it back. The
 fitted MKL estimators (:class:`~mklopt.MKLClassifier`,
