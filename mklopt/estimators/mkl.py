@@ -24,7 +24,7 @@ from ._checks import check_is_fitted
 from ._names import kernel_names, weights_table
 from ._ovo import ClassifierBase, pair_label, set_pair_attributes, star_parents
 from ._params import check_estimator_client, check_storage_params, resolve_kernel_specs
-from ._persist import ClassifierPersist
+from ._persist_mkl import ClassifierPersist
 from ._precomputed import check_test_kernels, fit_precomputed, is_precomputed, precomputed_specs
 from ._progress import call_lines, check_verbose
 from ._sklearn import ConvergenceWarning, SharedClientMixin

@@ -26,7 +26,7 @@ from ..tasks import get_oracle
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._ovo import set_pair_attributes
 from ._params import check_storage_params, resolve_kernel_specs
-from ._persist import OneClassPersist, RegressorPersist
+from ._persist_mkl import OneClassPersist, RegressorPersist
 from ._progress import TaskProgress, call_lines, check_verbose, run_summary
 from ._sklearn import BaseEstimator, ConvergenceWarning, OutlierMixin, RegressorMixin
 from .mkl import (
