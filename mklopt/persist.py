@@ -7,13 +7,15 @@ implements ``to_arrays()`` (its state as arrays and JSON values) and the
 classmethod ``from_arrays(arrays)`` (see :class:`Persistent`), and
 this module writes that state, with a header naming the format, its version,
 the mklopt that wrote it and the object's class, and reads it back. The
-fitted MKL estimators (:class:`~mklopt.MKLClassifier`,
-:class:`~mklopt.MKLRegressor`, :class:`~mklopt.MKLOneClass`) and their
-subclasses save themselves this way: the support vectors' training rows (or,
-on precomputed kernels, their indices), the selected kernels with their
-training normalisation and weights, the dual coefficients and biases, the
-classes, feature maps if the model was trained on them, and the constructor
-parameters except run-time ones (``callback``, ``client``, ``n_jobs``).
+fitted estimators (:class:`~mklopt.MKLClassifier`,
+:class:`~mklopt.MKLRegressor`, :class:`~mklopt.MKLOneClass`,
+:class:`~mklopt.MKBoostClassifier`) and their subclasses save themselves
+this way: the support vectors' training rows (or, on precomputed kernels,
+their indices), the selected kernels with their training normalisation and
+weights, the dual coefficients and biases (for MKBoost: the boosting rounds
+and their single-kernel learners), the classes, feature maps if the model
+was trained on them, and the constructor parameters except run-time ones
+(``callback``, ``client``, ``n_jobs``).
 
 The header names the object's class by its registered estimator name
 (:func:`mklopt.tasks.register_estimator`) and, for a subclass that is not
@@ -26,15 +28,16 @@ import.
 
 Format versions: 1 (models on kernel functions), 2 (adds the feature-map
 arrays ``map_*`` and ``landmark_*``, a ``storage`` parameter that may be a
-feature-map object saved as JSON, and the regression and one-class models)
-and 3 (adds models on precomputed kernels: kernel specs of kind
-``"precomputed"``). Each version only adds to the one before, so all are read
-as they are. A file is written in the lowest version that can hold the
-model, so models without feature maps stay readable by an mklopt that knows
-only version 1. A later layout that changes what an older file means gets a
-version of its own and an upgrade function in ``_UPGRADES`` (version ``v`` ->
-the arrays and metadata of version ``v + 1``), which :func:`load_model`
-applies in turn to older files before the object reads them.
+feature-map object saved as JSON, and the regression and one-class models),
+3 (adds models on precomputed kernels: kernel specs of kind
+``"precomputed"``) and 4 (adds MKBoost ensembles, a layout of their own).
+Each version only adds to the one before, so all are read as they are. A
+file is written in the lowest version that can hold the model, so models
+without feature maps stay readable by an mklopt that knows only version 1.
+A later layout that changes what an older file means gets a version of its
+own and an upgrade function in ``_UPGRADES`` (version ``v`` -> the arrays
+and metadata of version ``v + 1``), which :func:`load_model` applies in turn
+to older files before the object reads them.
 
 :func:`load_model` reads the archive with ``numpy.load(path,
 allow_pickle=False)``: a model file never contains, and loading never runs,
@@ -83,7 +86,7 @@ __all__ = [
 FORMAT_NAME = "mklopt-model"
 #: Newest layout: :func:`load_model` reads every version up to this one, and
 #: :func:`save_model` writes the lowest one that holds the model.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 _META_KEY = "metadata"
 # Metadata fields written by this module; the rest is the object's header.
@@ -92,7 +95,7 @@ _OWN_FIELDS = ("format", "format_version", "mklopt_version", "estimator", "class
 # x_mean/x_scale: the caller's standardisation given to save_model.
 _CALLER_ARRAYS = ("x_mean", "x_scale")
 # Upgrades of older layouts: version v -> function(arrays, meta) returning
-# the arrays and metadata of version v + 1. Versions 1 to 3 only add to each
+# the arrays and metadata of version v + 1. Versions 1 to 4 only add to each
 # other, so none is needed yet.
 _UPGRADES = {}
 
@@ -118,8 +121,11 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
 
     Parameters
     ----------
-    clf : MKLClassifier, MKLRegressor, MKLOneClass, or any object implementing ``to_arrays``
-        A fitted model (a subclass of these included).
+    clf : estimator
+        A fitted :class:`~mklopt.MKLClassifier`, :class:`~mklopt.MKLRegressor`,
+        :class:`~mklopt.MKLOneClass` or :class:`~mklopt.MKBoostClassifier`
+        (a subclass of these included), or any object implementing
+        ``to_arrays`` (see :class:`Persistent`).
     path : str or os.PathLike
         Where to write; the name is used as given (no ``.npz`` is appended).
         The file is written to a temporary name first and then renamed, so an
@@ -138,25 +144,30 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
     Raises
     ------
     TypeError
-        If ``clf`` does not save itself (MKBoost ensembles cannot be saved
-        yet), or a parameter cannot be represented without pickle.
+        If ``clf`` does not save itself (``to_arrays``), or a parameter
+        cannot be represented without pickle.
     ValueError
         If ``clf`` is not fitted or the extra arguments are inconsistent.
 
     Notes
     -----
-    Saved: what ``clf.to_arrays()`` returns; for the MKL estimators the
+    Saved: what ``clf.to_arrays()`` returns. For the MKL estimators: the
     fitted attributes used by ``predict`` and ``decision_function``
     (``classes_``, ``pairs_``, ``weights_``, ``support_``, ``dual_coef_``,
     ``intercept_``, ``kernel_specs_``, the scaler), the per-pair summaries
     ``n_iter_``, ``n_oracle_calls_``, ``gap_`` and ``converged_``, and the
-    constructor parameters except ``callback``, ``client`` and ``n_jobs``.
-    Not saved: ``history_`` and ``result_`` (the run records).
+    constructor parameters except ``callback``, ``client`` and ``n_jobs``
+    (a method instance is saved by its registry name, a random generator
+    as None). For MKBoost: the ensembles (``ensemble_``), the kernel rows
+    their learners read, ``weights_``, ``n_iter_``, ``n_fits_`` and
+    ``stop_reason_``. Not saved: ``history_`` and ``result_`` (the run
+    records).
     """
     if not isinstance(clf, Persistent) or not hasattr(type(clf), "from_arrays"):
         raise TypeError(
-            "only MKLClassifier, MKLRegressor and MKLOneClass models (and their subclasses) "
-            f"can be saved; {type(clf).__name__} does not implement to_arrays/from_arrays"
+            "only models that implement to_arrays/from_arrays can be saved (MKLClassifier, "
+            "MKLRegressor, MKLOneClass, MKBoostClassifier and their subclasses); "
+            f"{type(clf).__name__} does not"
         )
     state = clf.to_arrays()
     arrays = {k: v for k, v in state.items() if isinstance(v, np.ndarray)}
@@ -333,7 +344,7 @@ def load_model(path):
 
     Returns
     -------
-    clf : MKLClassifier, MKLRegressor, MKLOneClass or the saved class
+    clf : MKLClassifier, MKLRegressor, MKLOneClass, MKBoostClassifier or the saved class
         A fitted model whose ``predict`` and ``decision_function`` give
         the same values as the saved one (``history_`` and ``result_`` are
         not restored). A subclass loads as itself once the module defining

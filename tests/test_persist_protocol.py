@@ -3,8 +3,8 @@
 Checked here: the protocol on every estimator kind without a file, the
 kernel specs and feature maps saving themselves, a user's subclass with a
 parameter of its own saving and loading as itself with no edit in mklopt,
-what happens when its class is not defined at load time, and the upgrade
-path for older layouts.
+what happens when its class is not defined at load time, the upgrade path
+for older layouts, and MKBoost ensembles (model format 4).
 """
 
 import json
@@ -172,10 +172,12 @@ def test_a_user_kernel_spec_class_registers_its_kind():
     assert Laplace.from_arrays(Laplace(0.5).to_arrays()) == Laplace(0.5)
 
 
-def test_an_estimator_that_does_not_save_itself_is_refused(tmp_path):
-    with pytest.raises(TypeError, match="only MKLClassifier.*MKBoostClassifier does not "
-                                        "implement to_arrays"):
-        save_model(MKBoostClassifier(), tmp_path / "m.npz")
+def test_an_object_that_does_not_save_itself_is_refused(tmp_path):
+    from mklopt import MKLClassifierCV
+
+    with pytest.raises(TypeError, match="implement to_arrays.*MKLClassifierCV does not"):
+        save_model(MKLClassifierCV(), tmp_path / "m.npz")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_older_layout_goes_through_its_upgrade(data, tmp_path, monkeypatch):
@@ -202,3 +204,77 @@ def test_an_older_layout_goes_through_its_upgrade(data, tmp_path, monkeypatch):
     back, _ = load_model(tmp_path / "m.npz")
     assert seen == [1]
     np.testing.assert_array_equal(back.decision_function(Xt), clf.decision_function(Xt))
+
+
+# ------------------------------------------------------------------ MKBoost
+@pytest.fixture(scope="module")
+def boosted(data):
+    X, _, y, y3, _ = data
+    return {
+        "d1_binary": _fit(MKBoostClassifier(n_rounds=6, random_state=0), X, y),
+        "d2_three": _fit(MKBoostClassifier(kernels=[rbf(1.0), rbf(3.0), linear()],
+                                           variant="D2", n_rounds=5, random_state=1), X, y3),
+        "s1_feature_map": _fit(MKBoostClassifier(kernels=[rbf(1.0), linear()], variant="S1",
+                                                 n_rounds=5, random_state=2,
+                                                 storage=nystroem(12, random_state=0)), X, y3),
+    }
+
+
+@pytest.mark.parametrize("kind", ["d1_binary", "d2_three", "s1_feature_map"])
+def test_mkboost_ensembles_save_and_load(boosted, data, kind, tmp_path):
+    _, Xt, _, _, _ = data
+    clf = boosted[kind]
+    save_model(clf, tmp_path / "boost.npz", label="y")
+    back, meta = load_model(tmp_path / "boost.npz")
+    assert type(back) is MKBoostClassifier and meta["format_version"] == 4
+    np.testing.assert_array_equal(back.decision_function(Xt), clf.decision_function(Xt))
+    np.testing.assert_array_equal(back.predict(Xt), clf.predict(Xt))
+    np.testing.assert_array_equal(back.classes_, clf.classes_)
+    np.testing.assert_array_equal(back.weights_, clf.weights_)
+    np.testing.assert_array_equal(back.n_iter_, clf.n_iter_)
+    assert back.stop_reason_ == clf.stop_reason_
+    assert back.get_params() == clf.get_params()
+    for a, b in zip(np.atleast_1d(back.ensemble_), np.atleast_1d(clf.ensemble_), strict=True):
+        np.testing.assert_array_equal(a.alphas, b.alphas)
+        np.testing.assert_array_equal(a.kernel_weights(), b.kernel_weights())
+    if kind == "s1_feature_map":
+        with np.load(tmp_path / "boost.npz") as z:
+            assert "map_kind" in z.files  # the Nyström maps went with the model
+
+
+def test_mkboost_with_a_generator_seed_saves_it_as_none(data, tmp_path):
+    X, Xt, y, _, _ = data
+    clf = _fit(MKBoostClassifier(kernels=[rbf(1.0)], n_rounds=3,
+                                 random_state=np.random.default_rng(0)), X, y)
+    save_model(clf, tmp_path / "m.npz")
+    back, _ = load_model(tmp_path / "m.npz")
+    assert back.random_state is None
+    np.testing.assert_array_equal(back.decision_function(Xt), clf.decision_function(Xt))
+
+
+def _rewrite(path, edit):
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(str(arrays["metadata"]))
+    edit(arrays, meta)
+    arrays["metadata"] = np.array(json.dumps(meta))
+    np.savez(path, **arrays)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda a, m: a.pop("round_alpha"), "missing arrays: round_alpha"),
+    (lambda a, m: a["learner_kernel"].__setitem__(0, 99), "kernel indices outside"),
+    (lambda a, m: a["round_offsets"].__setitem__(-1, 0), "round_offsets"),
+    (lambda a, m: a.__setitem__("n_iter", a["n_iter"] + 1), "n_iter does not count"),
+    (lambda a, m: a["kernel_scale"].__setitem__(0, 0.0), "scales must be positive"),
+    (lambda a, m: a.__setitem__("sv_X", a["sv_X"][:-1]), "sv_offsets"),
+    (lambda a, m: a["round_alpha"].__setitem__(0, np.inf), "NaN or infinity"),
+    (lambda a, m: m.update(format_version=3), "MKBoost model in a format 3"),
+    (lambda a, m: m.update(format_version=5), "upgrade mklopt"),
+])
+def test_corrupt_mkboost_files_are_refused(boosted, tmp_path, edit, message):
+    path = tmp_path / "boost.npz"
+    save_model(boosted["d2_three"], path)
+    _rewrite(path, edit)
+    with pytest.raises(ModelFormatError, match=message):
+        load_model(path)

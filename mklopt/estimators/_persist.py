@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 
 import numpy as np
 
@@ -75,6 +76,9 @@ _PARAM_TYPES = {
     "C": _number, "epsilon": _number, "nu": _number, "tol": _number, "max_iter": _number,
     "inner_tol": _number, "weight_threshold": _number, "time_limit": _number,
     "cache_size": _number, "max_memory": _number, "elastic_net": _number,
+    "variant": lambda v: isinstance(v, str), "n_rounds": _number, "sample_ratio": _number,
+    "decay": _number,
+    "random_state": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
 }
 
 
@@ -135,6 +139,10 @@ def _param_to_json(name, value):
         return "inf"  # p = inf (the sum kernel); JSON has no infinity
     if name == "verbose":
         return check_verbose(value)
+    if name == "random_state" and not (value is None or isinstance(value, numbers.Integral)):
+        # A generator's state is not data; the fitted model does not depend
+        # on it (as for a method instance above), so it loads as None.
+        return None
     return to_json(value, name)
 
 

@@ -17,6 +17,7 @@ from ..oracles import WeakLearners
 from ..stopping import MaxIter, TimeLimit
 from ._ovo import ClassifierBase, pair_label, set_pair_attributes
 from ._params import check_estimator_client, check_seed, check_storage_params, resolve_kernel_specs
+from ._persist_boost import BoostPersist
 from ._progress import call_lines, check_verbose
 from ._sklearn import ConvergenceWarning, SharedClientMixin
 
@@ -62,7 +63,7 @@ def _decision(model, X):
     return ens.decision(values)
 
 
-class MKBoostClassifier(SharedClientMixin, ClassifierBase):
+class MKBoostClassifier(BoostPersist, SharedClientMixin, ClassifierBase):
     """Multiple kernel boosting classifier (MKBoost-D1, -D2, -S1, -S2).
 
     AdaBoost over single-kernel SVMs: every round draws a sample of the
