@@ -1,9 +1,12 @@
 """Write the saved-model fixtures ``format_<kind>.npz`` of tests/test_persist_formats.py.
 
-Run once, with the mklopt whose file format the fixtures pin (they were written
-by mklopt 0.x on ``main`` before estimators saved themselves, commit bf0a741):
+The files in this folder were written by this script with the code of commit
+bf0a741 (``main`` before the estimators saved themselves):
 
     python tests/data/make_format_fixtures.py
+
+They pin that code's file format, so do not re-run it to "refresh" them: a
+file written by newer code proves nothing about older files.
 
 Each fixture is a small model (a few KB) fitted on deterministic data, saved
 with :func:`mklopt.persist.save_model`; its test inputs and the predictions
