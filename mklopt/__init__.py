@@ -6,7 +6,16 @@ certified by duality gaps.
 """
 
 from . import datasets, domains, methods, stopping
-from ._types import Handover, MethodReport, Oracle, OracleAnswer, OuterMethod, Progress, Result
+from ._types import (
+    Handover,
+    MethodReport,
+    Oracle,
+    OracleAnswer,
+    OracleRequest,
+    OuterMethod,
+    Progress,
+    Result,
+)
 from ._version import __version__  # noqa: F401 (mklopt.__version__)
 from .driver import solve
 from .kernels import KernelBank, KernelStack
@@ -18,6 +27,7 @@ __all__ = [
     "Progress",
     "Result",
     "MethodReport",
+    "OracleRequest",
     "Handover",
     "OuterMethod",
     "KernelBank",

@@ -2,8 +2,9 @@
 
 :class:`Persistent` is documented, and exported, as
 :class:`mklopt.persist.Persistent`. This module sits below everything else
-(it imports only NumPy), so that kernel specs and estimators can derive from
-it without importing :mod:`mklopt.persist`.
+(it imports only NumPy), so that the estimators and
+:class:`~mklopt.kernels.FeatureMap` can derive from it without importing
+:mod:`mklopt.persist`.
 """
 
 from __future__ import annotations
@@ -94,27 +95,28 @@ class Persistent:
     (``"module.ClassName"``, which files record) and by its *kind* (the
     class attribute ``_persist_kind`` if set, else the class name in lower
     case, ``"rbf"``), so that a class defined outside mklopt (an estimator
-    subclass with parameters of its own, a kernel spec of a new family) is
+    subclass with parameters of its own) is
     found again when its file is loaded. Nothing is imported because a file
     names it: a class is found once the module defining it has run.
 
-    A dataclass subclass (the kernel specs,
-    :class:`~mklopt.kernels.FeatureMap`) inherits working ``to_arrays`` /
-    ``from_arrays`` over its fields; any other class overrides them. The
-    MKL estimators implement them for their fitted models, reading their
-    constructor parameters from ``get_params()``.
+    A dataclass subclass (:class:`~mklopt.kernels.FeatureMap`, a value a
+    parameter may hold) inherits working ``to_arrays`` / ``from_arrays``
+    over its fields; any other class overrides them. The estimators
+    implement them for their fitted models, reading their constructor
+    parameters from ``get_params()``; their kernel specs are saved by their
+    kernel family (:meth:`mklopt.kernels.KernelFamily.to_json`).
 
     Examples
     --------
     >>> from dataclasses import dataclass
     >>> from mklopt.persist import Persistent
     >>> @dataclass(frozen=True)
-    ... class Laplace(Persistent):
-    ...     gamma: float
-    >>> Laplace(0.5).to_arrays()
-    {'gamma': 0.5}
-    >>> Laplace.from_arrays({"gamma": 0.5})
-    Laplace(gamma=0.5)
+    ... class Shrinkage(Persistent):
+    ...     factor: float
+    >>> Shrinkage(0.5).to_arrays()
+    {'factor': 0.5}
+    >>> Shrinkage.from_arrays({"factor": 0.5})
+    Shrinkage(factor=0.5)
     """
 
     __slots__ = ()

@@ -13,8 +13,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["OracleAnswer", "Progress", "Result", "MethodReport", "Handover", "Oracle",
-           "OuterMethod"]
+__all__ = ["OracleAnswer", "Progress", "Result", "MethodReport", "OracleRequest", "Handover",
+           "Oracle", "OuterMethod"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -165,6 +165,59 @@ class Result:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class OracleRequest:
+    """What an outer method asks of the next oracle call, besides the query.
+
+    A method's :class:`MethodReport` carries one; the driver turns it into
+    the call's arguments, and a :class:`~mklopt.methods.Chain` passes its
+    running stage's request on as it is. A request that grows a field is
+    therefore honoured inside every chain without a line of forwarding.
+
+    Attributes
+    ----------
+    need : {"full", "value", "exact"}, default="full"
+        What the call must return: ``"value"`` only ``J(w)`` (a line search;
+        the driver passes ``need_q=False`` to oracles that support it),
+        ``"full"`` the value and ``q``, ``"exact"`` the value and ``q`` at
+        the precision of the run's target gap (a certificate; see
+        :func:`mklopt.solve`).
+    warm_start : ndarray or None, default=None
+        Dual variables to warm-start the call with; ``None`` lets the driver
+        use the previous answer's ``alpha``.
+    kernels : ndarray of int or None, default=None
+        The kernels whose ``q_k`` the call needs (a kernel working set,
+        :class:`~mklopt.methods.KernelWorkingSet`); ``None`` asks for all.
+        The driver passes it as ``kernels=`` to oracles that support kernel
+        subsets; others answer for all kernels.
+
+    Examples
+    --------
+    >>> from mklopt import OracleRequest
+    >>> OracleRequest().need, OracleRequest(need="value").kernels is None
+    ('full', True)
+    """
+
+    need: str = "full"
+    warm_start: NDArray[np.float64] | None = None
+    kernels: NDArray[np.int64] | None = None
+
+    def __post_init__(self):
+        if self.need not in ("full", "value", "exact"):
+            raise ValueError(
+                f"need must be 'full', 'value' or 'exact', got {self.need!r}"
+            )
+
+
+def _same(a, b):
+    """Whether two request fields agree (arrays by value)."""
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return b is not None and a is not None and np.array_equal(a, b)
+    return a == b
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class MethodReport:
     """What an outer method says about its run after ``start`` and every ``tell``.
 
@@ -197,20 +250,16 @@ class MethodReport:
     evaluated : ndarray of shape (n_kernels,) or None
         Effective kernel weights of the point just evaluated (what a
         history row records).
-    need : {"full", "value", "exact"}, default="full"
-        What the next oracle call must return: ``"value"`` only ``J(w)`` (a
-        line search; the driver passes ``need_q=False`` to oracles that
-        support it), ``"full"`` the value and ``q``, ``"exact"`` the value
-        and ``q`` at the precision of the run's target gap (a certificate;
-        see :func:`mklopt.solve`).
-    warm_start : ndarray or None, default=None
-        Dual variables to warm-start the next call with; ``None`` lets the
-        driver use the previous answer's ``alpha``.
-    kernels : ndarray of int or None, default=None
-        The kernels whose ``q_k`` the next call needs (a kernel working set,
-        :class:`~mklopt.methods.KernelWorkingSet`); ``None`` asks for all.
-        The driver passes it as ``kernels=`` to oracles that support kernel
-        subsets; others answer for all kernels.
+    need, warm_start, kernels : optional
+        Shorthands for the fields of ``request`` (see
+        :class:`OracleRequest`): given instead of ``request``, they build
+        it; afterwards they read its fields. Given with ``request``, they
+        must agree with it (a ``TypeError`` otherwise).
+    request : OracleRequest, optional
+        What the next oracle call should compute (default: everything, for
+        all kernels, warm-started from the previous answer). The driver
+        reads the request alone, and a :class:`~mklopt.methods.Chain`
+        forwards its running stage's request whole.
     """
 
     best: Any
@@ -220,9 +269,43 @@ class MethodReport:
     n_iter: int
     stop: Any = None
     evaluated: NDArray[np.float64] | None = None
-    need: str = "full"
+    need: str | None = None
     warm_start: NDArray[np.float64] | None = None
     kernels: NDArray[np.int64] | None = None
+    request: OracleRequest | None = None
+
+    def __post_init__(self):
+        # One source of truth: the request. The three keywords it replaces
+        # still build one (methods written from the protocol pass them), and
+        # mirror it afterwards, so ``report.need`` reads as it always has.
+        legacy = (self.need, self.warm_start, self.kernels)
+        if self.request is None:
+            req = OracleRequest(
+                need="full" if self.need is None else self.need,
+                warm_start=self.warm_start,
+                kernels=self.kernels,
+            )
+            object.__setattr__(self, "request", req)
+        else:
+            # Both given (``dataclasses.replace`` passes every field): they
+            # must say the same thing.
+            mine = (self.request.need, self.request.warm_start, self.request.kernels)
+            for name, given, held in zip(("need", "warm_start", "kernels"), legacy, mine,
+                                         strict=True):
+                if given is not None and not _same(given, held):
+                    raise TypeError(
+                        f"MethodReport got {name}={given!r} and a request with {name}="
+                        f"{held!r}; give either request= or need=/warm_start=/kernels= "
+                        "(to change one field: request=dataclasses.replace(report.request, "
+                        f"{name}=...))"
+                    )
+        if not isinstance(self.request, OracleRequest):
+            raise TypeError(
+                f"request must be an OracleRequest, got {type(self.request).__name__}"
+            )
+        object.__setattr__(self, "need", self.request.need)
+        object.__setattr__(self, "warm_start", self.request.warm_start)
+        object.__setattr__(self, "kernels", self.request.kernels)
 
     @property
     def upper(self):

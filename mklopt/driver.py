@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 from . import _interrupt
-from ._types import Handover, OracleAnswer, Progress, Result
+from ._types import Handover, OracleAnswer, OracleRequest, Progress, Result
 from .oracles._warnings import ConvergenceWarning
 from .stopping import AnyOf, DualityGap, MaxIter, NoPointError, Stop, TimeLimit, as_criterion
 
@@ -209,23 +209,24 @@ def _run(oracle, method, stop, callback, warm_start, adapt_tol, run, initial=Non
     rechecked = set()
     try:
         while verdict is None:
+            request = _request_of(rep)
             if recheck is not None:
                 query, warm = recheck[0], getattr(recheck[1], "alpha", None)
             else:
                 query = method.ask() if first is None else first
-                if rep.warm_start is not None:
-                    warm = rep.warm_start
+                if request.warm_start is not None:
+                    warm = request.warm_start
             if inner is not None:
-                inner.set(rep, exact=recheck is not None)
+                inner.set(rep, exact=recheck is not None or request.need == "exact")
             kwargs = {}
             if first is not None or recheck is not None:
                 pass  # a hand-over or a re-check needs the whole answer (q on every kernel)
-            elif value_only and rep.need == "value":
+            elif value_only and request.need == "value":
                 kwargs["need_q"] = False
-            elif subsets and rep.kernels is not None:
+            elif subsets and request.kernels is not None:
                 # A method working on part of a large bank (a kernel working
                 # set) asks for q on those kernels only.
-                kwargs["kernels"] = rep.kernels
+                kwargs["kernels"] = request.kernels
             answer = oracle(query, warm_start=warm, **kwargs)
             used_tol = getattr(oracle, "tol", None)
             if recheck is not None:
@@ -289,6 +290,21 @@ def _run(oracle, method, stop, callback, warm_start, adapt_tol, run, initial=Non
     elapsed = time.perf_counter() - t0
     verdict = _check_gap_target(stop, method.report(), verdict)
     return _result(method, method.report(), oracle, history, verdict, elapsed, calls0)
+
+
+def _request_of(rep):
+    """The :class:`~mklopt._types.OracleRequest` of a method's report.
+
+    A :class:`~mklopt.MethodReport` carries one; a look-alike record of a
+    method written from the protocol alone may carry only the older
+    ``need`` / ``warm_start`` / ``kernels`` fields, or none of them.
+    """
+    request = getattr(rep, "request", None)
+    if isinstance(request, OracleRequest):
+        return request
+    return OracleRequest(need=getattr(rep, "need", None) or "full",
+                         warm_start=getattr(rep, "warm_start", None),
+                         kernels=getattr(rep, "kernels", None))
 
 
 def _row(rep, elapsed, n_calls, value, weights):
@@ -517,7 +533,7 @@ class _InnerTolerance:
         if self.oracle is None:
             return
         target = self.stop.target_gap(rep.upper)
-        if exact or rep.need == "exact":
+        if exact:
             g = target if math.isfinite(target) else 0.0
         else:
             g = rep.rel_gap if math.isfinite(rep.rel_gap) else math.inf

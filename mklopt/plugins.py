@@ -1,11 +1,13 @@
-"""Methods and oracles from other packages, through entry points.
+"""Methods, oracles and kernel families from other packages, through entry points.
 
-A package makes its outer methods or oracles available to mklopt (the
-estimators, ``mklopt fit`` and ``mklopt bench``) by declaring entry points
-in the groups ``mklopt.methods``, ``mklopt.oracles`` and ``mklopt.storages``,
-each naming a module (or an object in it) whose import registers them with
-:func:`mklopt.methods.register` / :func:`mklopt.tasks.register_oracle` /
-:func:`mklopt.kernels.register_storage`::
+A package makes its outer methods, oracles, storages or kernel families
+available to mklopt (the estimators, saved models, ``mklopt fit`` and
+``mklopt bench``) by declaring entry points in the groups
+``mklopt.methods``, ``mklopt.oracles``, ``mklopt.storages`` and
+``mklopt.kernels``, each naming a module (or an object in it) whose import
+registers them with :func:`mklopt.methods.register`,
+:func:`mklopt.tasks.register_oracle`, :func:`mklopt.kernels.register_storage`
+or :func:`mklopt.kernels.register_kernel_family`::
 
     # pyproject.toml of the package "mkl-extras"
     [project.entry-points."mklopt.methods"]
@@ -14,10 +16,13 @@ each naming a module (or an object in it) whose import registers them with
     kernel_ridge = "mkl_extras.kernel_ridge"
     [project.entry-points."mklopt.storages"]
     my_storage = "mkl_extras.my_storage"
+    [project.entry-points."mklopt.kernels"]
+    laplacian = "mkl_extras.laplacian"
 
 The groups are read once per process, when a registry is first asked for
 a name (:func:`mklopt.methods.get_method`, :func:`mklopt.tasks.get_oracle`,
-:func:`mklopt.kernels.get_storage`, the command line). A plugin that fails to import raises
+:func:`mklopt.kernels.get_storage`, :func:`mklopt.kernels.get_kernel_family`
+or a spec of an unknown family, the command line). A plugin that fails to import raises
 :class:`PluginError` naming the entry point and its package.
 """
 
@@ -28,7 +33,7 @@ from importlib import metadata
 __all__ = ["GROUPS", "PluginError", "load", "loaded"]
 
 #: The entry point groups mklopt reads.
-GROUPS = ("mklopt.methods", "mklopt.oracles", "mklopt.storages")
+GROUPS = ("mklopt.methods", "mklopt.oracles", "mklopt.storages", "mklopt.kernels")
 
 _loaded: dict[str, list] = {}
 

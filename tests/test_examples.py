@@ -21,6 +21,7 @@ EXPECTED = {
     "mkboost_vs_mkl.py": "MKBoost-S2",
     "precomputed_kernels.py": "cross-validation accuracy",
     "user_plugin.py": "check_method(BBSPG) and check_oracle(KernelRidgeOracle) passed",
+    "custom_kernel.py": "chi2(gamma=-1.0) refused: gamma must be > 0",
 }
 
 
@@ -65,6 +66,14 @@ VALUES = {
         (r"\n(?:L1-MKL \(level\)|MKBoost-[DS][12]) +\d+\.\d+ +(\d\.\d+)  ", lambda v: v >= 0.93),
         (r"certified: relative duality gap " + NUMBER + r" after", lambda v: 0 <= v <= 1e-2),
     ],
+    # custom_kernel: the user's chi2 family equals scikit-learn's chi2_kernel in
+    # both storages, classifies breast at SVC-like accuracy, and its model
+    # survives saving unchanged
+    "custom_kernel.py": [
+        (r"bank: largest difference from sklearn's chi2_kernel " + NUMBER, lambda v: v <= 1e-12),
+        (r"test accuracy (\d\.\d+)", lambda v: v >= 0.9),
+        (r"largest prediction change " + NUMBER, lambda v: v <= 1e-12),
+    ],
     # user_plugin: the user's method certifies the toy optimum to 1e-8 and
     # lands within its gap of the exact value; through the estimator it
     # certifies 1e-6 and predicts as the built-in squared loss; the model
@@ -81,6 +90,7 @@ VALUES = {
 COUNTS = {
     ("groups.py", 3): 6,  # the six largest group weights
     ("mkboost_vs_mkl.py", 0): 5,  # L1-MKL and four MKBoost variants
+    ("custom_kernel.py", 0): 2,  # the dense and the on-the-fly bank
 }
 
 

@@ -1,7 +1,7 @@
 """Objects save themselves (``to_arrays`` / ``from_arrays``); mklopt.persist keeps the archive.
 
-Checked here: the protocol on every estimator kind without a file, the
-kernel specs and feature maps saving themselves, a user's subclass with a
+Checked here: the protocol on every estimator kind without a file, feature
+maps saving themselves and kernel specs through their family, a user's subclass with a
 parameter of its own saving and loading as itself with no edit in mklopt,
 what happens when its class is not defined at load time, the upgrade path
 for older layouts, and MKBoost ensembles (model format 4).
@@ -95,21 +95,26 @@ def test_parameters_come_from_get_params(data):
     assert clf.to_arrays()["params"]["verbose"] == 1
 
 
-def test_kernel_specs_and_feature_maps_save_themselves():
-    for spec in (rbf(0.5), rbf(2.0, features=[0, 2]), poly(3), linear([1])):
-        state = spec.to_arrays()
-        kind = persistence.kind_of(spec)
-        assert persistence.persistent_kind(kind).from_arrays(state) == spec
+def test_feature_maps_save_themselves_and_specs_through_their_family():
+    from mklopt.estimators._persist import _spec_from_json, _spec_to_json
+
     fm = nystroem(12, random_state=4)
     assert type(fm).from_arrays(fm.to_arrays()) == fm
     assert persistence.kind_of(fm) == "feature_map"
-    with pytest.raises(ValueError, match=r"rbf has fields \['sigma'\], expected"):
-        type(rbf(1.0)).from_arrays({"sigma": 1.0})
+    assert persistence.persistent_kind("feature_map") is type(fm)
+    with pytest.raises(ValueError, match=r"feature_map has fields \['n_components'\], expected"):
+        type(fm).from_arrays({"n_components": 3})
+    for k, spec in enumerate((rbf(0.5), rbf(2.0, features=[0, 2]), poly(3), linear([1]))):
+        assert _spec_from_json(_spec_to_json(spec), k) == spec
 
 
 # ------------------------------------------------------ a user's own classes
 class ScaledMKL(MKLClassifier):
     """A user's subclass with a parameter of its own (here: scales the decision values)."""
+
+    # its own parameters join the estimator's constraint table (checked by fit)
+    _parameter_constraints = {**MKLClassifier._parameter_constraints,
+                              "margin": "no_validation", "note": "no_validation"}
 
     def __init__(self, kernels="grid", C=1.0, margin=1.0, note="plain"):
         super().__init__(kernels=kernels, C=C)
@@ -162,14 +167,14 @@ def test_a_parameter_that_is_not_data_is_refused_by_name(data, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_user_kernel_spec_class_registers_its_kind():
+def test_a_user_persistent_dataclass_registers_its_kind():
     @dataclass(frozen=True)
-    class Laplace(Persistent):
-        gamma: float
+    class Shrinkage(Persistent):
+        factor: float
         features: tuple | None = None
 
-    assert persistence.persistent_kind("laplace") is Laplace
-    assert Laplace.from_arrays(Laplace(0.5).to_arrays()) == Laplace(0.5)
+    assert persistence.persistent_kind("shrinkage") is Shrinkage
+    assert Shrinkage.from_arrays(Shrinkage(0.5).to_arrays()) == Shrinkage(0.5)
 
 
 def test_an_object_that_does_not_save_itself_is_refused(tmp_path):

@@ -12,10 +12,12 @@ one-vs-one pairs.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
 from .._optional import optional
+from ..kernels.families import family_of
 
 __all__ = ["kernel_name", "kernel_view", "kernel_family", "kernel_names", "weights_table"]
 
@@ -30,23 +32,41 @@ def kernel_view(spec):
     return ",".join(f"f{int(f)}" for f in np.atleast_1d(feats))
 
 
+def _family(spec):
+    if type(spec).__name__ == "PrecomputedKernel":
+        return None
+    return family_of(spec)
+
+
 def kernel_family(spec):
-    """``"rbf"``, ``"poly"``, ``"linear"``, ``"precomputed"``, or the spec's class name."""
-    return {"RBF": "rbf", "Poly": "poly", "Linear": "linear",
-            "PrecomputedKernel": "precomputed"}.get(type(spec).__name__,
-                                                    type(spec).__name__.lower())
+    """The registered family's name (``"rbf"``, ...), ``"precomputed"``, or the class name."""
+    if type(spec).__name__ == "PrecomputedKernel":
+        return "precomputed"
+    fam = _family(spec)
+    return type(spec).__name__.lower() if fam is None else fam.name
 
 
 def _parameter(spec):
-    """The family's parameter (Gaussian width, degree, stack index), NaN for linear."""
-    for attr in ("sigma", "degree", "index"):
-        if hasattr(spec, attr):
-            return float(getattr(spec, attr))
-    return math.nan
+    """The family's parameter (Gaussian width, degree, stack index), NaN for none.
+
+    For a family with several parameters, the first one when it is a number.
+    """
+    if type(spec).__name__ == "PrecomputedKernel":
+        return float(spec.index)
+    fam = _family(spec)
+    if fam is None or not fam.params:
+        return math.nan
+    value = getattr(spec, fam.params[0])
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return math.nan
+    return float(value)
 
 
 def kernel_name(spec):
     """A short readable name for a kernel spec.
+
+    ``family(parameter)[view]`` for a family with one numeric parameter,
+    ``family[view]`` for one without parameters, the spec's repr otherwise.
 
     Examples
     --------
@@ -59,12 +79,15 @@ def kernel_name(spec):
     family = kernel_family(spec)
     if family == "precomputed":
         return f"precomputed[{int(spec.index)}]"
+    fam = _family(spec)
+    if fam is None:
+        return repr(spec)
     view = kernel_view(spec)
     param = _parameter(spec)
-    if family in ("rbf", "poly") and not math.isnan(param):
+    if len(fam.params) == 1 and not math.isnan(param):
         return f"{family}({param:g})[{view}]"
-    if family == "linear":
-        return f"linear[{view}]"
+    if not fam.params:
+        return f"{family}[{view}]"
     return repr(spec)
 
 

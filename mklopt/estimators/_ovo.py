@@ -14,11 +14,12 @@ from itertools import combinations
 
 import numpy as np
 
-from .._parallel import check_n_jobs, parallel_map, task_names
+from .._parallel import parallel_map, task_names
 from ..datasets import _scaling
 from ._checks import check_feature_names, check_is_fitted, check_X, check_X_y
-from ._params import check_standardize
-from ._progress import TaskProgress, check_verbose, labelled, run_summary
+from ._core import EstimatorCore
+from ._params import resolve_standardize
+from ._progress import TaskProgress, labelled, run_summary
 from ._sklearn import BaseEstimator, ClassifierMixin, ClassifierScoreMixin
 
 __all__ = ["ClassifierBase", "ovo_vote", "pair_label", "set_pair_attributes", "pair_values"]
@@ -170,19 +171,23 @@ def pair_values(estimator, name):
     value = getattr(estimator, name)
     return [value] if len(estimator.models_) == 1 else list(value)
 
-class ClassifierBase(ClassifierMixin, BaseEstimator):
+class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
     """Base class of the mklopt classifiers: validation, labels and one-vs-one.
 
-    Subclasses implement
+    Subclasses declare ``_parameter_constraints`` (one entry per
+    constructor parameter; see :class:`~mklopt.estimators._core.EstimatorCore`),
+    call ``self._validate_params()`` first thing in their ``fit``, and
+    implement
 
     ``_prepare_fit(self, X) -> plan``
-        Optional. Validate the hyper-parameters and build whatever every
-        binary problem shares (for example the kernel specs), returned as
-        one object, the *plan* of this fit, which the other hooks receive.
-        Called once per ``fit``, after ``X`` and ``y`` are validated and
-        before any binary problem is solved, so that bad parameters fail
-        fast. The plan lives only as long as ``fit``: nothing of it is kept
-        on the estimator unless ``_finish_fit`` stores it.
+        Optional. Check the rules that tie parameters together and build
+        whatever every binary problem shares (for example the kernel specs),
+        returned as one object, the *plan* of this fit, which the other
+        hooks receive. Called once per ``fit``, after ``X`` and ``y`` are
+        validated and before any binary problem is solved, so that bad
+        parameters fail fast. The plan lives only as long as ``fit``:
+        nothing of it is kept on the estimator unless ``_finish_fit``
+        stores it.
     ``_pair_extras(self, plan, n_pairs) -> list of tuples``
         Optional. Per-pair extra arguments of ``_fit_binary`` drawn before
         any pair is fitted (for example seeds from one random stream).
@@ -331,14 +336,14 @@ class ClassifierBase(ClassifierMixin, BaseEstimator):
                 f"y has only one class ({classes[0].tolist()!r}); {name} needs at least two "
                 "classes to train a classifier"
             )
-        if check_standardize(getattr(self, "standardize", False), getattr(self, "kernels", None)):
+        if resolve_standardize(getattr(self, "standardize", False), getattr(self, "kernels", None)):
             mean, scale = _scaling(X)
             X = (X - mean) / scale
         else:
             mean = scale = None
+        # (the parameters were checked by the subclass's table when its fit began)
         n_jobs = getattr(self, "n_jobs", None)
-        check_n_jobs(n_jobs)
-        verbose = check_verbose(getattr(self, "verbose", 0))
+        verbose = int(getattr(self, "verbose", 0))
         plan = self._prepare_fit(X)
         pairs = np.array(list(combinations(range(classes.shape[0]), 2)), dtype=np.int64)
         extras = self._pair_extras(plan, len(pairs))

@@ -1,27 +1,22 @@
-"""Checks of the estimators' shared hyper-parameters: kernels, storage, seeds, scaling.
+"""The estimators' shared parameters: the ``kernels`` constraint and what the values stand for.
 
-Each is called from ``fit`` before any work, so a bad value fails fast with
-a message naming the parameter.
+The values are checked by each estimator's constraint table (see
+``_core.py``) when ``fit`` begins; the functions here turn checked values
+into what a fit uses (kernel specs, whether to standardise), and check the
+one rule that ties two parameters (``client`` without ``n_jobs``).
 """
 
 from __future__ import annotations
 
-import numbers
-
-import numpy as np
-
 from .. import kernels as _kernels
-from .._memory import check_max_memory
-from .._validation import check_int
-from ..kernels.bank import _check_cache_size, check_storage
-from ..kernels.sharded import check_client
+from .._constraints import Constraint
 
 __all__ = [
     "KERNEL_GRIDS",
+    "KernelSpecs",
     "resolve_kernel_specs",
-    "check_storage_params",
-    "check_seed",
-    "check_standardize",
+    "resolve_standardize",
+    "check_estimator_client",
 ]
 
 #: The names an estimator's ``kernels`` parameter accepts besides a list of specs.
@@ -34,77 +29,91 @@ def resolve_kernel_specs(kernels, n_features, protocol):
     Parameters
     ----------
     kernels : "grid", "all_features" or list of kernel specs
-        ``"grid"`` is :func:`mklopt.kernels.grid` under ``protocol``;
-        ``"all_features"`` is the grid of the MKBoost paper (``protocol=
-        "mkboost2013"``: 17 Gaussian and polynomial kernels, all on every
-        feature).
+        As checked by :class:`KernelSpecs`. ``"grid"`` is
+        :func:`mklopt.kernels.grid` under ``protocol``; ``"all_features"``
+        is the grid of the MKBoost paper (``protocol="mkboost2013"``: 17
+        Gaussian and polynomial kernels, all on every feature).
     n_features : int
         Number of features of the training data.
     protocol : {"level2008", "mkboost2013"}
         The grid of the estimator's paper.
-
-    Raises
-    ------
-    ValueError, TypeError
-        Naming ``kernels``.
     """
     if isinstance(kernels, str):
-        if kernels not in KERNEL_GRIDS:
-            raise ValueError(
-                "kernels must be 'all_features', 'grid' or a list of kernel specs, got the "
-                f"string {kernels!r}"
-            )
         if kernels == "all_features":
             protocol = "mkboost2013"
         return list(_kernels.grid(n_features, protocol=protocol))
-    if not isinstance(kernels, (list, tuple)):
-        raise TypeError(
-            "kernels must be 'all_features', 'grid' or a list of kernel specs "
-            f"(e.g. [rbf(1.0), poly(2)]), got {type(kernels).__name__}"
-        )
-    if len(kernels) == 0:
-        raise ValueError("kernels is an empty list; give at least one kernel spec")
     return list(kernels)
 
 
-def check_storage_params(storage, cache_size, max_memory):
-    """Validate the estimators' kernel-storage parameters (TypeError/ValueError naming them)."""
-    check_storage(storage)
-    _check_cache_size(cache_size)
-    check_max_memory(max_memory)
+class KernelSpecs(Constraint):
+    """An estimator's ``kernels``: a grid name, or a non-empty list of kernel specs.
+
+    Parameters
+    ----------
+    names : tuple of str
+        The grid names the estimator takes (:data:`KERNEL_GRIDS`).
+    extra : dict, optional
+        Further names and what they mean (``{"precomputed": "kernel
+        matrices"}``), named after the grids and the list in messages.
+    """
+
+    def __init__(self, names=KERNEL_GRIDS, extra=None):
+        self.names = tuple(names)
+        self.extra = dict(extra or {})
+
+    def owns(self, value):
+        return True
+
+    def accepts(self, value):
+        if isinstance(value, str):
+            return value in self.names or value in self.extra
+        return isinstance(value, (list, tuple)) and len(value) > 0
+
+    def _also(self):
+        if not self.extra:
+            return ""
+        return " (or " + ", ".join(f"{k!r}: {v}" for k, v in self.extra.items()) + ")"
+
+    def error(self, name, value):
+        grids = ", ".join(repr(n) for n in self.names)
+        if isinstance(value, str):
+            return ValueError(
+                f"{name} must be {grids} or a list of kernel specs{self._also()}, got the "
+                f"string {value!r}"
+            )
+        if isinstance(value, (list, tuple)):
+            return ValueError(f"{name} is an empty list; give at least one kernel spec")
+        return TypeError(
+            f"{name} must be {grids} or a list of kernel specs (e.g. [rbf(1.0), poly(2)])"
+            f"{self._also()}, got {type(value).__name__}"
+        )
+
+    def __str__(self):
+        grids = ", ".join(repr(n) for n in self.names)
+        return f"{grids} or a non-empty list of kernel specs{self._also()}"
 
 
-def check_seed(value, name="random_state"):
-    """Validate a seed: None, an int >= 0 or a ``numpy.random.Generator``."""
-    if value is None or isinstance(value, np.random.Generator):
-        return value
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return check_int(value, name, low=0)
-    raise TypeError(
-        f"{name} must be None, a non-negative int or a numpy.random.Generator, got "
-        f"{type(value).__name__}"
-    )
+def resolve_standardize(value, kernels):
+    """Whether to standardise: ``"auto"`` means yes for the named grids, no for a list of specs.
 
-
-def check_standardize(value, kernels):
-    """Whether to standardise: ``"auto"`` means yes for the named grids, no for a list of specs."""
-    if value == "auto":
+    ``value`` is an estimator's ``standardize``, already checked by its
+    constraint table (``"auto"``, True or False).
+    """
+    if isinstance(value, str) and value == "auto":
         return isinstance(kernels, str)
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    raise ValueError(f"standardize must be 'auto', True or False, got {value!r}")
+    return bool(value)
 
 
 def check_estimator_client(client, n_jobs):
-    """Check an estimator's ``client`` against its ``n_jobs``; None passes.
+    """Check that an estimator's ``client`` and ``n_jobs`` go together; None passes.
 
     A client shards each binary problem's kernels (or sends the weak SVMs of
     a boosting round) over the cluster, one problem at a time; ``n_jobs``
-    runs whole problems in parallel instead. The two do not combine.
+    runs whole problems in parallel instead. The two do not combine. (The
+    client itself is checked by the estimator's constraint table.)
     """
     if client is None:
         return
-    check_client(client, "client")
     if n_jobs not in (None, 1):
         raise ValueError(
             f"client and n_jobs={n_jobs!r} cannot be combined: client spreads the work of "

@@ -23,6 +23,7 @@ import numpy as np
 
 from .._persistence import Persistent, kind_of, persistent_kind, to_json
 from ..kernels import FeatureMap, FeatureMapFunctions, KernelFunctions
+from ..kernels.families import family_of, get_kernel_family
 from ..methods import METHODS, method_names
 from ._precomputed import PrecomputedKernel, is_precomputed
 from ._progress import check_verbose
@@ -163,20 +164,49 @@ def _param_from_json(name, value):
 
 
 def _spec_to_json(spec):
-    return {"kind": kind_of(spec), **spec.to_arrays()}
+    """A kernel spec as JSON: its family saves it (``{"kind": name, <parameters>, "features"}``)."""
+    if isinstance(spec, PrecomputedKernel):
+        return {"kind": "precomputed", "index": int(spec.index)}
+    family = family_of(spec)
+    if family is None:
+        raise TypeError(f"cannot save a kernel spec of type {type(spec).__name__}")
+    feats = None if spec.features is None else [int(f) for f in spec.features]
+    # for the built-in families exactly the fields of every earlier version
+    return {"kind": family.name, **family.to_json(family.values(spec)), "features": feats}
 
 
 def _spec_from_json(obj, k):
+    """Kernel spec ``k`` of a file, rebuilt by its family (``ValueError`` naming what is wrong)."""
     if not isinstance(obj, dict) or "kind" not in obj:
         raise ValueError(f"kernel spec {k} is not a JSON object with a 'kind' field")
-    cls = persistent_kind(obj["kind"])
-    if cls is None or not hasattr(cls, "features"):  # kernel specs only
-        raise ValueError(f"kernel spec {k} has unknown kind {obj['kind']!r}")
-    fields = {key: v for key, v in obj.items() if key != "kind"}
+    kind = obj["kind"]
+    if kind == "precomputed":
+        if set(obj) != {"kind", "index"}:
+            raise ValueError(f"kernel spec {k} (precomputed) has fields {sorted(obj)}, "
+                             f"expected {sorted({'kind', 'index'})}")
+        # Kernel k of the stack the model was fitted on, in order.
+        if obj["index"] != k or isinstance(obj["index"], bool):
+            raise ValueError(f"kernel spec {k} is precomputed kernel {obj['index']!r}, "
+                             f"expected index {k}")
+        return PrecomputedKernel(k)
     try:
-        return cls.from_arrays(fields)
+        family = get_kernel_family(kind)
+    except ValueError as exc:
+        raise ValueError(f"kernel spec {k} has unknown kind {kind!r} ({exc})") from None
+    if "features" not in obj:
+        raise ValueError(f"kernel spec {k} ({kind}) has fields {sorted(obj)}, expected a "
+                         "'features' field")
+    params = {key: v for key, v in obj.items() if key not in ("kind", "features")}
+    try:
+        values = family.from_json(params)
+        if not isinstance(values, dict) or set(values) != set(family.params):
+            raise LookupError
+        return family.spec(**values, features=obj["features"])
+    except LookupError:
+        raise ValueError(f"kernel spec {k} ({kind}) has fields {sorted(obj)}, expected "
+                         f"{sorted({'kind', 'features', *family.params})}") from None
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"kernel spec {k}: {exc}") from None
+        raise ValueError(f"kernel spec {k} is invalid: {exc}") from None
 
 
 # --------------------------------------------------------------------------

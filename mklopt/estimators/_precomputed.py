@@ -29,8 +29,7 @@ from itertools import combinations
 
 import numpy as np
 
-from .._parallel import check_n_jobs, parallel_map, runs_in_parallel
-from .._persistence import Persistent
+from .._parallel import parallel_map, runs_in_parallel
 from ..driver import solve
 from ..kernels import KernelBank
 from ..kernels.stack import KernelStack, _as_stack
@@ -58,10 +57,8 @@ def is_precomputed(kernels):
 
 
 @dataclass(frozen=True)
-class PrecomputedKernel(Persistent):
+class PrecomputedKernel:
     """Stands for kernel ``index`` of a precomputed stack in ``kernel_specs_``."""
-
-    _persist_kind = "precomputed"
 
     index: int
     #: Precomputed kernels belong to no feature set (``groups="features"``: one group).
@@ -254,7 +251,6 @@ def fit_precomputed(est, X, y):
             f"y has only one class ({classes[0].tolist()!r}); {name} needs at least two "
             "classes to train a classifier"
         )
-    check_n_jobs(est.n_jobs)
     # The plan reads only the number of kernels from its input's columns.
     plan = est._prepare_fit(np.empty((0, bank.n_kernels)))
     pairs = np.array(list(combinations(range(classes.shape[0]), 2)), dtype=np.int64)

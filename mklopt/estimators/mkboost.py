@@ -9,16 +9,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._interrupt import fit_run
-from .._validation import check_choice, check_real
 from ..driver import solve
 from ..kernels import KernelBank
 from ..methods import Boosting
 from ..oracles import WeakLearners
 from ..stopping import MaxIter, TimeLimit
+from ._core import NORMALIZE, POSITIVE, RUN_PARAMS, STANDARDIZE, STORAGE_PARAMS
 from ._ovo import ClassifierBase, pair_label, set_pair_attributes
-from ._params import check_estimator_client, check_seed, check_storage_params, resolve_kernel_specs
+from ._params import KernelSpecs, check_estimator_client, resolve_kernel_specs
 from ._persist_boost import BoostPersist
-from ._progress import call_lines, check_verbose
+from ._progress import call_lines
 from ._sklearn import ConvergenceWarning, SharedClientMixin
 
 __all__ = ["MKBoostClassifier"]
@@ -103,10 +103,12 @@ class MKBoostClassifier(BoostPersist, SharedClientMixin, ClassifierBase):
     random_state : None, int or numpy.random.Generator, default=None
         Seeds the example and kernel draws; an int gives the same model on
         every fit.
-    normalize : {None, "trace"}, default=None
+    normalize : {None, "trace", "diagonal"}, default=None
         None uses the kernels as they are (the paper trains LIBSVM on them);
         ``"trace"`` scales each to unit trace on the training set, which for
-        a weak SVM on a sample of size ``r N`` acts like a smaller ``C``.
+        a weak SVM on a sample of size ``r N`` acts like a smaller ``C``;
+        ``"diagonal"`` to a unit mean diagonal, as for
+        :class:`~mklopt.MKLClassifier`.
     tol : float, default=1e-3
         KKT tolerance of the SMO solver of each weak SVM (libsvm's default).
     storage : str or FeatureMap, default="auto"
@@ -234,6 +236,18 @@ class MKBoostClassifier(BoostPersist, SharedClientMixin, ClassifierBase):
     True
     """
 
+    _parameter_constraints = {
+        "kernels": [KernelSpecs()],
+        # The boosting method's own parameters, as the method declares them.
+        **Boosting._parameter_constraints,
+        "C": [POSITIVE],
+        "normalize": NORMALIZE,
+        "standardize": STANDARDIZE,
+        "tol": [POSITIVE],
+        **STORAGE_PARAMS,
+        **RUN_PARAMS,
+    }
+
     def __init__(
         self,
         kernels="grid",
@@ -286,22 +300,17 @@ class MKBoostClassifier(BoostPersist, SharedClientMixin, ClassifierBase):
         )
 
     def _prepare_fit(self, X):
-        C = check_real(self.C, "C", low=0.0, strict_low=True)
-        tol = check_real(self.tol, "tol", low=0.0, strict_low=True)
-        check_choice(self.normalize, "normalize", (None, "diagonal", "trace"))
-        check_seed(self.random_state)
-        self._method(None).check_params()
-        check_storage_params(self.storage, self.cache_size, self.max_memory)
+        # The parameters, each checked by the constraint table when fit began.
         check_estimator_client(self.client, self.n_jobs)
         specs = self._resolve_specs(X.shape[1])
         deadline = None
         if self.time_limit is not None:
-            limit = check_real(self.time_limit, "time_limit", low=0.0, strict_low=True)
-            deadline = time.time() + limit  # wall clock: pairs may run elsewhere
+            deadline = time.time() + float(self.time_limit)  # wall clock: pairs may run elsewhere
         # One stream of seeds, one per binary problem in turn: the same
         # random_state gives the same model, pairs get different draws.
-        return _BoostPlan(C, tol, specs, np.random.default_rng(self.random_state),
-                          verbose=check_verbose(self.verbose), deadline=deadline)
+        return _BoostPlan(float(self.C), float(self.tol), specs,
+                          np.random.default_rng(self.random_state),
+                          verbose=int(self.verbose), deadline=deadline)
 
     def _prepare_pairs(self, plan, X, rows):
         plan.pairs_left = len(rows)
@@ -365,6 +374,7 @@ class MKBoostClassifier(BoostPersist, SharedClientMixin, ClassifierBase):
         -------
         self
         """
+        self._validate_params()
         # Stoppable as a whole (time_limit, Ctrl-C), kernel construction included.
         with fit_run(type(self).__name__, self.time_limit, self.verbose):
             return super().fit(X, y)

@@ -10,9 +10,9 @@ from functools import partial
 
 import numpy as np
 
+from .._constraints import Options
 from .._interrupt import fit_run
 from .._parallel import runs_in_parallel
-from .._validation import check_int, check_real
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion
 from ..kernels.sharded import ShardLostError
@@ -21,12 +21,13 @@ from ..oracles import CompositeOracle, SVMDual
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ..tasks import get_oracle
 from ._checks import check_is_fitted
+from ._core import MKL_PARAMS, POSITIVE, loss_of
 from ._names import kernel_names, weights_table
 from ._ovo import ClassifierBase, pair_label, set_pair_attributes, star_parents
-from ._params import check_estimator_client, check_storage_params, resolve_kernel_specs
+from ._params import KERNEL_GRIDS, KernelSpecs, check_estimator_client, resolve_kernel_specs
 from ._persist_mkl import ClassifierPersist
 from ._precomputed import check_test_kernels, fit_precomputed, is_precomputed, precomputed_specs
-from ._progress import call_lines, check_verbose
+from ._progress import call_lines
 from ._sklearn import ConvergenceWarning, SharedClientMixin
 
 __all__ = ["MKLClassifier"]
@@ -189,20 +190,6 @@ def _run_attributes(models, rows=None):
 _RUN_KEYS = ("n_iter_", "n_oracle_calls_", "gap_", "converged_", "history_", "result_")
 
 
-def _check_multiclass(value):
-    """True for ``multiclass="shared"``, False for ``"ovo"``; anything else is refused."""
-    if not isinstance(value, str):
-        raise TypeError(
-            f"multiclass must be 'ovo' or 'shared', got {type(value).__name__} {value!r}"
-        )
-    if value not in ("ovo", "shared"):
-        raise ValueError(
-            f"multiclass must be 'ovo' (kernel weights per pair of classes) or 'shared' "
-            f"(one weight vector for all pairs), got {value!r}"
-        )
-    return value == "shared"
-
-
 def _check_oracle_kind(cls, label):
     """MKLClassifier runs methods of the SVM-dual oracle; boosting has its own estimator."""
     kind = getattr(cls, "oracle_kind", "dual")
@@ -211,10 +198,6 @@ def _check_oracle_kind(cls, label):
             f"method {label} works with the {kind} oracle, not the SVM dual; "
             "use mklopt.MKBoostClassifier for boosting"
         )
-
-
-def _is_method_instance(obj):
-    return all(callable(getattr(obj, a, None)) for a in ("start", "ask", "tell"))
 
 
 def _fresh_method(method):
@@ -513,6 +496,15 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
     True
     """
 
+    _parameter_constraints = {
+        **MKL_PARAMS,
+        "kernels": [KernelSpecs(KERNEL_GRIDS, extra={"precomputed": "kernel matrices"})],
+        "C": [POSITIVE],
+        "loss": loss_of("classification"),
+        "multiclass": [Options(("ovo", "shared"), help="kernel weights per pair of classes, "
+                                                       "or one weight vector for all pairs")],
+    }
+
     def __init__(
         self,
         kernels="all_features",
@@ -605,36 +597,29 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
         return resolve_kernel_specs(self.kernels, n_features, protocol="level2008")
 
     def _resolve_groups(self, specs):
-        g = self.groups
+        g = self.groups  # "features" or a list of lists (checked by the table)
         if isinstance(g, str):
-            if g != "features":
-                raise ValueError(f"groups must be 'features' or a list of index lists, got {g!r}")
             index = {}
             for k, spec in enumerate(specs):
                 feats = getattr(spec, "features", None)
                 key = None if feats is None else tuple(np.atleast_1d(feats).tolist())
                 index.setdefault(key, []).append(k)
             groups = list(index.values())
-        elif isinstance(g, (list, tuple)):
-            groups = [list(np.atleast_1d(gi).tolist()) for gi in g]
         else:
-            raise TypeError(
-                f"groups must be 'features' or a list of lists of kernel indices, got "
-                f"{type(g).__name__}"
-            )
+            groups = [list(np.atleast_1d(gi).tolist()) for gi in g]
         return groups
 
     def _method_factory(self, specs):
-        """Validate method/p/groups/elastic_net; return a function making a fresh method."""
+        """Check how method, p, groups and elastic_net go together; return a method factory.
+
+        Each of them on its own is checked by the constraint table.
+        """
         enet = getattr(self, "elastic_net", None)
         if enet is not None:
-            enet = check_real(enet, "elastic_net", low=0.0, high=1.0)
+            enet = float(enet)
         m = _method_name_for(self.method, len(specs), enet)
         if isinstance(m, str):
-            try:
-                cls = get_method(m)
-            except ValueError as exc:
-                raise ValueError(f"method: {exc}") from None
+            cls = get_method(m)
             _check_oracle_kind(cls, repr(m))
             # the estimator parameters the method declares it takes
             accepted = estimator_params_of(cls)
@@ -676,17 +661,6 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"method {m!r}: {exc}") from None
             return lambda: cls(**kwargs)
-        if isinstance(m, type):
-            raise TypeError(
-                f"method must be a name or an instance; got the class {m.__name__}: "
-                f"pass {m.__name__}() instead"
-            )
-        if not _is_method_instance(m):
-            raise TypeError(
-                "method must be a registered name (e.g. 'level', 'silp', 'simplemkl', "
-                "'mirror', 'lp') or an outer-method instance with start/ask/tell, got "
-                f"{type(m).__name__}"
-            )
         _check_oracle_kind(type(m), type(m).__name__)
         for name in ("p", "groups", "elastic_net"):
             if getattr(self, name, None) is not None:
@@ -697,32 +671,21 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
         return lambda: _fresh_method(m)
 
     def _prepare_fit(self, X):
-        get_oracle("classification", self.loss)  # a registered name, or an error listing them
-        tol = check_real(self.tol, "tol", low=0.0, strict_low=True)
-        C = check_real(self.C, "C", low=0.0, strict_low=True)
-        max_iter = check_int(self.max_iter, "max_iter", low=1)
+        # The parameters, each checked by the constraint table when fit began.
+        tol, C = float(self.tol), float(self.C)
+        max_iter = int(self.max_iter)
         if self.inner_tol is None:
             inner_tol = min(_INNER_TOL_MAX, max(_INNER_TOL_MIN, tol * _INNER_TOL_RATIO))
         else:
-            inner_tol = check_real(self.inner_tol, "inner_tol", low=0.0, strict_low=True)
-        if self.normalize not in ("diagonal", "trace", None):
-            raise ValueError(
-                f"normalize must be 'diagonal', 'trace' or None, got {self.normalize!r}"
-            )
-        threshold = check_real(
-            self.weight_threshold, "weight_threshold", low=0.0, high=1.0, strict_high=True
-        )
+            inner_tol = float(self.inner_tol)
+        threshold = float(self.weight_threshold)
         deadline = None
         if self.time_limit is not None:
-            limit = check_real(self.time_limit, "time_limit", low=0.0, strict_low=True)
             # Wall-clock time, not perf_counter: with n_jobs the pairs may
             # run on other machines, whose monotonic clocks differ.
-            deadline = time.time() + limit
-        check_storage_params(self.storage, self.cache_size, self.max_memory)
+            deadline = time.time() + float(self.time_limit)
         check_estimator_client(self.client, self.n_jobs)
-        if self.callback is not None and not callable(self.callback):
-            raise TypeError("callback must be callable, taking one mklopt.Progress row")
-        shared = _check_multiclass(self.multiclass)
+        shared = self.multiclass == "shared"
         if shared and self.loss != "hinge":
             raise ValueError(
                 f"multiclass='shared' runs the hinge loss only (loss={self.loss!r}); use "
@@ -747,7 +710,7 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
             if self.inner_tol is None:
                 inner_tol = _INNER_TOL_MAX
         return _Plan(C, tol, max_iter, inner_tol, threshold, deadline, specs, new_method,
-                     shared=shared, verbose=check_verbose(getattr(self, "verbose", 0)))
+                     shared=shared, verbose=int(self.verbose))
 
     # ---- one binary problem ------------------------------------------------
     def _stop(self, plan):
@@ -969,6 +932,7 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
         -------
         self
         """
+        self._validate_params()
         # Stoppable as a whole (time_limit, Ctrl-C), kernel construction included.
         with fit_run(type(self).__name__, self.time_limit, self.verbose):
             if is_precomputed(self.kernels):

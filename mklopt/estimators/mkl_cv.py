@@ -12,7 +12,8 @@ from itertools import combinations
 
 import numpy as np
 
-from .._parallel import check_n_jobs, client_map, parallel_map
+from .._constraints import NO_VALIDATION, Check
+from .._parallel import client_map, parallel_map
 from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..kernels.stack import _as_stack
@@ -20,8 +21,9 @@ from ..methods import Chain, LevelBundle
 from ..oracles import CompositeOracle, LogisticDual, SVMDual
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._checks import check_feature_names, check_is_fitted, check_X_y, check_y
+from ._core import EstimatorCore
 from ._ovo import ovo_vote, pair_label
-from ._params import check_estimator_client, check_standardize
+from ._params import check_estimator_client, resolve_standardize
 from ._path import _recording, c_path
 from ._precomputed import is_precomputed, precomputed_bank
 from ._progress import PointTicker, TaskProgress, fold_summary, write
@@ -428,7 +430,7 @@ def set_cv_results(est, Cs, scores, fit_time, score_time, folds):
     est.path_converged_ = np.stack([s["converged"] for s in stats])
 
 
-class MKLClassifierCV(SharedClientMixin, ClassifierMixin, BaseEstimator):
+class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEstimator):
     """Multiple kernel learning classifier with ``C`` chosen by cross-validation.
 
     Scores every ``C`` of the grid ``Cs`` by cross-validation, as
@@ -596,6 +598,17 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, BaseEstimator):
     ['mean_fit_time', 'mean_score_time', 'mean_test_score']
     """
 
+    _parameter_constraints = {
+        "Cs": [Check(check_Cs, "an int >= 1 or a list of C values > 0", pass_name=False,
+                     converts=True)],
+        # scikit-learn's check_cv and check_scoring (or the fallbacks without
+        # scikit-learn) check these where they are used, naming them.
+        "cv": NO_VALIDATION,
+        "scoring": NO_VALIDATION,
+        # Every parameter of MKLClassifier but C, which the grid replaces.
+        **{k: v for k, v in MKLClassifier._parameter_constraints.items() if k != "C"},
+    }
+
     def __init__(
         self,
         Cs=6,
@@ -675,10 +688,9 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, BaseEstimator):
             On bad data or parameters (named), a fold whose training part
             has a single class, or a storage without views.
         """
+        Cs = self._validate_params()["Cs"]
         name = type(self).__name__
         X_given, y_given = X, y
-        Cs = check_Cs(self.Cs)
-        check_n_jobs(self.n_jobs)
         check_estimator_client(self.client, self.n_jobs)
         scorer = _scorer(self.scoring)
         base = self._estimator(float(Cs[0]))
@@ -699,12 +711,12 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, BaseEstimator):
             check_feature_names(self, X, reset=True)
             X, y = check_X_y(X, y, name)
             n_features = X.shape[1]
-            if check_standardize(self.standardize, self.kernels):
+            if resolve_standardize(self.standardize, self.kernels):
                 mean, scale = _scaling(X)
                 Xs = (X - mean) / scale
             else:
                 Xs = X
-            plan = base._prepare_fit(Xs)  # validates every passed-through parameter
+            plan = base._prepare_fit(Xs)  # the rules that tie the parameters together
             if not isinstance(self.storage, str) or self.storage == "feature_map":
                 raise ValueError(
                     f"{name} reads every fold from one bank of stored or computed kernels; "

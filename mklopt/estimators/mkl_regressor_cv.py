@@ -8,12 +8,12 @@ import warnings
 
 import numpy as np
 
-from .._parallel import check_n_jobs
-from .._validation import check_real
+from .._constraints import NO_VALIDATION, Check, Options
 from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..oracles import RidgeDual, SVRDual
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
+from ._core import RUN_PARAMS, EstimatorCore
 from ._params import check_estimator_client
 from ._path import _recording, c_path
 from ._progress import PointTicker, TaskProgress, fold_summary, write
@@ -110,7 +110,7 @@ def _scorer(scoring):
     return check_scoring(MKLRegressor(), scoring=scoring)
 
 
-class MKLRegressorCV(SharedClientMixin, RegressorMixin, BaseEstimator):
+class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstimator):
     """Multiple kernel learning regression with ``C`` chosen by cross-validation.
 
     The regression counterpart of :class:`MKLClassifierCV`: scores every
@@ -188,6 +188,22 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, BaseEstimator):
     True
     """
 
+    _parameter_constraints = {
+        "Cs": [Check(check_Cs, "an int >= 1 or a list of C values > 0", pass_name=False,
+                     converts=True)],
+        # scikit-learn's check_cv and check_scoring (or the fallbacks without
+        # scikit-learn) check these where they are used, naming them.
+        "cv": NO_VALIDATION,
+        "scoring": NO_VALIDATION,
+        # Every parameter of MKLRegressor but C, which the grid replaces ...
+        **{k: v for k, v in MKLRegressor._parameter_constraints.items() if k != "C"},
+        # ... for the losses whose oracles the warm path scales between values of C,
+        "loss": [Options(_REGRESSION_LOSSES)],
+        # and the folds run in parallel or on a cluster.
+        "n_jobs": RUN_PARAMS["n_jobs"],
+        "client": RUN_PARAMS["client"],
+    }
+
     def __init__(
         self,
         Cs=6,
@@ -259,22 +275,17 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, BaseEstimator):
         -------
         self
         """
+        Cs = self._validate_params()["Cs"]
         name = type(self).__name__
         X_given, y_given = X, y
         check_feature_names(self, X, reset=True)
         X = check_X(X, name)
         t = check_targets(y, X.shape[0], name)
-        Cs = check_Cs(self.Cs)
-        check_n_jobs(self.n_jobs)
         check_estimator_client(self.client, self.n_jobs)
         scorer = _scorer(self.scoring)
         base = self._estimator(float(Cs[0]))
-        plan = base._check_common(X)  # validates every passed-through parameter
-        eps = check_real(self.epsilon, "epsilon", low=0.0)
-        if self.loss not in _REGRESSION_LOSSES:
-            raise ValueError(
-                f"loss must be one of {', '.join(map(repr, _REGRESSION_LOSSES))}, got {self.loss!r}"
-            )
+        plan = base._check_common(X)
+        eps = float(self.epsilon)
         if not isinstance(self.storage, str) or self.storage == "feature_map":
             raise ValueError(
                 f"{name} reads every fold from one bank of stored or computed kernels; "

@@ -13,21 +13,23 @@ from __future__ import annotations
 
 import time
 import warnings
+from numbers import Real
 
 import numpy as np
 
+from .._constraints import Boolean, Check, Interval
 from .._interrupt import fit_run
-from .._validation import check_int, check_real
 from ..datasets import _scaling
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion, rbf
 from ..oracles.one_class import _check_nu
 from ..tasks import get_oracle
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
+from ._core import MKL_PARAMS, POSITIVE, EstimatorCore, loss_of
 from ._ovo import set_pair_attributes
-from ._params import check_storage_params, resolve_kernel_specs
+from ._params import resolve_kernel_specs
 from ._persist_mkl import OneClassPersist, RegressorPersist
-from ._progress import TaskProgress, call_lines, check_verbose, run_summary
+from ._progress import TaskProgress, call_lines, run_summary
 from ._sklearn import BaseEstimator, ConvergenceWarning, OutlierMixin, RegressorMixin
 from .mkl import (
     _INNER_TOL_MAX,
@@ -47,7 +49,16 @@ __all__ = ["MKLRegressor", "MKLOneClass"]
 _ONE_CLASS_WIDTHS = (0.125, 0.25, 0.5, 1.0)
 
 
-class _TaskMKL(BaseEstimator):
+#: The parameters the regressor and the one-class model share with the
+#: classifier (one problem: no n_jobs, client or multiclass). Their
+#: features are standardised or not: no "auto".
+_TASK_PARAMS = {
+    **{k: v for k, v in MKL_PARAMS.items() if k not in ("n_jobs", "client")},
+    "standardize": [Boolean()],
+}
+
+
+class _TaskMKL(EstimatorCore, BaseEstimator):
     """One MKL problem on one oracle: parameters, fit loop, prediction."""
 
     _oracle_name = ""
@@ -61,34 +72,25 @@ class _TaskMKL(BaseEstimator):
         return resolve_kernel_specs("grid", n_features, protocol="level2008")
 
     def _check_common(self, X):
-        tol = check_real(self.tol, "tol", low=0.0, strict_low=True)
-        max_iter = check_int(self.max_iter, "max_iter", low=1)
+        """The plan of a fit; the parameters were checked by the table when fit began."""
+        tol = float(self.tol)
+        max_iter = int(self.max_iter)
         if self.inner_tol is None:
             inner_tol = min(_INNER_TOL_MAX, max(_INNER_TOL_MIN, tol * _INNER_TOL_RATIO))
         else:
-            inner_tol = check_real(self.inner_tol, "inner_tol", low=0.0, strict_low=True)
-        if self.normalize not in ("trace", None):
-            raise ValueError(f"normalize must be 'trace' or None, got {self.normalize!r}")
-        if not isinstance(self.standardize, bool):
-            raise TypeError(f"standardize must be True or False, got {self.standardize!r}")
-        threshold = check_real(
-            self.weight_threshold, "weight_threshold", low=0.0, high=1.0, strict_high=True
-        )
+            inner_tol = float(self.inner_tol)
+        threshold = float(self.weight_threshold)
         deadline = None
         if self.time_limit is not None:
-            limit = check_real(self.time_limit, "time_limit", low=0.0, strict_low=True)
             # Wall-clock time, the clock MKLClassifier._stop reads.
-            deadline = time.time() + limit
-        check_storage_params(self.storage, self.cache_size, self.max_memory)
-        if self.callback is not None and not callable(self.callback):
-            raise TypeError("callback must be callable, taking one mklopt.Progress row")
+            deadline = time.time() + float(self.time_limit)
         if isinstance(self.kernels, str) and self.kernels == "grid":
             specs = self._grid(X.shape[1])
         else:
             specs = resolve_kernel_specs(self.kernels, X.shape[1], protocol="level2008")
         new_method = self._method_factory(specs)
         return _Plan(None, tol, max_iter, inner_tol, threshold, deadline, specs, new_method,
-                     verbose=check_verbose(self.verbose))
+                     verbose=int(self.verbose))
 
     def _fit_oracle(self, X, make_oracle, plan):
         # Stoppable as a whole (time_limit, Ctrl-C), kernel construction included.
@@ -171,8 +173,10 @@ _COMMON_DOC = """
         Outer iterations.
     inner_tol : float, optional
         SMO tolerance; default ``min(1e-3, tol / 100)``.
-    normalize : {"trace"} or None, default="trace"
-        Unit-trace scaling of every base kernel on the training set.
+    normalize : {"trace", "diagonal"} or None, default="trace"
+        Unit-trace scaling of every base kernel on the training set
+        (``"diagonal"``: unit mean diagonal, as for
+        :class:`~mklopt.MKLClassifier`).
     standardize : bool, default=True
         Centre and scale every feature with its training mean and standard
         deviation before the kernels see it (constant features are only
@@ -270,6 +274,13 @@ class MKLRegressor(RegressorPersist, RegressorMixin, _TaskMKL):
     True
     """
 
+    _parameter_constraints = {
+        **_TASK_PARAMS,
+        "C": [POSITIVE],
+        "epsilon": [Interval(Real, 0.0, None)],
+        "loss": loss_of("regression"),
+    }
+
     def __init__(
         self,
         kernels="grid",
@@ -328,12 +339,12 @@ class MKLRegressor(RegressorPersist, RegressorMixin, _TaskMKL):
         -------
         self
         """
+        self._validate_params()
         name = type(self).__name__
         check_feature_names(self, X, reset=True)
         X = check_X(X, name)
         t = check_targets(y, X.shape[0], name)
-        C = check_real(self.C, "C", low=0.0, strict_low=True)
-        eps = check_real(self.epsilon, "epsilon", low=0.0)
+        C, eps = float(self.C), float(self.epsilon)
         oracle = get_oracle("regression", self.loss)
         plan = self._check_common(X)
         if self.standardize:
@@ -413,6 +424,12 @@ class MKLOneClass(OneClassPersist, OutlierMixin, _TaskMKL):
     [1, -1]
     """
 
+    _parameter_constraints = {
+        **_TASK_PARAMS,
+        # The one-class oracle owns the rule for nu.
+        "nu": [Check(_check_nu, "a real number in (0, 1]", pass_name=False)],
+    }
+
     def __init__(
         self,
         kernels="grid",
@@ -471,9 +488,10 @@ class MKLOneClass(OneClassPersist, OutlierMixin, _TaskMKL):
         -------
         self
         """
+        self._validate_params()
         check_feature_names(self, X, reset=True)
         X = check_X(X, type(self).__name__)
-        nu = _check_nu(self.nu)
+        nu = float(self.nu)
         plan = self._check_common(X)
         oracle = get_oracle("one-class", "nu")
         self._fit_oracle(X, lambda bank, tol: oracle.make(bank, nu=nu, tol=tol), plan)

@@ -22,6 +22,15 @@ from .factory import (
     register_storage,
     storage_names,
 )
+from .families import (
+    KernelFamily,
+    KernelSpec,
+    get_kernel_family,
+    kernel,
+    kernel_family_names,
+    parse_kernel,
+    register_kernel_family,
+)
 from .feature_maps import FeatureMap, FeatureMapFunctions, nystroem, random_fourier
 from .functions import KernelFunctions
 from .sharded import ShardedStorage, ShardLostError
@@ -56,4 +65,11 @@ __all__ = [
     "RBF",
     "Poly",
     "Linear",
+    "KernelFamily",
+    "KernelSpec",
+    "register_kernel_family",
+    "get_kernel_family",
+    "kernel_family_names",
+    "kernel",
+    "parse_kernel",
 ]

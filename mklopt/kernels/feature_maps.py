@@ -111,8 +111,9 @@ from .._validation import (
     check_vector,
     check_weights,
 )
+from .families import family_of
 from .functions import KernelFunctions, _check_indices, _check_specs, _readonly
-from .specs import RBF, Linear, Poly
+from .specs import RBF
 
 __all__ = [
     "APPROXIMATIONS",
@@ -320,17 +321,18 @@ def _plan_kinds(specs, n_features, n_samples, options):
     nc = options.n_components
     for k, s in enumerate(specs):
         p = _n_used(s, n_features)
-        if type(s) is Linear:
+        fam = family_of(s)
+        rank = fam.feature_map_rank(p, **fam.values(s))
+        if rank is not None and (options.approximation is None or rank <= max(nc, p)):
+            # An exact map, unless an approximation was asked for and is
+            # smaller; a map no wider than the features used (linear) is
+            # always taken.
             kinds.append("exact")
-            budget.append(p)
-        elif type(s) is Poly and (
-            options.approximation is None or _poly_dim(p, s.degree) <= nc
-        ):
-            kinds.append("exact")
-            budget.append(_poly_dim(p, s.degree))
+            budget.append(int(rank))
         elif options.approximation is None:
             raise ValueError(
-                f"storage='feature_map' maps only linear and polynomial kernels exactly, but "
+                f"storage='feature_map' maps only kernels with a finite feature map exactly "
+                f"(linear, polynomial, or a family with feature_map), but "
                 f"specs[{k}] = {s!r} has no finite feature map; pass storage=nystroem("
                 "n_components=...) or storage=random_fourier(n_components=...) to approximate "
                 "it, or storage='on_the_fly' to compute it exactly"
@@ -469,12 +471,14 @@ class FeatureMapFunctions:
             check_choice(kind, f"kinds[{k}]", MAP_KINDS)
             p = _n_used(s, self.n_features)
             if kind == "exact":
-                if type(s) is RBF:
+                fam = family_of(s)
+                rank = fam.feature_map_rank(p, **fam.values(s))
+                if rank is None:
                     raise ValueError(f"kinds[{k}] is 'exact' but specs[{k}] = {s!r} has no "
                                      "finite feature map")
                 if M is not None:
                     raise ValueError(f"maps[{k}] must be None for an exact map")
-                ranks[k] = p if type(s) is Linear else _poly_dim(p, s.degree)
+                ranks[k] = rank
                 checked.append(None)
                 continue
             if kind == "fourier" and type(s) is not RBF:
@@ -609,10 +613,15 @@ class FeatureMapFunctions:
                 np.cos(t, out=out[a : a + D])
                 np.sin(t, out=out[a + D : b])
                 out[a:b] *= 1.0 / math.sqrt(D)
-            elif type(s) is Linear:
-                out[a:b] = Xf.T
             else:
-                _poly_map_T(Xf, s.degree, out[a:b])
+                fam = family_of(s)
+                phi = np.asarray(fam.feature_map(Xf, **fam.values(s)), dtype=np.float64)
+                if phi.shape != (X_new.shape[0], b - a):
+                    raise ValueError(
+                        f"kernel family {fam.name!r}: feature_map() returned shape {phi.shape}, "
+                        f"expected {(X_new.shape[0], b - a)}"
+                    )
+                out[a:b] = phi.T
         if nys:
             aux, slot = self._nystroem_functions
             r0 = self.landmarks.shape[0]

@@ -32,29 +32,29 @@ from .._jit import gram as _gram
 from .._jit import groups as _groups
 from .._memory import check_memory
 from .._validation import check_choice, check_matrix, check_vector, check_weights
-from .specs import RBF, Linear, Poly
+from .families import family_of
 
 __all__ = ["KernelFunctions"]
 
 
 def _check_specs(specs, n_features):
     """A tuple of specs, each valid for ``n_features`` features (TypeError/ValueError)."""
-    if isinstance(specs, (RBF, Poly, Linear)):
+    if not isinstance(specs, (str, bytes, Sequence)) and family_of(specs) is not None:
         specs = (specs,)
     if isinstance(specs, (str, bytes)) or not isinstance(specs, Sequence):
         raise TypeError(
-            f"specs must be a sequence of kernel specs (rbf, poly, linear, grid), "
-            f"got {type(specs).__name__}"
+            f"specs must be a sequence of kernel specs (rbf, poly, linear, grid, or a "
+            f"registered family's), got {type(specs).__name__}"
         )
     specs = tuple(specs)
     if not specs:
         raise ValueError("specs is empty; give at least one kernel spec, e.g. grid(X.shape[1])")
     top = -1
     for k, s in enumerate(specs):
-        if type(s) not in (RBF, Poly, Linear):
+        if family_of(s) is None:
             raise TypeError(
-                f"specs[{k}] must be a kernel spec made by rbf(), poly() or linear(), "
-                f"got {type(s).__name__}"
+                f"specs[{k}] must be a kernel spec made by rbf(), poly(), linear() or a "
+                f"registered kernel family, got {type(s).__name__}"
             )
         if s.features is not None and max(s.features) > top:
             top = max(s.features)
@@ -64,6 +64,13 @@ def _check_specs(specs, n_features):
                     f"{n_features} features (indices 0..{n_features - 1})"
                 )
     return specs
+
+
+#: ``kind`` of a kernel evaluated by its family's NumPy ``block`` (never
+#: passed to the jitted routines: its groups are left out of ``split``).
+HOST = -1
+#: Entries of one block of a NumPy-evaluated kernel in ``host_quad_forms`` (32 MiB).
+_HOST_BLOCK = 2**22
 
 
 class _Plan:
@@ -84,19 +91,21 @@ class _Plan:
         kind = np.empty(m, dtype=np.int64)
         param = np.empty(m)
         offset = np.zeros(m)
-        for k, s in enumerate(specs):
-            group_of[k] = index.setdefault(s.features, len(index))
-            if type(s) is RBF:
-                kind[k] = _groups.GAUSSIAN
-                param[k] = s.sigma
-            elif type(s) is Poly:
-                kind[k] = _groups.POLY
-                param[k] = s.degree
-                offset[k] = 1.0
+        self.families = [family_of(s) for s in specs]
+        for k, (s, fam) in enumerate(zip(specs, self.families, strict=True)):
+            code = fam.jit_code(s)
+            if code is None:
+                # A family without a jitted code gets groups of its own.
+                group_of[k] = index.setdefault((HOST, s.features), len(index))
+                kind[k], param[k] = HOST, 0.0
             else:
-                kind[k] = _groups.POLY
-                param[k] = 1.0
-        self.features = list(index)
+                group_of[k] = index.setdefault(s.features, len(index))
+                kind[k], param[k], offset[k] = code
+        self.features = [key[1] if type(key) is tuple and key[:1] == (HOST,) else key
+                         for key in index]
+        self.is_host = np.array(
+            [type(key) is tuple and key[:1] == (HOST,) for key in index], dtype=bool
+        )
         G = len(self.features)
         sizes = [n_features if f is None else len(f) for f in self.features]
         self.feat_ptr = np.zeros(G + 1, dtype=np.int64)
@@ -134,11 +143,21 @@ class _Plan:
     def split(self, groups):
         """``(narrow, wide)``: the groups summed directly, and those through BLAS.
 
-        Decided by :func:`mklopt._jit.gram.is_wide` on every call (tests
+        Groups of a family without a jitted code are in neither (see
+        :meth:`host`). Decided by :func:`mklopt._jit.gram.is_wide` on every call (tests
         lower its thresholds to drive every group through the products).
         """
+        groups = groups[~self.is_host[groups]]
         wide = _gram.is_wide(self.n_group_features[groups], self.n_group_kernels[groups])
         return groups[~wide], groups[wide]
+
+    def host(self, groups):
+        """The groups among ``groups`` evaluated by their family's NumPy code."""
+        return groups[self.is_host[groups]]
+
+    def kernels_of(self, g):
+        """The kernels of group ``g`` (int64 view)."""
+        return self.kern_idx[self.kern_ptr[g] : self.kern_ptr[g + 1]]
 
     def group_features(self, g):
         """The features of group ``g`` as an index array, or None for all of them."""
@@ -163,6 +182,52 @@ def _check_indices(idx, name, size, *, allow_empty=False):
     if lo < 0 or hi >= size:
         raise ValueError(f"{name} must hold indices in [0, {size}), got values in [{lo}, {hi}]")
     return a
+
+
+def _host_values(plan, specs, k):
+    return plan.families[k].values(specs[k])
+
+
+def _host_cols(plan, k, X):
+    f = plan.features[plan.group_of[k]]
+    return X if f is None else X[:, list(f)]
+
+
+def _host_diag(plan, specs, k, X):
+    """``kappa_k(x_i, x_i)`` from the family's NumPy ``diag``, checked."""
+    fam = plan.families[k]
+    d = np.asarray(fam.diag(_host_cols(plan, k, X), **_host_values(plan, specs, k)),
+                   dtype=np.float64)
+    if d.shape != (X.shape[0],):
+        raise ValueError(
+            f"kernel family {fam.name!r}: diag() returned shape {d.shape}, expected "
+            f"({X.shape[0]},)"
+        )
+    return d
+
+
+def _host_block(plan, specs, k, A, B, sym=False):
+    """The raw kernel ``kappa_k(A, B)`` from the family's NumPy ``block``, checked.
+
+    ``sym``: ``A`` is ``B``; the result is made exactly symmetric from its
+    upper triangle (as the jitted routines mirror theirs).
+    """
+    fam = plan.families[k]
+    K = np.asarray(
+        fam.block(_host_cols(plan, k, A), _host_cols(plan, k, B), **_host_values(plan, specs, k)),
+        dtype=np.float64,
+    )
+    if K.shape != (A.shape[0], B.shape[0]):
+        raise ValueError(
+            f"kernel family {fam.name!r}: block() returned shape {K.shape}, expected "
+            f"{(A.shape[0], B.shape[0])}"
+        )
+    if sym:
+        K = np.require(K, requirements=("C", "W"))
+        if K.base is not None and not K.flags.owndata:
+            K = K.copy()  # never write into an array the family keeps
+        _groups.mirror_upper(K)
+    return K
 
 
 def _readonly(a):
@@ -265,6 +330,9 @@ class KernelFunctions:
         if normalize is not None:
             plan = _Plan(specs, X.shape[1])
             _groups.raw_traces(X, *plan.arrays(), scales)
+            for g in np.flatnonzero(plan.is_host).tolist():
+                for k in plan.kernels_of(g).tolist():
+                    scales[k] = float(np.sum(_host_diag(plan, specs, k, X)))
             if normalize == "diagonal":
                 scales /= X.shape[0]
             scales[~(scales > 0.0)] = 1.0
@@ -331,6 +399,57 @@ class KernelFunctions:
         nz = np.flatnonzero(wk)
         return wk, self.plan.groups_of(nz)
 
+    # ------------------------------------------- families without jit code
+    def host_slices(self, A, B, sym, inv_scale, slot, groups, out):
+        """``out[slot[k]] = kappa_k(A, B) * inv_scale[k]`` for the NumPy-evaluated kernels.
+
+        Only the kernels of the host groups among ``groups`` (see
+        :meth:`_Plan.host`) with ``slot[k] >= 0`` are written; the jitted
+        groups are the caller's. ``A``/``B`` hold all features.
+        """
+        plan = self.plan
+        stop = current_flag()
+        for g in plan.host(groups).tolist():
+            for k in plan.kernels_of(g).tolist():
+                if slot[k] >= 0:
+                    out[slot[k]] = _host_block(plan, self.specs, k, A, B, sym) * inv_scale[k]
+                    check(stop)
+        return out
+
+    def host_combined(self, A, B, sym, wk, groups, out):
+        """``out += sum_k wk[k] kappa_k(A, B)`` over the NumPy-evaluated kernels of ``groups``."""
+        plan = self.plan
+        stop = current_flag()
+        for g in plan.host(groups).tolist():
+            for k in plan.kernels_of(g).tolist():
+                if wk[k] != 0.0:
+                    out += wk[k] * _host_block(plan, self.specs, k, A, B, sym)
+                    check(stop)
+        return out
+
+    def host_quad_forms(self, support, vS, inv_scale, slot, groups, q):
+        """``q[slot[k]] = vS' K_k[S, S] vS`` for the NumPy-evaluated kernels of ``groups``."""
+        plan = self.plan
+        hosts = plan.host(groups)
+        if hosts.size == 0:
+            return q
+        XS = self.X[support]
+        s = XS.shape[0]
+        # Blocks of rows of K[S, S] of at most _HOST_BLOCK entries: a large
+        # support never holds |S|^2 numbers at once.
+        step = max(1, _HOST_BLOCK // max(s, 1))
+        stop = current_flag()
+        for g in hosts.tolist():
+            for k in plan.kernels_of(g).tolist():
+                if slot[k] >= 0:
+                    total = 0.0
+                    for i0 in range(0, s, step):
+                        Kb = _host_block(plan, self.specs, k, XS[i0 : i0 + step], XS)
+                        total += float(vS[i0 : i0 + step] @ (Kb @ vS))
+                        check(stop)
+                    q[slot[k]] = total * inv_scale[k]
+        return q
+
     # --------------------------------------------------------- evaluation
     def cross(self, X_new, kernels=None, max_memory=None):
         """Single kernels between new points and ``X``.
@@ -376,6 +495,7 @@ class KernelFunctions:
             A, B = self._wide_new(g, X_new)
             _gram.slices(A, B, False, self.plan.arrays(), g, inv, slot, out, stop)
         check(stop)
+        self.host_slices(X_new, self.X, False, inv, slot, groups, out)
         if uniq.size == ks.size and np.array_equal(uniq, ks):
             return out
         return out[np.searchsorted(uniq, ks)]
@@ -434,6 +554,10 @@ class KernelFunctions:
             B = C if cols is None else C.take(cols)
             _gram.combined(A, B, False, self.plan.arrays(), g, wk, out, stop)
         check(stop)
+        if self.plan.is_host.any():
+            XA = X_new if X_new is not None else self.X[rows]
+            self.host_combined(XA, self.X if cols is None else self.X[cols], False, wk, groups,
+                               out)
         return out
 
     def matrices(self, kernels=None, dtype=np.float64, out=None):
@@ -475,14 +599,21 @@ class KernelFunctions:
             C = self.centred(g)
             _gram.slices(C, C, True, self.plan.arrays(), g, inv, slot, out, stop)
         check(stop)  # a stopped fit's bank is incomplete: raise, and it is dropped
+        self.host_slices(self.X, self.X, True, inv, slot, groups, out)
         return out
 
     def diag(self, w):
         """Diagonal of the combined kernel ``sum_k w_k K_k(X, X)``, shape (n_samples,)."""
         w = check_weights(w, self.n_kernels, "w")
         wk, groups = self.weights_over_scales(w)
-        return _groups.combined_diag(self.X, *self.plan.arrays(), wk, groups,
-                                     np.empty(self.n_samples))
+        plan = self.plan
+        out = _groups.combined_diag(self.X, *plan.arrays(), wk, groups[~plan.is_host[groups]],
+                                    np.empty(self.n_samples))
+        for g in plan.host(groups).tolist():
+            for k in plan.kernels_of(g).tolist():
+                if wk[k] != 0.0:
+                    out += wk[k] * _host_diag(plan, self.specs, k, self.X)
+        return out
 
     # ---------------------------------------------------------- sub-sets
     def take(self, rows):

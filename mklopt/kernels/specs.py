@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._persistence import Persistent
 from .._validation import check_choice, check_int, check_real
 
 __all__ = [
@@ -60,7 +59,7 @@ def _features_repr(features):
 
 
 @dataclass(frozen=True, slots=True)
-class RBF(Persistent):  # saved as its fields under kind 'rbf'
+class RBF:
     """Gaussian kernel ``exp(-|x - z|^2 / (2 sigma^2))`` on a feature subset.
 
     Build it with :func:`rbf`.
@@ -79,7 +78,7 @@ class RBF(Persistent):  # saved as its fields under kind 'rbf'
 
 
 @dataclass(frozen=True, slots=True)
-class Poly(Persistent):  # saved as its fields under kind 'poly'
+class Poly:
     """Polynomial kernel ``(x . z + 1)^degree`` on a feature subset.
 
     Build it with :func:`poly`.
@@ -97,7 +96,7 @@ class Poly(Persistent):  # saved as its fields under kind 'poly'
 
 
 @dataclass(frozen=True, slots=True)
-class Linear(Persistent):  # saved as its fields under kind 'linear'
+class Linear:
     """Linear kernel ``x . z`` on a feature subset.
 
     Build it with :func:`linear`.

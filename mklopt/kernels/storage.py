@@ -352,6 +352,7 @@ class OnTheFlyStorage:
             check(stop)
             _groups.mirror_upper(out)
         check(stop)
+        fn.host_combined(fn.X, fn.X, True, wk, groups, out)  # families without jit code
         return out
 
     def quad_forms(self, v, support, kernels=None):
@@ -392,6 +393,7 @@ class OnTheFlyStorage:
             ks_g = plan.kern_idx[plan.kern_ptr[g] : plan.kern_ptr[g + 1]]
             want = slot[ks_g] >= 0
             q[slot[ks_g[want]]] = qg[want]
+        fn.host_quad_forms(S, vS, self._inv, slot, groups, q)  # families without jit code
         # Table groups: aggregate v over the distinct values, then V' T_k V.
         for t in self._tables:
             want = pos[t.kernels]
@@ -422,4 +424,6 @@ class OnTheFlyStorage:
                 _gram.slices(C.take(rows), C.take(cols), False, fn.plan.arrays(), g,
                              self._inv, slot, out, stop)
             check(stop)
+            fn.host_slices(fn.X[rows], fn.X[cols], False, self._inv, slot,
+                           fn.plan.groups_of(uniq), out)
         return out if np.array_equal(uniq, kernels) else out[inv.ravel()]

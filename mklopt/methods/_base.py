@@ -18,8 +18,10 @@ object that ``start`` rebuilds:
 
 and, where needed, ``_resume`` (start from a :class:`~mklopt._types.Handover`),
 ``_candidate`` (which answers may become the best point), ``_lower`` (a
-lower bound of the method's own), ``_need`` / ``_warm_start`` / ``_kernels``
-(requests for the next call) and ``_extra`` (variables for ``Result.extra``).
+lower bound of the method's own), ``_request`` (what the next oracle call
+should compute, one :class:`~mklopt._types.OracleRequest`; by default built
+from the finer hooks ``_need`` / ``_warm_start`` / ``_kernels``) and
+``_extra`` (variables for ``Result.extra``).
 
 Every answer that carries ``q`` is offered as the best point unless
 ``_candidate`` says otherwise, so no method can forget to keep its best
@@ -36,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from .._types import MethodReport
+from .._types import MethodReport, OracleRequest
 from ..stopping import Stop
 
 __all__ = [
@@ -200,6 +202,10 @@ def get_preset(key):
         return Preset(key, key, key)
     known = ", ".join([*PRESETS, *(n for n in METHODS if n not in PRESETS)])
     raise ValueError(f"unknown method {key!r}; choose from {known}") from None
+
+
+#: The request of most calls: everything, for all kernels, the usual warm start.
+_FULL = OracleRequest()
 
 
 @dataclass
@@ -386,6 +392,19 @@ class MethodBase:
         """
         return -math.inf
 
+    def _request(self, state):
+        """What the next oracle call should compute, as one :class:`~mklopt._types.OracleRequest`.
+
+        The default gathers the finer hooks ``_need``, ``_warm_start`` and
+        ``_kernels``, so a method overrides whichever it needs. A method
+        that runs other methods (a chain) overrides this one instead and
+        passes on their requests whole, whatever fields they carry.
+        """
+        need, warm, kernels = self._need(state), self._warm_start(state), self._kernels(state)
+        if need == "full" and warm is None and kernels is None:
+            return _FULL
+        return OracleRequest(need=need, warm_start=warm, kernels=kernels)
+
     def _need(self, state):
         """What the next call needs: ``"full"`` (default), ``"value"`` or ``"exact"``."""
         return "full"
@@ -451,9 +470,7 @@ class MethodBase:
             n_iter=run.n_iter,
             stop=run.stop,
             evaluated=run.evaluated,
-            need=self._need(s),
-            warm_start=self._warm_start(s),
-            kernels=self._kernels(s),
+            request=self._request(s),
         )
 
     def _mb_require_started(self):

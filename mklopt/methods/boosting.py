@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 
 import numpy as np
 from numpy.typing import NDArray
 
+from .._constraints import InstanceOf, Interval, Options, validate_params
 from .._jit.boost import reweight, weighted_error
-from .._validation import check_choice, check_int, check_real
 from ..oracles.weak_learners import BoostQuery
 from ._base import MethodBase, register
 
@@ -330,20 +331,20 @@ class Boosting(MethodBase):
         self.decay = decay
         self.random_state = random_state
 
+    #: What each hyper-parameter may be (see :mod:`mklopt._constraints`);
+    #: :class:`~mklopt.MKBoostClassifier` declares its own with these entries.
+    _parameter_constraints = {
+        "variant": [Options(_VARIANTS)],
+        "n_rounds": [Interval(Integral, 1, None)],
+        "sample_ratio": [Interval(Real, 0.0, 1.0, closed="right")],
+        "decay": [Interval(Real, 0.0, 1.0, closed="right")],
+        "random_state": [None, Interval(Integral, 0, None),
+                         InstanceOf(np.random.Generator, "a numpy.random.Generator")],
+    }
+
     def check_params(self, n_kernels=None):
         """Validate the hyper-parameters; raise ``TypeError``/``ValueError`` naming the bad one."""
-        check_choice(self.variant, "variant", _VARIANTS)
-        check_int(self.n_rounds, "n_rounds", low=1)
-        check_real(self.sample_ratio, "sample_ratio", low=0.0, high=1.0, strict_low=True)
-        check_real(self.decay, "decay", low=0.0, high=1.0, strict_low=True)
-        rs = self.random_state
-        if not (rs is None or isinstance(rs, np.random.Generator)):
-            if isinstance(rs, bool) or not isinstance(rs, (int, np.integer)):
-                raise TypeError(
-                    "random_state must be None, a non-negative int or a numpy.random.Generator, "
-                    f"got {type(rs).__name__}"
-                )
-            check_int(rs, "random_state", low=0)
+        validate_params(self._parameter_constraints, self.get_params(), type(self).__name__)
 
     # ---- hooks ---------------------------------------------------------------
     def _start(self, oracle):

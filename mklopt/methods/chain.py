@@ -65,6 +65,11 @@ class Chain(MethodBase):
     to its kernels and support vectors. A method written from the protocol
     alone starts afresh, and the chain still keeps the best point.
 
+    Every oracle call is the running stage's: the chain reports the stage's
+    :class:`~mklopt.OracleRequest` whole (what to compute, the warm start,
+    the kernel subset of a working set), so a stage behaves inside a chain
+    as it does alone.
+
     The chain's best point, gap and lower bound are those of the whole run
     (they never get worse at the hand-over); ``extra()`` has the stages'
     names, ``switched_after`` (oracle calls before the hand-over, None if it
@@ -160,11 +165,10 @@ class Chain(MethodBase):
     def _lower(self, s):
         return s.stages[s.stage].report().lower
 
-    def _need(self, s):
-        return s.stages[s.stage].report().need
-
-    def _warm_start(self, s):
-        return s.stages[s.stage].report().warm_start
+    def _request(self, s):
+        # The running stage's request, whole: its need, warm start, kernel
+        # subset and whatever a request may carry later.
+        return s.stages[s.stage].report().request
 
     def _extra(self, s):
         out = {"stages": list(s.stage_names), "switched_after": s.switched_after}

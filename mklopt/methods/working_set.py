@@ -35,12 +35,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._types import OracleRequest
 from .._validation import check_int, check_real
 from ..domains import Simplex
 from ._base import MethodBase, get_method, register
 from .level_bundle import LevelBundle
 
 __all__ = ["KernelWorkingSet"]
+
+
+#: A pricing call: the value and q for every kernel of the bank.
+_PRICE = OracleRequest()
 
 
 def _PAPER_LEVEL():
@@ -187,13 +192,16 @@ class KernelWorkingSet(MethodBase):
         full[s.W] = s.inner.ask()
         return full
 
-    def _kernels(self, s):
-        if s.pricing or s.W.size == s.m:
-            return None
-        return s.W
-
-    def _need(self, s):
-        return "full" if s.pricing else s.inner.report().need
+    def _request(self, s):
+        if s.pricing:
+            return _PRICE  # q for every kernel
+        # The inner method's request, whole, with its kernels (indices into
+        # W, or all of W) mapped to the bank's.
+        inner = s.inner.report().request
+        if s.W.size == s.m:
+            return inner
+        kernels = s.W if inner.kernels is None else s.W[np.asarray(inner.kernels)]
+        return dataclasses.replace(inner, kernels=kernels)
 
     def _candidate(self, s, query, answer):
         # Only answers priced over the whole bank certify a gap over it.
