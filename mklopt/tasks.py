@@ -15,8 +15,9 @@ saved, loaded and run from the command line like the built-in ones.
 
 Estimator classes are registered too (:func:`register_estimator`): a saved
 model records the registered name of its estimator, found along the
-class's bases, so a subclass of a registered estimator saves (as its
-registered base, or under its own name once registered).
+class's bases, so a subclass of a registered estimator saves under its
+base's name plus its own class name, and loads as itself wherever its class
+is defined (or under its own name once registered).
 """
 
 from __future__ import annotations
@@ -187,8 +188,8 @@ def register_estimator(cls, task, name=None, replace=False):
     Parameters
     ----------
     cls : type
-        The estimator class; it must subclass a registered estimator (whose
-        model format it shares).
+        The estimator class. Its saved models hold what its ``to_arrays``
+        returns (a subclass of a registered estimator inherits it).
     task : str
         Its task.
     name : str, optional

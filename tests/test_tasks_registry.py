@@ -50,10 +50,12 @@ def test_a_subclassed_estimator_saves_and_loads(tmp_path, monkeypatch):
 
     X, y = _data()
     est = MKLKernelRidge(kernels=[rbf(1.0)], loss="squared").fit(X, y)
-    # unregistered: saved in its registered base's name, loaded as the base
+    # unregistered: saved in its registered base's name plus its own class
+    # name, and loaded as itself (the class is defined here)
     save_model(est, tmp_path / "a.npz")
     back, meta = load_model(tmp_path / "a.npz")
-    assert meta["estimator"] == "MKLRegressor" and type(back) is MKLRegressor
+    assert meta["estimator"] == "MKLRegressor" and type(back) is MKLKernelRidge
+    assert meta["class"].endswith("MKLKernelRidge")
     np.testing.assert_allclose(back.predict(X), est.predict(X), rtol=1e-12)
     # registered: saved and loaded as itself
     monkeypatch.setitem(tasks.ESTIMATORS, "MKLKernelRidge",

@@ -25,3 +25,4 @@ __all__ = [
 register_estimator(MKLClassifier, "classification")
 register_estimator(MKLRegressor, "regression")
 register_estimator(MKLOneClass, "one-class")
+register_estimator(MKBoostClassifier, "classification")

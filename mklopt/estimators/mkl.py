@@ -25,6 +25,7 @@ from ._core import MKL_PARAMS, POSITIVE, loss_of
 from ._names import kernel_names, weights_table
 from ._ovo import ClassifierBase, pair_label, set_pair_attributes, star_parents
 from ._params import KERNEL_GRIDS, KernelSpecs, check_estimator_client, resolve_kernel_specs
+from ._persist_mkl import ClassifierPersist
 from ._precomputed import check_test_kernels, fit_precomputed, is_precomputed, precomputed_specs
 from ._progress import call_lines
 from ._sklearn import ConvergenceWarning, SharedClientMixin
@@ -209,7 +210,7 @@ def _fresh_method(method):
     return copy.deepcopy(method)
 
 
-class MKLClassifier(SharedClientMixin, ClassifierBase):
+class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
     """Multiple kernel learning SVM classifier.
 
     Learns a combination ``K = sum_k w_k K_k`` of base kernels together with

@@ -102,6 +102,7 @@ from itertools import combinations_with_replacement
 import numpy as np
 
 from .._memory import check_memory, fmt_bytes, memory_limit
+from .._persistence import Persistent
 from .._validation import (
     check_choice,
     check_int,
@@ -142,7 +143,7 @@ _ACTIVE_FRACTION = 0.5
 # options
 # --------------------------------------------------------------------------
 @dataclass(frozen=True)
-class FeatureMap:
+class FeatureMap(Persistent):
     """How a feature-map storage maps each kernel; pass it as ``storage=``.
 
     A small immutable value (hashable, comparable, copied by
@@ -200,6 +201,8 @@ class FeatureMap:
 
     #: The storage name, as for the string storages.
     name = "feature_map"
+    #: Saved models keep a FeatureMap ``storage`` as ``{"feature_map": fields}``.
+    _persist_kind = "feature_map"
 
     def __repr__(self):
         extra = "" if self.rcond == 1e-10 else f", rcond={self.rcond!r}"

@@ -1,0 +1,429 @@
+"""How the MKL estimators save themselves: one binary problem after another.
+
+Every MKL estimator keeps, per binary problem (*pair*): the support vectors'
+rows (or, on precomputed kernels, their indices), the selected kernels with
+their normalisation and weights, the dual coefficients and the bias, and the
+run's summary. The file concatenates them over the pairs, with ``*_offsets``
+tables marking where each pair starts; this is the layout model files have
+had since format 1. :class:`ClassifierPersist` adds the classes, the
+one-vs-one pairs and the classifier's scaler; :class:`RegressorPersist` and
+:class:`OneClassPersist` their training standardisation (and the target's),
+as one problem of two placeholder classes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels import FeatureMap, KernelExpansion
+from ._ovo import pair_values, set_pair_attributes
+from ._persist import (
+    _MAP_ARRAYS,
+    _PRECOMPUTED_VERSION,
+    EstimatorPersist,
+    _check_classes,
+    _check_dtypes,
+    _check_map_arrays,
+    _check_offsets,
+    _collect_maps,
+    _finite_number,
+    _finite_vector,
+    _functions,
+    classifier_from_arrays,
+    classifier_to_arrays,
+    legacy_standardize,
+)
+from ._precomputed import PrecomputedExpansion, is_precomputed
+
+__all__ = ["PairModelPersist", "ClassifierPersist", "RegressorPersist", "OneClassPersist"]
+
+# array name -> (allowed dtype kinds, ndim); shapes are checked together below.
+_ARRAYS = {
+    "classes": ("biufU", 1),
+    "pairs": ("i", 2),
+    "weights": ("f", 2),
+    "intercept": ("f", 1),
+    "n_iter": ("i", 1),
+    "n_oracle_calls": ("i", 1),
+    "gap": ("f", 1),
+    "converged": ("b", 1),
+    "sv_offsets": ("i", 1),
+    "sv_X": ("f", 2),
+    "sv_index": ("i", 1),
+    "sv_pair_index": ("i", 1),
+    "dual_coef": ("f", 1),
+    "kernel_offsets": ("i", 1),
+    "kernel_index": ("i", 1),
+    "kernel_weight": ("f", 1),
+    "kernel_scale": ("f", 1),
+}
+# x_mean/x_scale: a standardisation the caller applied before fit (written
+# by mklopt.persist.save_model); scaler_mean/scaler_scale: the classifier's
+# own (absent in files written before it had one).
+_OPTIONAL_ARRAYS = {
+    "x_mean": ("f", 1),
+    "x_scale": ("f", 1),
+    "scaler_mean": ("f", 1),
+    "scaler_scale": ("f", 1),
+}
+# Feature maps (format 2), all present or all absent. Per selected kernel:
+# its map kind ("function" for plain kernel functions), the number of
+# columns of its stored matrix and where the matrix sits in map_data; per
+# pair: its rows of landmark_X (the Nyström landmarks).
+# Fitted attributes that a shared-weight multiclass model holds once for all
+# pairs (one joint run); the file keeps one row per pair, repeated.
+_SHARED_RUN = ("weights_", "n_iter_", "n_oracle_calls_", "gap_", "converged_")
+
+
+def _pack_pairs(est, precomputed):
+    """The pairs' predictors of a fitted estimator as the flat arrays of the layout."""
+    d = int(est.n_features_in_)
+    specs = list(est.kernel_specs_)
+    sv_X, sv_index, sv_pair, coef, sv_off = [], [], [], [], [0]
+    k_idx, k_w, k_scale, k_off = [], [], [], [0]
+    m_kind, m_cols, m_data, m_off, lm_X, lm_off = [], [], [], [0], [], [0]
+    spec_index = {s: k for k, s in enumerate(specs)}
+    for model, support in zip(est.models_, pair_values(est, "support_"), strict=True):
+        pred = model.predictor
+        fn = getattr(pred, "functions", None)
+        n_landmarks = 0
+        if precomputed:
+            # The columns of the test kernels it reads, and the weights
+            # with the normalisation folded in (kernel_scale is then 1).
+            n_sv = int(pred.support.size)
+            k_idx.extend(int(k) for k in pred.kernels)
+            k_w.extend(pred.weights.tolist())
+            k_scale.extend([1.0] * pred.kernels.size)
+        elif fn is None:
+            n_sv = 0
+        else:
+            n_sv = fn.n_samples
+            sv_X.append(fn.X)
+            k_idx.extend(spec_index[s] for s in fn.specs)
+            k_w.extend(np.asarray(pred.weights, dtype=np.float64).tolist())
+            k_scale.extend(np.asarray(fn.scales, dtype=np.float64).tolist())
+            n_landmarks = _collect_maps(fn, m_kind, m_cols, m_data, m_off, lm_X)
+        lm_off.append(lm_off[-1] + n_landmarks)
+        if n_sv != len(support) or n_sv != len(pred.coef):
+            raise ValueError("the model is inconsistent: support vectors and dual "
+                             "coefficients differ")
+        sv_index.append(np.asarray(support, dtype=np.int64))
+        sv_pair.append(np.asarray(model.support, dtype=np.int64))
+        coef.append(np.asarray(pred.coef, dtype=np.float64))
+        sv_off.append(sv_off[-1] + n_sv)
+        k_off.append(len(k_idx))
+    out = {
+        "sv_offsets": np.asarray(sv_off, dtype=np.int64),
+        "sv_X": (np.concatenate(sv_X, axis=0) if sv_X
+                 else np.empty((int(sv_off[-1]) if precomputed else 0, 0 if precomputed else d))
+                 ).astype(np.float64),
+        "sv_index": np.concatenate(sv_index).astype(np.int64),
+        "sv_pair_index": np.concatenate(sv_pair).astype(np.int64),
+        "dual_coef": np.concatenate(coef).astype(np.float64),
+        "kernel_offsets": np.asarray(k_off, dtype=np.int64),
+        "kernel_index": np.asarray(k_idx, dtype=np.int64),
+        "kernel_weight": np.asarray(k_w, dtype=np.float64),
+        "kernel_scale": np.asarray(k_scale, dtype=np.float64),
+    }
+    if any(kind != "function" for kind in m_kind):
+        out.update(
+            map_kind=np.array(m_kind, dtype=str).reshape(len(m_kind)),
+            map_cols=np.asarray(m_cols, dtype=np.int64),
+            map_offsets=np.asarray(m_off, dtype=np.int64),
+            map_data=(np.concatenate(m_data) if m_data else np.zeros(0)).astype(np.float64),
+            landmark_offsets=np.asarray(lm_off, dtype=np.int64),
+            landmark_X=(np.concatenate(lm_X, axis=0) if lm_X else np.empty((0, d))).astype(
+                np.float64),
+        )
+    return out
+
+
+def _unpack_pairs(a, specs, n_pairs, precomputed):
+    """The pairs' models (``_BinaryMKL``), supports and coefficients from the flat arrays."""
+    from .mkl import _BinaryMKL  # the estimator module imports this one
+
+    sv_off, k_off = a["sv_offsets"], a["kernel_offsets"]
+    models, supports, coefs = [], [], []
+    for k in range(n_pairs):
+        s0, s1 = int(sv_off[k]), int(sv_off[k + 1])
+        k0, k1 = int(k_off[k]), int(k_off[k + 1])
+        coef = np.ascontiguousarray(a["dual_coef"][s0:s1])
+        bias = float(a["intercept"][k])
+        if precomputed:
+            pred = PrecomputedExpansion(a["kernel_index"][k0:k1], a["kernel_weight"][k0:k1],
+                                        a["sv_index"][s0:s1], coef, bias)
+        elif s1 == s0:
+            pred = KernelExpansion(None, [], [], bias)
+        else:
+            sel = a["kernel_index"][k0:k1]
+            functions = _functions(a, specs, sel, k0, k1, s0, s1, k)
+            pred = KernelExpansion(functions, a["kernel_weight"][k0:k1], coef, bias)
+        models.append(_BinaryMKL(
+            predictor=pred,
+            weights=np.ascontiguousarray(a["weights"][k]),
+            support=np.ascontiguousarray(a["sv_pair_index"][s0:s1]),
+            dual_coef=coef,
+            bias=bias,
+            result=None,
+        ))
+        supports.append(np.ascontiguousarray(a["sv_index"][s0:s1]))
+        coefs.append(coef)
+    return models, supports, coefs
+
+
+def _check_arrays(a, header):
+    d, m, P = header["n_features"], header["n_kernels"], header["n_pairs"]
+    missing = sorted(set(_ARRAYS) - set(a))
+    if missing:
+        raise ValueError(f"missing arrays: {', '.join(missing)}")
+    _check_dtypes(a, {**_ARRAYS, **_OPTIONAL_ARRAYS, **_MAP_ARRAYS})
+    for mean, scale in (("x_mean", "x_scale"), ("scaler_mean", "scaler_scale")):
+        if (mean in a) != (scale in a):
+            raise ValueError(f"{mean} and {scale} go together")
+    if "scaler_scale" in a and not np.all(a["scaler_scale"] > 0):
+        raise ValueError("scaler_scale must be positive")
+    n_sv, n_sel = a["sv_offsets"], a["kernel_offsets"]
+    shapes = {
+        "weights": (P, m), "intercept": (P,), "n_iter": (P,),
+        "n_oracle_calls": (P,), "gap": (P,), "converged": (P,), "sv_offsets": (P + 1,),
+        "kernel_offsets": (P + 1,), "x_mean": (d,), "x_scale": (d,), "scaler_mean": (d,),
+        "scaler_scale": (d,),
+    }
+    for key, shape in shapes.items():
+        if key in a and a[key].shape != shape:
+            raise ValueError(f"array {key!r} has shape {a[key].shape}, expected {shape}")
+    _check_classes(a, P)
+    _check_offsets(a, "sv_offsets")
+    _check_offsets(a, "kernel_offsets")
+    total_sv, total_sel = int(n_sv[-1]), int(n_sel[-1])
+    precomputed = is_precomputed(header["params"].get("kernels"))
+    if precomputed and header["format_version"] < _PRECOMPUTED_VERSION:
+        raise ValueError(f"a precomputed model in a format {header['format_version']} file")
+    for key, shape in (
+        # A precomputed model's support vectors are indices, not feature rows.
+        ("sv_X", (total_sv, 0 if precomputed else d)),
+        ("sv_index", (total_sv,)),
+        ("sv_pair_index", (total_sv,)),
+        ("dual_coef", (total_sv,)),
+        ("kernel_index", (total_sel,)),
+        ("kernel_weight", (total_sel,)),
+        ("kernel_scale", (total_sel,)),
+    ):
+        if a[key].shape != shape:
+            raise ValueError(f"array {key!r} has shape {a[key].shape}, expected {shape}")
+    if np.any(a["sv_index"] < 0) or np.any(a["sv_pair_index"] < 0):
+        raise ValueError("negative support vector indices")
+    if precomputed and np.any(a["sv_index"] >= d):
+        raise ValueError(f"support vector indices outside the {d} training samples")
+    if np.any(a["kernel_index"] < 0) or np.any(a["kernel_index"] >= m):
+        raise ValueError(f"kernel indices outside [0, {m})")
+    if np.any(a["weights"] < 0) or np.any(a["kernel_weight"] <= 0):
+        raise ValueError("negative kernel weights")
+    if np.any(a["kernel_scale"] <= 0):
+        raise ValueError("kernel scales must be positive")
+    if "x_scale" in a and np.any(a["x_scale"] <= 0):
+        raise ValueError("x_scale must be positive")
+    for k in range(P):
+        sel = a["kernel_index"][n_sel[k] : n_sel[k + 1]]
+        if n_sv[k + 1] > n_sv[k] and sel.size == 0:
+            raise ValueError(f"pair {k} has support vectors but no selected kernel")
+    _check_map_arrays(a, header, total_sel, P)
+
+
+class PairModelPersist(EstimatorPersist):
+    """``to_arrays`` / ``from_arrays`` of the MKL estimators (one or more binary problems).
+
+    Subclasses say what their class adds (:meth:`_fitted_to_arrays`,
+    :meth:`_fitted_from_arrays`).
+    """
+
+    __slots__ = ()
+
+    #: The lowest format that holds this class's models.
+    _persist_min_version = 1
+
+    # ---- hooks ---------------------------------------------------------------
+    def _fitted_to_arrays(self):
+        """The class's own fitted values: ``classes`` and ``pairs`` arrays, and more."""
+        raise NotImplementedError
+
+    def _fitted_from_arrays(self, arrays):
+        """Set the class's own fitted attributes from :meth:`_fitted_to_arrays` output."""
+        raise NotImplementedError
+
+    # ---- the protocol --------------------------------------------------------
+    def to_arrays(self):
+        """The fitted model as arrays and a JSON header (the model file's layout).
+
+        Returns
+        -------
+        dict
+            Arrays (``weights``, ``dual_coef``, ``sv_X``, ...) and JSON values
+            (``format_version``: the lowest layout that holds the model;
+            ``n_features``, ``n_kernels``, ``n_pairs``, ``kernel_specs``,
+            ``params``, ...).
+
+        Raises
+        ------
+        ValueError
+            If the estimator is not fitted.
+        TypeError
+            If a parameter cannot be represented without pickle.
+        """
+        if not hasattr(self, "models_"):
+            raise ValueError(f"{type(self).__name__} is not fitted; call fit before saving it")
+        precomputed = is_precomputed(getattr(self, "kernels", None))
+        n_pairs = len(self.models_)
+        out = _pack_pairs(self, precomputed)
+        out.update(self._fitted_to_arrays())
+        out.update(
+            weights=np.asarray(self._per_pair("weights_"), dtype=np.float64).reshape(
+                n_pairs, len(self.kernel_specs_)),
+            intercept=np.array([mdl.bias for mdl in self.models_], dtype=np.float64),
+            n_iter=np.asarray(self._per_pair("n_iter_"), dtype=np.int64),
+            n_oracle_calls=np.asarray(self._per_pair("n_oracle_calls_"), dtype=np.int64),
+            gap=np.asarray(self._per_pair("gap_"), dtype=np.float64),
+            converged=np.asarray(self._per_pair("converged_"), dtype=bool),
+        )
+        out.update(self._common_to_arrays())
+        storage = self.get_params(deep=False).get("storage")
+        out["format_version"] = max(
+            self._persist_min_version,
+            _PRECOMPUTED_VERSION if precomputed else 1,
+            2 if "map_kind" in out or isinstance(storage, FeatureMap)
+            or (isinstance(storage, str) and storage == "feature_map") else 1,
+        )
+        out["n_pairs"] = n_pairs
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays):
+        """A fitted estimator rebuilt from :meth:`to_arrays` output, every array checked.
+
+        Raises
+        ------
+        ValueError
+            Naming what is inconsistent (missing arrays, shapes, dtypes,
+            non-finite values, indices out of range, unknown parameters).
+        """
+        a, header, specs = cls._common_from_arrays(arrays, counts=("n_pairs",))
+        _check_arrays(a, header)
+        est = cls._new_from_params(header["params"], specs, a)
+        est._restore(a, header, specs)
+        return est
+
+    # ---- helpers ---------------------------------------------------------------
+    def _is_shared(self):
+        """Whether one weight vector was learnt for several pairs (``multiclass="shared"``)."""
+        return getattr(self, "multiclass", "ovo") == "shared" and len(self.models_) > 1
+
+    def _per_pair(self, name):
+        """Attribute ``name`` with one entry per pair, as the file stores it."""
+        if self._is_shared() and name in _SHARED_RUN:
+            return [getattr(self, name)] * len(self.models_)
+        return pair_values(self, name)
+
+    def _restore(self, a, header, specs):
+        P = header["n_pairs"]
+        precomputed = is_precomputed(getattr(self, "kernels", None))
+        models, supports, coefs = _unpack_pairs(a, specs, P, precomputed)
+        self._restore_common(header, specs)
+        self.models_ = models
+        self.intercept_ = np.ascontiguousarray(a["intercept"])
+        run = {
+            "weights_": np.ascontiguousarray(a["weights"]),
+            "n_iter_": a["n_iter"],
+            "n_oracle_calls_": a["n_oracle_calls"],
+            "gap_": a["gap"],
+            "converged_": a["converged"],
+        }
+        if self._is_shared():
+            if not np.all(a["weights"] == a["weights"][0]):
+                raise ValueError("a shared-weight model has the same weights for every pair")
+            # One joint run: its values once, as the fitted estimator has them.
+            set_pair_attributes(self, **{k: v[:1] for k, v in run.items()})
+            self.support_, self.dual_coef_ = supports, coefs
+        else:
+            set_pair_attributes(self, **run, support_=supports, dual_coef_=coefs)
+        self._fitted_from_arrays({**a, **header})
+
+
+class ClassifierPersist(PairModelPersist):
+    """Saving of :class:`~mklopt.MKLClassifier`: its classes, pairs and scaler."""
+
+    __slots__ = ()
+
+    def _fitted_to_arrays(self):
+        return classifier_to_arrays(self)
+
+    def _fitted_from_arrays(self, arrays):
+        classifier_from_arrays(self, arrays)
+
+    @classmethod
+    def _legacy_params(cls, params, arrays):
+        return legacy_standardize(cls, params, arrays)
+
+
+class _TaskPersist(PairModelPersist):
+    """Saving of a one-problem estimator: two placeholder classes and its standardisation.
+
+    Its own fitted numbers go, as JSON, under the header key ``"fitted"``.
+    """
+
+    __slots__ = ()
+    _persist_min_version = 2
+
+    def _fitted_to_arrays(self):
+        fitted = {"x_mean": None, "x_scale": None}
+        if getattr(self, "x_mean_", None) is not None:
+            fitted["x_mean"] = np.asarray(self.x_mean_, dtype=np.float64).tolist()
+            fitted["x_scale"] = np.asarray(self.x_scale_, dtype=np.float64).tolist()
+        return {"classes": np.array([-1, 1], dtype=np.int64),
+                "pairs": np.array([[0, 1]], dtype=np.int64), "fitted": fitted}
+
+    def _fitted_from_arrays(self, arrays):
+        if arrays["n_pairs"] != 1 or arrays["classes"].tolist() != [-1, 1]:
+            raise ValueError(f"a {type(self).__name__} file holds one problem")
+        fitted = arrays.get("fitted")
+        if not isinstance(fitted, dict):
+            raise ValueError("metadata field 'fitted' is missing")
+        d = arrays["n_features"]
+        mean, scale = fitted.get("x_mean"), fitted.get("x_scale")
+        if (mean is None) != (scale is None):
+            raise ValueError("fitted x_mean and x_scale go together, scales positive")
+        if mean is None:
+            self.x_mean_ = self.x_scale_ = None
+        else:
+            self.x_mean_ = _finite_vector(mean, "x_mean", d)
+            self.x_scale_ = _finite_vector(scale, "x_scale", d)
+            if np.any(self.x_scale_ <= 0):
+                raise ValueError("fitted x_mean and x_scale go together, scales positive")
+        return fitted
+
+
+class RegressorPersist(_TaskPersist):
+    """Saving of :class:`~mklopt.MKLRegressor`: also the target's standardisation."""
+
+    __slots__ = ()
+
+    def _fitted_to_arrays(self):
+        out = super()._fitted_to_arrays()
+        out["fitted"].update(y_mean=float(self.y_mean_), y_scale=float(self.y_scale_))
+        return out
+
+    def _fitted_from_arrays(self, arrays):
+        fitted = super()._fitted_from_arrays(arrays)
+        self.y_mean_ = _finite_number(fitted.get("y_mean"), "y_mean")
+        self.y_scale_ = _finite_number(fitted.get("y_scale"), "y_scale")
+        if self.y_scale_ <= 0:
+            raise ValueError("fitted y_scale must be positive")
+
+
+class OneClassPersist(_TaskPersist):
+    """Saving of :class:`~mklopt.MKLOneClass`: its offset is minus the bias."""
+
+    __slots__ = ()
+
+    def _fitted_from_arrays(self, arrays):
+        super()._fitted_from_arrays(arrays)
+        self.offset_ = -float(self.intercept_[0])

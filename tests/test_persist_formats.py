@@ -1,0 +1,76 @@
+"""Model files written before the estimators saved themselves still load and predict the same.
+
+The fixtures in ``tests/data/format_*.npz`` were written by
+``tests/data/make_format_fixtures.py`` with the code of the previous layout
+(one estimator kind each: binary, standardised, multiclass, shared weights,
+feature maps, precomputed kernels, regression, one-class). Each must load,
+keep its parameters, and predict as it did when saved and as the same
+estimator fitted afresh today, to 1e-12.
+"""
+
+import importlib.util
+import json
+import pathlib
+import warnings
+
+import numpy as np
+import pytest
+
+from mklopt.persist import load_model
+
+DATA = pathlib.Path(__file__).resolve().parent / "data"
+_spec = importlib.util.spec_from_file_location("_make_fixtures", DATA / "make_format_fixtures.py")
+_make = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_make)
+KINDS = tuple(_make.problems())
+
+
+@pytest.fixture(scope="module")
+def problems():
+    return _make.problems()
+
+
+def _close(a, b):
+    np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_old_file_predicts_as_recorded_and_as_a_fresh_fit(kind, problems):
+    loaded, meta = load_model(DATA / f"format_{kind}.npz")
+    want = np.load(DATA / f"format_{kind}_expected.npz")
+    est, X, y, X_test = problems[kind]
+    np.testing.assert_array_equal(want["X_test"], X_test)
+    assert type(loaded) is type(est) and meta["label"] == "target"
+    got = _make.outputs(loaded, X_test)
+    np.testing.assert_array_equal(got["predict"], want["predict"])
+    if "decision" in want:
+        _close(got["decision"], want["decision"])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fresh = est.fit(X) if y is None else est.fit(X, y)
+    now = _make.outputs(fresh, X_test)
+    np.testing.assert_array_equal(got["predict"], now["predict"])
+    if "decision" in now:
+        _close(got["decision"], now["decision"])
+    # The saved parameters are the fitted estimator's (callback and the
+    # runtime ones aside); specs come back as the list fitted on.
+    keep = {k: v for k, v in fresh.get_params(deep=False).items()
+            if k not in ("callback", "client", "n_jobs")}
+    back = loaded.get_params(deep=False)
+    for name, value in keep.items():
+        if name == "kernels" and not isinstance(value, str):
+            assert back[name] == list(fresh.kernel_specs_)
+        else:
+            assert back[name] == value, name
+    np.testing.assert_array_equal(np.atleast_2d(loaded.weights_), np.atleast_2d(fresh.weights_))
+    assert loaded.n_features_in_ == fresh.n_features_in_
+    assert loaded.kernel_specs_ == fresh.kernel_specs_
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_old_file_keeps_its_format_version(kind):
+    with np.load(DATA / f"format_{kind}.npz", allow_pickle=False) as z:
+        version = json.loads(str(z["metadata"]))["format_version"]
+    _, meta = load_model(DATA / f"format_{kind}.npz")
+    assert meta["format_version"] == version
