@@ -280,8 +280,11 @@ def test_elastic_net_analytic_step_minimises_the_primal_over_the_set(point):
         assert new is None
         return
     assert d.contains(new, tol=1e-12)
-    if lam < 1.0:
-        assert d.beta(new).sum() == pytest.approx(1.0)  # on the boundary
+    if lam < 1.0 - 1e-8:
+        # on the boundary; nearer lam = 1 one rounding of a weight near 1
+        # moves beta_k by about eps / (1 - lam), so only `contains` (which
+        # allows a few roundings) can be asked of the step there
+        assert d.beta(new).sum() == pytest.approx(1.0)
     # it minimises sum_k u_k^2 / w_k (u = w sqrt(q)) over W: compare with
     # the closed form of the regulariser and with a drawn feasible point
     u = w * np.sqrt(q)
