@@ -8,8 +8,7 @@ import pytest
 from mklopt import MKLClassifier, MKLClassifierCV
 from mklopt.kernels import rbf
 from mklopt.persist import FORMAT_VERSION, ModelFormatError, load_model, save_model
-
-from .test_precomputed import _data, _raw_kernels
+from tests.estimators.test_precomputed import _data, _raw_kernels
 
 
 @pytest.fixture(scope="module")

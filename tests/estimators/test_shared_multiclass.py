@@ -19,8 +19,7 @@ from mklopt.methods import ActiveSet, AnalyticLp, LevelBundle, Subgradient
 from mklopt.oracles import CompositeOracle, SVMDual
 from mklopt.persist import load_model, save_model
 from mklopt.stopping import DualityGap, MaxIter
-
-from ._cvx_reference import _factors
+from tests._cvx_reference import _factors
 
 C = 5.0
 

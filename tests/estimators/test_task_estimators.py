@@ -154,7 +154,7 @@ def test_the_task_pages_run(page, capsys):
     import re
     from pathlib import Path
 
-    src = (Path(__file__).parents[1] / "docs" / page).read_text()
+    src = (Path(__file__).parents[2] / "docs" / page).read_text()
     blocks = re.findall(r"```python\n(.*?)```", src, re.S)
     assert blocks
     exec(compile("\n".join(blocks), page, "exec"), {})

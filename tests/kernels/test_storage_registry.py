@@ -46,7 +46,7 @@ from mklopt.oracles import SVMDual
 from mklopt.persist import load_model, save_model
 from mklopt.stopping import DualityGap, MaxIter
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 # ------------------------------------------------------------- the user's storage

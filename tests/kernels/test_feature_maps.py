@@ -34,7 +34,7 @@ from mklopt.kernels.feature_maps import FeatureMapStorage, _monomials
 from mklopt.oracles import SVMDual
 from mklopt.persist import ModelFormatError, load_model, save_model
 
-DATA = pathlib.Path(__file__).parent / "data"
+DATA = pathlib.Path(__file__).parents[1] / "data"
 
 
 def rel(a, b):

@@ -359,7 +359,7 @@ def test_parse_kernel_reads_every_registered_family():
         parse_kernel("rbf(width=1)")
 
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "examples" / "plugin"
 
 
