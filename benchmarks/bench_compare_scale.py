@@ -29,7 +29,10 @@ def run_case(tree, case):
     env = dict(os.environ, PYTHONPATH=tree)
     proc = subprocess.run([sys.executable, "-m", "mklopt.bench.scale", "--child", case, "--quiet"],
                           cwd=tree, env=env, stdout=subprocess.PIPE, text=True, check=True)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    if "error" in out:
+        raise SystemExit(f"{case} on {tree}: {out['error']}")
+    return out
 
 
 def main(argv=None):
