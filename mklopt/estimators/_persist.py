@@ -232,6 +232,21 @@ def _collect_maps(fn, kinds, cols, data, offsets, landmarks):
     return int(fn.landmarks.shape[0])
 
 
+def _map_arrays(kinds, cols, data, offsets, landmark_offsets, landmarks, d):
+    """The flat feature-map arrays gathered by :func:`_collect_maps` (none if all are functions)."""
+    if all(kind == "function" for kind in kinds):
+        return {}
+    return dict(
+        map_kind=np.array(kinds, dtype=str).reshape(len(kinds)),
+        map_cols=np.asarray(cols, dtype=np.int64),
+        map_offsets=np.asarray(offsets, dtype=np.int64),
+        map_data=(np.concatenate(data) if data else np.zeros(0)).astype(np.float64),
+        landmark_offsets=np.asarray(landmark_offsets, dtype=np.int64),
+        landmark_X=(np.concatenate(landmarks, axis=0) if landmarks
+                    else np.empty((0, d))).astype(np.float64),
+    )
+
+
 def _functions(a, specs, sel, k0, k1, s0, s1, k):
     """Kernel functions of pair ``k``: plain, or feature maps (format 2)."""
     scales = np.ascontiguousarray(a["kernel_scale"][k0:k1])

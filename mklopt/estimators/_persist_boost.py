@@ -26,6 +26,7 @@ from ._persist import (
     _check_offsets,
     _collect_maps,
     _functions,
+    _map_arrays,
     classifier_from_arrays,
     classifier_to_arrays,
     legacy_standardize,
@@ -109,16 +110,7 @@ def _pack(est):
     out.update({key: np.asarray(v, dtype=np.int64) for key, v in offsets.items()})
     out["sv_X"] = (np.concatenate(groups["sv_X"], axis=0) if groups["sv_X"]
                    else np.empty((0, d))).astype(np.float64)
-    if any(kind != "function" for kind in m_kind):
-        out.update(
-            map_kind=np.array(m_kind, dtype=str).reshape(len(m_kind)),
-            map_cols=np.asarray(m_cols, dtype=np.int64),
-            map_offsets=np.asarray(m_off, dtype=np.int64),
-            map_data=(np.concatenate(m_data) if m_data else np.zeros(0)).astype(np.float64),
-            landmark_offsets=np.asarray(lm_off, dtype=np.int64),
-            landmark_X=(np.concatenate(lm_X, axis=0) if lm_X else np.empty((0, d))).astype(
-                np.float64),
-        )
+    out.update(_map_arrays(m_kind, m_cols, m_data, m_off, lm_off, lm_X, d))
     return out
 
 

@@ -29,6 +29,7 @@ from ._persist import (
     _finite_number,
     _finite_vector,
     _functions,
+    _map_arrays,
     classifier_from_arrays,
     classifier_to_arrays,
     legacy_standardize,
@@ -125,16 +126,7 @@ def _pack_pairs(est, precomputed):
         "kernel_weight": np.asarray(k_w, dtype=np.float64),
         "kernel_scale": np.asarray(k_scale, dtype=np.float64),
     }
-    if any(kind != "function" for kind in m_kind):
-        out.update(
-            map_kind=np.array(m_kind, dtype=str).reshape(len(m_kind)),
-            map_cols=np.asarray(m_cols, dtype=np.int64),
-            map_offsets=np.asarray(m_off, dtype=np.int64),
-            map_data=(np.concatenate(m_data) if m_data else np.zeros(0)).astype(np.float64),
-            landmark_offsets=np.asarray(lm_off, dtype=np.int64),
-            landmark_X=(np.concatenate(lm_X, axis=0) if lm_X else np.empty((0, d))).astype(
-                np.float64),
-        )
+    out.update(_map_arrays(m_kind, m_cols, m_data, m_off, lm_off, lm_X, d))
     return out
 
 
