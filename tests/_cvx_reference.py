@@ -10,7 +10,7 @@ import numpy as np
 
 from mklopt.datasets import load
 from mklopt.domains import ElasticNet, GroupSimplex, LpBall, Simplex
-from mklopt.testing import elastic_net_metric
+from mklopt.testing import _solve_tight, elastic_net_metric
 
 
 def small_problem(name="sonar", n=60, seed=0, rows=None):
@@ -75,9 +75,9 @@ def exact_optimum(K, y, C, domain):
         obj = cp.sum(a) - C * cp.quad_form(z, elastic_net_metric(len(L), domain.lam)) / 2
     else:  # pragma: no cover
         raise TypeError(domain)
-    prob = cp.Problem(cp.Maximize(obj), cons)
-    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-9, tol_gap_rel=1e-9, tol_feas=1e-9)
-    return C * float(prob.value)
+    # tight tolerances first, then the kit's retries (a drawn problem once
+    # made Clarabel fail at 1e-9)
+    return C * _solve_tight(cp.Problem(cp.Maximize(obj), cons))
 
 
 def small_task_problem(task, n=40, seed=0):
@@ -152,6 +152,4 @@ def exact_problem_optimum(K, problem, domain):
         obj = lin - cp.quad_form(z, elastic_net_metric(len(L), domain.lam)) / 2
     else:  # pragma: no cover
         raise TypeError(domain)
-    prob = cp.Problem(cp.Maximize(obj), cons)
-    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-9, tol_gap_rel=1e-9, tol_feas=1e-9)
-    return float(prob.value)
+    return _solve_tight(cp.Problem(cp.Maximize(obj), cons))
