@@ -302,6 +302,30 @@ def _kernels(args, mkboost):
         raise UserError(f"--kernels: {exc}") from None
 
 
+def _fit_and_save(est, X, y, args, rename=None, **save_kw):
+    """Fit ``est`` on ``(X, y)``, print its warnings, save it to ``args.model``; the seconds.
+
+    The estimator's own errors become a :class:`UserError` ("cannot fit: ...");
+    ``rename`` may reword them first (e.g. name the data file instead of ``X``).
+    """
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            est.fit(X, y)
+        except (ValueError, TypeError, MemoryError) as exc:
+            message = str(exc) if rename is None else rename(str(exc))
+            raise UserError(f"cannot fit: {message}") from None
+    seconds = time.perf_counter() - t0
+    for w in caught:
+        print(f"mklopt fit: warning: {w.message}", file=sys.stderr)
+    try:
+        save_model(est, args.model, **save_kw)
+    except OSError as exc:
+        raise UserError(f"cannot write the model to {args.model}: {exc.strerror or exc}") from None
+    return seconds
+
+
 def _fit_task(args):
     """``fit --task regression|one-class``: the estimators standardise inside."""
     if args.task == "regression":
@@ -337,20 +361,7 @@ def _fit_task(args):
         est = MKLRegressor(epsilon=eps, **C, **loss, **common)
     else:
         est = MKLOneClass(nu=0.5 if args.nu is None else args.nu, **common)
-    t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            est.fit(X, y)
-        except (ValueError, TypeError, MemoryError) as exc:
-            raise UserError(f"cannot fit: {exc}") from None
-    seconds = time.perf_counter() - t0
-    for w in caught:
-        print(f"mklopt fit: warning: {w.message}", file=sys.stderr)
-    try:
-        save_model(est, args.model, feature_names=features, label=label)
-    except OSError as exc:
-        raise UserError(f"cannot write the model to {args.model}: {exc.strerror or exc}") from None
+    seconds = _fit_and_save(est, X, y, args, feature_names=features, label=label)
     if args.task == "regression":
         quality = f"training R2 {est.score(X, y):.4f}"
     else:
@@ -503,22 +514,10 @@ def _fit_stack(args):
         elastic_net=args.elastic_net,
         time_limit=args.time_limit,
     )
-    t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            clf.fit(K, y)
-        except (ValueError, TypeError, MemoryError) as exc:
-            # The estimator's checks (finite, symmetric, PSD) name its argument X.
-            message = str(exc).replace(_FIT_ARG, f"{args.data} (precomputed kernels)")
-            raise UserError(f"cannot fit: {message}") from None
-    seconds = time.perf_counter() - t0
-    for w in caught:
-        print(f"mklopt fit: warning: {w.message}", file=sys.stderr)
-    try:
-        save_model(clf, args.model, label=args.label)
-    except OSError as exc:
-        raise UserError(f"cannot write the model to {args.model}: {exc.strerror or exc}") from None
+    # The estimator's checks (finite, symmetric, PSD) name its argument X.
+    seconds = _fit_and_save(
+        clf, K, y, args, label=args.label,
+        rename=lambda message: message.replace(_FIT_ARG, f"{args.data} (precomputed kernels)"))
     gaps = np.atleast_1d(clf.gap_)
     calls = int(np.sum(clf.n_oracle_calls_))
     pairs = "" if gaps.size == 1 else f" over {gaps.size} one-vs-one pairs"
@@ -595,20 +594,7 @@ def _fit(args):
         time_limit=args.time_limit,
         verbose=args.verbose,
     )
-    t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            clf.fit(X, y)
-        except (ValueError, TypeError, MemoryError) as exc:
-            raise UserError(f"cannot fit: {exc}") from None
-    seconds = time.perf_counter() - t0
-    for w in caught:
-        print(f"mklopt fit: warning: {w.message}", file=sys.stderr)
-    try:
-        save_model(clf, args.model, feature_names=features, label=args.label)
-    except OSError as exc:
-        raise UserError(f"cannot write the model to {args.model}: {exc.strerror or exc}") from None
+    seconds = _fit_and_save(clf, X, y, args, feature_names=features, label=args.label)
     gaps = np.atleast_1d(clf.gap_)
     calls = int(np.sum(clf.n_oracle_calls_))
     pairs = "" if gaps.size == 1 else f" over {gaps.size} one-vs-one pairs"
