@@ -7,8 +7,6 @@ path values and the chosen C must be those of the fit without a client
 middle of a fold must give a retried task and the same answer.
 """
 
-import os
-import signal
 import warnings
 
 import numpy as np
@@ -16,7 +14,7 @@ import pytest
 
 from mklopt import MKLClassifierCV, MKLRegressorCV, datasets
 from mklopt.kernels import linear, poly, rbf
-from tests._cluster import local_client, no_hang
+from tests._cluster import KillOnce, local_client, no_hang
 
 distributed = pytest.importorskip("distributed")
 threadpoolctl = pytest.importorskip("threadpoolctl")
@@ -90,30 +88,13 @@ def test_folds_are_named_tasks_on_a_bank_scattered_once(client, three_classes, s
     assert len(scattered) == 1 and scattered[0]["broadcast"]  # the bank, once, to every worker
 
 
-class _KillOnce:
-    """A callback that kills the Dask worker it runs on, the first time only."""
-
-    def __init__(self, marker):
-        self.marker = str(marker)
-
-    def __call__(self, progress):
-        if progress.n_oracle_calls == 2 and not os.path.exists(self.marker):
-            try:
-                distributed.get_worker()
-            except ValueError:
-                return  # not on a worker
-            with open(self.marker, "w") as fh:
-                fh.write(str(os.getpid()))
-            os.kill(os.getpid(), signal.SIGKILL)
-
-
 def test_a_worker_killed_during_a_fold_gives_a_retried_task(client, three_classes, serial,
                                                               tmp_path):
     X, y = three_classes
     marker = tmp_path / "killed"
     try:
         with no_hang(150):
-            cv = _fit(_cv(client=client, callback=_KillOnce(marker)), X, y)
+            cv = _fit(_cv(client=client, callback=KillOnce(marker)), X, y)
         assert marker.exists()  # a worker did die in the middle of a fold
         _assert_same(serial, cv)
     finally:

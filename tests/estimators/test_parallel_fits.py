@@ -23,7 +23,7 @@ import sklearn.base
 from mklopt import MKBoostClassifier, MKLClassifier, datasets
 from mklopt._parallel import check_n_jobs, parallel_map
 from mklopt.kernels import poly, rbf
-from tests._cluster import local_client, no_hang
+from tests._cluster import KillOnce, local_client, no_hang
 
 distributed = pytest.importorskip("distributed")
 
@@ -242,29 +242,12 @@ def test_pair_tasks_are_named_after_their_pair(client, data, independent, tmp_pa
     assert names == ["mklopt-pair-0-vs-1", "mklopt-pair-0-vs-2", "mklopt-pair-1-vs-2"]
 
 
-class _KillOnce:
-    """A callback that kills the Dask worker it runs on, the first time only."""
-
-    def __init__(self, marker):
-        self.marker = str(marker)
-
-    def __call__(self, progress):
-        if progress.n_oracle_calls == 2 and not os.path.exists(self.marker):
-            try:
-                distributed.get_worker()
-            except ValueError:
-                return  # not on a worker
-            with open(self.marker, "w") as fh:
-                fh.write(str(os.getpid()))
-            os.kill(os.getpid(), signal.SIGKILL)
-
-
 def test_a_worker_killed_during_a_pair_gives_a_retried_task(client, data, independent, tmp_path):
     X, y = data
     marker = tmp_path / "killed"
     try:
         with no_hang(120), joblib.parallel_backend("dask"):
-            b = mkl(callback=_KillOnce(marker)).fit(X, y)
+            b = mkl(callback=KillOnce(marker)).fit(X, y)
         assert marker.exists()  # a worker did die mid-fit
         assert_same_mkl(independent, b, X)
     finally:
