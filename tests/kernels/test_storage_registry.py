@@ -291,6 +291,23 @@ def test_the_auto_rule():
     assert table_share(KernelFunctions.from_data(coded[:40], grid(4))) == 0.0
 
 
+def test_the_auto_rule_and_the_storage_find_the_tables_once(monkeypatch):
+    # "auto" weighs the table share, then builds the on-the-fly storage on
+    # the same kernel functions: one search for distinct values between them
+    from mklopt.kernels import storage as st_mod
+
+    calls = []
+    real = st_mod._find_table_groups
+    monkeypatch.setattr(st_mod, "_find_table_groups", lambda fn: calls.append(fn) or real(fn))
+    coded, _ = coded_and_continuous()
+    bank = KernelBank.from_specs(coded, grid(4))
+    assert bank.storage.name == "on_the_fly" and bank.storage.table_share >= 0.5
+    assert len(calls) == 1
+    # another functions object (other features) searches afresh
+    KernelBank.from_specs(coded[::-1].copy(), grid(4))
+    assert len(calls) == 2
+
+
 def test_an_unsharded_bank_applies_the_auto_rule():
     coded, cont = coded_and_continuous()
     assert KernelBank.from_specs(cont, grid(4)).storage.name == "dense"
