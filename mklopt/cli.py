@@ -302,6 +302,27 @@ def _kernels(args, mkboost):
         raise UserError(f"--kernels: {exc}") from None
 
 
+def _classifier(args, kernels, standardize):
+    """The :class:`MKLClassifier` that ``mklopt fit`` runs, from the command's options.
+
+    (``_task_options`` has checked the formulation options against the method.)
+    """
+    return MKLClassifier(
+        kernels=kernels,
+        method=args.method,
+        **({} if args.loss is None else {"loss": args.loss}),
+        C=1.0 if args.C is None else args.C,
+        standardize=standardize,
+        tol=args.tol,
+        max_iter=args.max_iter,
+        p=_p(args),
+        groups=args.groups,
+        elastic_net=args.elastic_net,
+        time_limit=args.time_limit,
+        verbose=args.verbose,
+    )
+
+
 def _fit_and_save(est, X, y, args, rename=None, **save_kw):
     """Fit ``est`` on ``(X, y)``, print its warnings, save it to ``args.model``; the seconds.
 
@@ -502,18 +523,7 @@ def _fit_stack(args):
     n_classes = len(np.unique(y))
     if n_classes < 2:
         raise UserError(f"the labels {args.label!r} have only one class")
-    clf = MKLClassifier(
-        kernels="precomputed",
-        method=args.method,
-        C=1.0 if args.C is None else args.C,
-        standardize=False,
-        tol=args.tol,
-        max_iter=args.max_iter,
-        p=(2.0 if args.p is None else args.p) if args.method == "lp" else None,
-        groups=args.groups,
-        elastic_net=args.elastic_net,
-        time_limit=args.time_limit,
-    )
+    clf = _classifier(args, "precomputed", standardize=False)
     # The estimator's checks (finite, symmetric, PSD) name its argument X.
     seconds = _fit_and_save(
         clf, K, y, args, label=args.label,
@@ -576,24 +586,8 @@ def _fit(args):
             f"{args.data}: the label column {args.label!r} has {n_classes} distinct values "
             f"for {X.shape[0]} rows; is it a class label?"
         )
-    _check_formulation(args)
-    _check_elastic_net(args)
-    kernels = _kernels(args, lambda: "all_features")
-    p = _p(args)
-    clf = MKLClassifier(
-        kernels=kernels,
-        method=args.method,
-        **({} if args.loss is None else {"loss": args.loss}),
-        C=1.0 if args.C is None else args.C,
-        standardize=not args.no_standardize,
-        tol=args.tol,
-        max_iter=args.max_iter,
-        p=p,
-        groups=args.groups,
-        elastic_net=args.elastic_net,
-        time_limit=args.time_limit,
-        verbose=args.verbose,
-    )
+    clf = _classifier(args, _kernels(args, lambda: "all_features"),
+                      standardize=not args.no_standardize)
     seconds = _fit_and_save(clf, X, y, args, feature_names=features, label=args.label)
     gaps = np.atleast_1d(clf.gap_)
     calls = int(np.sum(clf.n_oracle_calls_))

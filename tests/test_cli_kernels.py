@@ -56,6 +56,24 @@ def test_fit_and_predict_a_stack_equal_the_estimator(stacks, capsys):
     assert code == 2 and "50 samples but there are 100 labels" in _one_error_line(err, "predict")
 
 
+def test_a_stack_takes_the_formulation_options_as_features_do(stacks, capsys):
+    # --loss and --p reach the estimator for a kernel stack too (they were
+    # once dropped there: a logistic fit came out as the hinge loss's)
+    f = stacks["folder"]
+    code, _, err = _run(capsys, "fit", f / "train.npy", "--labels", f / "y.npy", "--C", "10",
+                        "--loss", "logistic", "--model", f / "logistic.npz")
+    assert code == 0, err
+    clf, meta = load_model(f / "logistic.npz")
+    assert clf.loss == "logistic"
+    ref = MKLClassifier(kernels="precomputed", C=10.0, loss="logistic").fit(
+        stacks["K_tr"], stacks["y_tr"])
+    np.testing.assert_allclose(clf.weights_, ref.weights_, atol=1e-12)
+    code, _, err = _run(capsys, "fit", f / "train.npy", "--labels", f / "y.npy",
+                        "--method", "lp", "--p", "1.5", "--model", f / "lp.npz")
+    assert code == 0, err
+    assert load_model(f / "lp.npz")[0].p == 1.5
+
+
 @pytest.mark.parametrize("make, args, message", [
     (lambda K, y: K[0], (), r"shape \(100, 100\).*K\[None\]"),
     (lambda K, y: K[:, :, :-1], (), "square"),
