@@ -115,6 +115,32 @@ def waves(parents, n):
     return out
 
 
+def pair_rows(y_idx, pairs, by_class=False):
+    """The training rows of each binary problem.
+
+    Parameters
+    ----------
+    y_idx : ndarray of shape (n_samples,), int
+        Class index of each training sample.
+    pairs : ndarray of shape (n_pairs, 2)
+        The class indices of each problem (one-vs-one pairs ``i < j``).
+    by_class : bool, default=False
+        Order each pair's rows class by class (those of class ``i``, then
+        those of class ``j``, each ascending) instead of ascending.
+
+    Returns
+    -------
+    list of ndarray of int64
+        With one pair (two classes), all rows in ascending order.
+    """
+    if len(pairs) == 1:
+        return [np.arange(y_idx.shape[0], dtype=np.int64)]
+    if by_class:
+        members = [np.flatnonzero(y_idx == c) for c in range(int(np.max(pairs)) + 1)]
+        return [np.concatenate((members[i], members[j])) for i, j in pairs]
+    return [np.flatnonzero((y_idx == i) | (y_idx == j)) for i, j in pairs]
+
+
 def pair_label(classes, i, j):
     """``"'a' vs 'b'"``: classes ``i`` and ``j`` as the user wrote them (no NumPy scalar reprs)."""
     a, b = np.asarray(classes)[[i, j]].tolist()
@@ -201,6 +227,13 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
     ``_decision_binary(self, model, X) -> ndarray of shape (n_samples,)``
         Decision values of a model returned by ``_fit_binary``; positive
         means the +1 class.
+    ``_pair_rows(self, plan, y_idx, pairs) -> list of ndarray``
+        Optional. The training rows of each binary problem, in the order its
+        points take in the problem (``y_idx`` are the class indices of the
+        training samples). By default the rows of the pair's two classes in
+        ascending order; a subclass may order them otherwise (one class's
+        rows, then the other's) when that makes reading a shared bank
+        cheaper.
     ``_prepare_pairs(self, plan, X, rows) -> plan``
         Optional. Called once the binary problems are known (``rows[k]``
         are the training rows of problem ``k``), before any is solved: the
@@ -260,6 +293,10 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
         would give them (e.g. seeds from one random stream).
         """
         return [()] * n_pairs
+
+    def _pair_rows(self, plan, y_idx, pairs):
+        """The training rows of each binary problem (default: :func:`pair_rows`)."""
+        return pair_rows(y_idx, pairs)
 
     def _prepare_pairs(self, plan, X, rows):
         """Build what every binary problem reads (default: the plan as it is)."""
@@ -347,11 +384,7 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
         plan = self._prepare_fit(X)
         pairs = np.array(list(combinations(range(classes.shape[0]), 2)), dtype=np.int64)
         extras = self._pair_extras(plan, len(pairs))
-        if classes.shape[0] == 2:
-            all_rows = [np.arange(X.shape[0])]
-        else:
-            all_rows = [np.flatnonzero((y_idx == i) | (y_idx == j)) for i, j in pairs]
-
+        all_rows = self._pair_rows(plan, y_idx, pairs)
         plan = self._prepare_pairs(plan, X, all_rows)
         takes_rows = self._fit_binary_takes_rows
 

@@ -35,7 +35,7 @@ from ..kernels import KernelBank
 from ..kernels.stack import KernelStack, _as_stack
 from ..oracles import CompositeOracle, LogisticDual, SVMDual
 from ._checks import check_y
-from ._ovo import pair_label, star_parents, waves
+from ._ovo import pair_label, pair_rows, star_parents, waves
 from ._progress import TaskProgress, call_lines, labelled, run_summary
 
 __all__ = [
@@ -168,6 +168,8 @@ def _model(bank, view, rows, y, w, alpha, bias, result, threshold):
     w = np.asarray(w, dtype=np.float64)
     alpha = np.asarray(alpha, dtype=np.float64)
     support = np.flatnonzero(alpha > 0.0).astype(np.int64)
+    # In ascending training rows, whatever order the pair's points took.
+    support = support[np.argsort(rows[support], kind="stable")]
     coef = alpha[support] * y[support]
     keep = np.flatnonzero(w > threshold * w.max())
     factors = bank.scales / view.scales
@@ -254,10 +256,9 @@ def fit_precomputed(est, X, y):
     # The plan reads only the number of kernels from its input's columns.
     plan = est._prepare_fit(np.empty((0, bank.n_kernels)))
     pairs = np.array(list(combinations(range(classes.shape[0]), 2)), dtype=np.int64)
-    if classes.shape[0] == 2:
-        all_rows = [np.arange(n, dtype=np.int64)]
-    else:
-        all_rows = [np.flatnonzero((y_idx == i) | (y_idx == j)) for i, j in pairs]
+    # Class by class, as MKLClassifier orders the pairs' rows of a shared
+    # bank: the same problems, point for point, as a fit on features.
+    all_rows = pair_rows(y_idx, pairs, by_class=True)
     ys = [np.where(y_idx[rows] == j, 1.0, -1.0) for rows, (_, j) in zip(all_rows, pairs)]
     # time_limit: each problem gets an equal share of the time left (est._stop)
     plan.pairs_left = 1 if plan.shared else len(pairs)

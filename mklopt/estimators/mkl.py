@@ -23,7 +23,7 @@ from ..tasks import get_oracle
 from ._checks import check_is_fitted
 from ._core import MKL_PARAMS, POSITIVE, loss_of
 from ._names import kernel_names, weights_table
-from ._ovo import ClassifierBase, pair_label, set_pair_attributes, star_parents
+from ._ovo import ClassifierBase, pair_label, pair_rows, set_pair_attributes, star_parents
 from ._params import KERNEL_GRIDS, KernelSpecs, check_estimator_client, resolve_kernel_specs
 from ._persist_mkl import ClassifierPersist
 from ._precomputed import check_test_kernels, fit_precomputed, is_precomputed, precomputed_specs
@@ -94,6 +94,10 @@ class _Plan:
     #: problem reads its block of (``KernelBank.view``), or None: each
     #: problem builds its own.
     bank: object = None
+    #: Where each training sample sits in ``bank`` when the bank holds the
+    #: samples class by class (see :meth:`MKLClassifier._pair_rows`), or
+    #: None: in the order of ``X``.
+    position: object = None
     #: One weight vector for all binary problems (``multiclass="shared"``).
     shared: bool = False
     #: The estimator's ``verbose``, checked (see ``_progress.py``).
@@ -726,6 +730,36 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
 
     _fit_binary_takes_rows = True
 
+    def _shares_bank(self, n_problems):
+        """Whether the binary problems read one bank (built here, or given by the CV refit)."""
+        return not (n_problems < 2 or self.client is not None or _joblib_backend_is_remote())
+
+    def _pair_rows(self, plan, y_idx, pairs):
+        """Each pair's rows class by class, when the pairs read one bank built on the samples so.
+
+        With a shared bank of a built-in storage, the bank holds the
+        training samples class by class, and pair ``(i, j)`` takes the rows
+        of class ``i`` and then those of class ``j`` (each in the order of
+        ``X``): its block of the bank is then two contiguous ranges of each
+        row instead of rows scattered over all samples, so combining a
+        row and the quadratic forms read whole cache lines. The problem is
+        the same (its points in another order); the support vectors are
+        kept in ascending training rows (:meth:`_binary_model`). Storages
+        registered by users and feature maps keep the order of ``X``.
+        """
+        given = getattr(self, "_given_bank", None) is not None
+        if not (self._shares_bank(len(pairs)) and (given or (
+                isinstance(self.storage, str)
+                and self.storage in ("auto", "dense", "on_the_fly")))):
+            return pair_rows(y_idx, pairs)
+        if not given:
+            # (MKLClassifierCV's refit reads its bank in the order of X, with
+            # the pairs' rows in this same order: the problems of a direct fit.)
+            order = np.argsort(y_idx, kind="stable")
+            plan.position = np.empty_like(order)
+            plan.position[order] = np.arange(order.size)
+        return pair_rows(y_idx, pairs, by_class=True)
+
     def _prepare_pairs(self, plan, X, rows):
         """One bank for all one-vs-one pairs: the kernels of all points, evaluated once.
 
@@ -738,7 +772,7 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
         bank would travel with every task).
         """
         plan.pairs_left = 1 if plan.shared else len(rows)
-        if len(rows) < 2 or self.client is not None or _joblib_backend_is_remote():
+        if not self._shares_bank(len(rows)):
             return plan
         given = getattr(self, "_given_bank", None)
         if given is not None:
@@ -746,6 +780,11 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
             # same standardised X, specs and storage), already evaluated.
             plan.bank = given
             return plan
+        if plan.position is not None:
+            # The samples class by class (see _pair_rows).
+            order = np.empty_like(plan.position)
+            order[plan.position] = np.arange(order.size)
+            X = X[order]
         plan.bank = KernelBank.from_specs(
             X,
             plan.specs,
@@ -778,6 +817,8 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
     def _pair_bank(self, plan, X, rows):
         """The kernels of one binary problem: a view of the shared bank, or its own."""
         if plan.bank is not None:
+            if plan.position is not None:
+                rows = plan.position[rows]  # ascending: the pair's order is the bank's
             return plan.bank.view(rows, normalize=self.normalize)
         return KernelBank.from_specs(
             X,
@@ -790,12 +831,18 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
         )
 
     @staticmethod
-    def _binary_model(plan, bank, y, w, alpha, bias, result):
+    def _binary_model(plan, bank, y, w, alpha, bias, result, rows=None):
+        """The model of a solved binary problem; ``rows`` its points' training rows."""
         alpha = np.asarray(alpha, dtype=np.float64)
         support = np.flatnonzero(alpha > 0.0).astype(np.int64)
+        if rows is not None:
+            # Support vectors in ascending training rows, whatever order the
+            # problem's points took (class by class, see _pair_rows).
+            support = support[np.argsort(rows[support], kind="stable")]
         dual_coef = alpha[support] * y[support]
         predictor = KernelExpansion.from_solution(
-            bank.functions, w, alpha * y, float(bias), threshold=plan.threshold
+            bank.functions, w, alpha * y, float(bias), threshold=plan.threshold,
+            support=support,
         )
         return _BinaryMKL(
             predictor=predictor,
@@ -830,7 +877,7 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
             if self.client is not None:
                 bank.storage.close()  # the model keeps only the kernel functions
         w = np.asarray(result.weights, dtype=np.float64)
-        return self._binary_model(plan, bank, y, w, result.alpha, result.bias, result)
+        return self._binary_model(plan, bank, y, w, result.alpha, result.bias, result, rows)
 
     def _fit_pairs(self, tasks, n_jobs, n_tasks, on_done=None):
         """Independent pairs (``"ovo"``), or one joint run for all of them (``"shared"``)."""
@@ -854,7 +901,7 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
                                                self.callback, where="shared"))
             w = np.asarray(result.weights, dtype=np.float64)
             models = []
-            for part, bank, a, (_, _, yp, _) in zip(
+            for part, bank, a, (_, _, yp, rows) in zip(
                 parts, banks, oracle.split(result.alpha), tasks, strict=True
             ):
                 # The run keeps the best point's alpha but no per-pair bias:
@@ -862,7 +909,8 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
                 # so SMO stops at once) for the bias of its decision function.
                 part.tol = plan.inner_tol
                 ans = part(w, warm_start=a, need_q=False)
-                models.append(self._binary_model(plan, bank, yp, w, ans.alpha, ans.bias, result))
+                models.append(self._binary_model(plan, bank, yp, w, ans.alpha, ans.bias, result,
+                                                 rows))
             if on_done is not None:
                 # The pairs end together, with the joint run.
                 for k, model in enumerate(models):

@@ -72,6 +72,14 @@ def _check_cache_size(cache_size):
     return float(cache_size)
 
 
+def _distinct(idx, name, size):
+    """Checked indices in the order given, refusing repeats."""
+    S = _check_indices(idx, name, size, allow_empty=True)
+    if S.size > 1 and np.unique(S).size < S.size:
+        raise ValueError(f"{name} must not hold repeated indices")
+    return S
+
+
 def _unique_sorted(idx, name, size):
     S = np.sort(_check_indices(idx, name, size, allow_empty=True))
     if S.size > 1 and np.any(S[1:] == S[:-1]):
@@ -497,7 +505,9 @@ class KernelBank:
         Parameters
         ----------
         rows : array-like of int
-            Distinct training indices (sorted internally).
+            Distinct training indices, in the order the view's points take
+            (the view's point ``i`` is the bank's point ``rows[i]``).
+            Ascending rows read the bank's rows in order.
         normalize : {"trace", "diagonal", None}, default=None
             Normalisation of the view's kernels on its own points, as for
             :meth:`from_specs`.
@@ -532,7 +542,7 @@ class KernelBank:
         >>> bool(np.allclose(sub.combine([0.3, 0.7]), own.combine([0.3, 0.7]), rtol=1e-13))
         True
         """
-        idx = _unique_sorted(rows, "rows", self.n_samples)
+        idx = _distinct(rows, "rows", self.n_samples)
         check_choice(normalize, "normalize", ("trace", "diagonal", None))
         st = self.storage
         fn = None
@@ -550,7 +560,7 @@ class KernelBank:
                     scales /= idx.size
                 scales[~(scales > 0.0)] = 1.0
         if isinstance(st, DenseStorage) and st.factors is None:
-            storage = ViewStorage(st, idx, self.scales / scales)
+            storage = ViewStorage(st, idx, self.scales / scales, functions=fn)
         elif isinstance(st, OnTheFlyStorage) and fn is not None:
             storage = OnTheFlyStorage(fn)
         elif isinstance(st, FeatureMapStorage):

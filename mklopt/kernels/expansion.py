@@ -71,7 +71,7 @@ class KernelExpansion:
         self.functions, self.weights, self.coef = functions, weights, coef
 
     @classmethod
-    def from_solution(cls, functions, weights, v, bias, threshold=0.0):
+    def from_solution(cls, functions, weights, v, bias, threshold=0.0, support=None):
         """The expansion of a solved problem on all training points.
 
         Keeps only the points with ``v_i != 0`` and the kernels with
@@ -87,6 +87,9 @@ class KernelExpansion:
         bias : float
         threshold : float, default=0.0
             Relative weight below which a kernel is dropped, in ``[0, 1)``.
+        support : array-like of int, optional
+            The points with ``v_i != 0`` in the order the expansion keeps
+            them; default ascending.
 
         Returns
         -------
@@ -94,7 +97,12 @@ class KernelExpansion:
         """
         w = check_vector(weights, "weights", size=functions.n_kernels)
         v = check_vector(v, "v", size=functions.n_samples)
-        support = np.flatnonzero(v)
+        if support is None:
+            support = np.flatnonzero(v)
+        else:
+            support = np.asarray(support, dtype=np.int64)
+            if not np.array_equal(np.sort(support), np.flatnonzero(v)):
+                raise ValueError("support must hold exactly the points with v != 0")
         keep = np.flatnonzero(w > threshold * w.max()) if w.max() > 0 else np.zeros(0, int)
         if support.size == 0 or keep.size == 0:
             return cls(None, [], [], bias)

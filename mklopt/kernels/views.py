@@ -16,6 +16,14 @@ kernels of a bank built on ``X[I]``, up to the rounding of one product.
 Only the verbs of the storage protocol are implemented (see
 :mod:`mklopt.kernels.storage`), plus :meth:`ViewStorage.row_source`, which
 lets the SMO solver combine the rows it reads and no others.
+
+The quadratic forms ``q_k = v_S' K_k[S, S] v_S`` are read from the bank or
+computed from the view's features, whichever the view expects to be
+cheaper (:meth:`ViewStorage.q_from_features`): reading gathers ``m |S|^2 /
+2`` entries scattered over the rows of a bank that is far larger than any
+cache, while the features cost ``|S|^2 / 2`` distances or products per
+feature group plus a few operations per kernel, on data that fit in cache.
+Both give the same forms to rounding.
 """
 
 from __future__ import annotations
@@ -24,8 +32,20 @@ import numpy as np
 
 from .._interrupt import check, current_flag
 from .._jit import combine as _combine
+from .storage import OnTheFlyStorage
 
 __all__ = ["ViewStorage"]
+
+# The cost model of ViewStorage.q_from_features, measured on satellite
+# (36 features, 17 kernels, pairs of 665-1,700 points) and digits (64
+# features, pairs of 180 points) inside multiclass fits on this project's
+# 2-core machine; benchmarks/README.md, "Quadratic forms of a view".
+#: Bytes per second of the scattered reads of a bank far larger than the caches.
+Q_GATHER_BYTES_PER_S = 6.5e9
+#: Seconds per support pair and per unit of work (a feature of a group or a kernel).
+Q_FEATURE_S_PER_UNIT = 0.45e-9
+#: Fixed seconds of the feature path per call (Python and thread start).
+Q_FEATURE_FIXED_S = 60e-6
 
 
 class ViewStorage:
@@ -36,9 +56,14 @@ class ViewStorage:
     parent : DenseStorage
         The shared bank: raw kernels of all points (no per-kernel factors).
     idx : ndarray of shape (n_samples,), int64
-        Ascending, distinct bank rows of the view's points.
+        Distinct bank rows of the view's points, in the view's order.
     factors : ndarray of shape (n_kernels,)
         Kernel ``k`` of the view is ``factors[k] * parent.K[k][idx][:, idx]``.
+    functions : KernelFunctions, optional
+        The view's kernels on its own points (``X[idx]``, with the view's
+        normalisation), when the bank was built from specs: then the
+        quadratic forms may be computed from the features instead of read
+        (see :meth:`q_from_features`).
 
     Notes
     -----
@@ -49,10 +74,12 @@ class ViewStorage:
 
     name = "view"
 
-    def __init__(self, parent, idx, factors):
+    def __init__(self, parent, idx, factors, functions=None):
         if getattr(parent, "factors", None) is not None:
             raise ValueError("a view reads a bank of raw kernels (a parent without factors)")
         self.parent = parent
+        self.functions = functions
+        self._fly = None  # the on-the-fly storage of the view's features, once used
         self.K = parent.K
         self.idx = np.ascontiguousarray(idx, dtype=np.int64)
         self.factors = np.ascontiguousarray(factors, dtype=np.float64)
@@ -98,9 +125,40 @@ class ViewStorage:
         check(stop)
         return out
 
+    def q_from_features(self, n_support, n_kernels):
+        """Whether the forms of ``n_kernels`` kernels over ``n_support`` points are computed.
+
+        A deterministic cost model (sizes only, so a fit takes the same
+        path every time): reading from the bank costs the cache lines of
+        the upper triangle of ``K_k[S, S]``, about ``n_kernels * |S| *
+        min(|S| / 2, n / 16)`` lines of 64 bytes (an ascending support
+        spreads over the view's ``n`` columns of each bank row), at
+        :data:`Q_GATHER_BYTES_PER_S`; computing costs ``|S|^2 / 2`` times
+        the features of the groups plus the kernels, at
+        :data:`Q_FEATURE_S_PER_UNIT` each, plus :data:`Q_FEATURE_FIXED_S`.
+        Only views that know their kernel functions, with every kernel
+        jitted (not a family evaluated by NumPy), compute.
+        """
+        fn = self.functions
+        if fn is None or n_support < 2:
+            return False
+        plan = fn.plan
+        if plan.is_host.any():
+            return False
+        s = float(n_support)
+        lines = n_kernels * s * min(s / 2.0, self.n_samples / 16.0)
+        gather = 64.0 * lines / Q_GATHER_BYTES_PER_S
+        units = float(plan.n_group_features.sum()) + n_kernels
+        compute = Q_FEATURE_FIXED_S + 0.5 * s * s * units * Q_FEATURE_S_PER_UNIT
+        return compute < gather
+
     def quad_forms(self, v, support, kernels=None):
         if kernels is None:
             kernels = np.arange(self.n_kernels, dtype=np.int64)
+        if self.q_from_features(support.shape[0], kernels.shape[0]):
+            if self._fly is None:
+                self._fly = OnTheFlyStorage(self.functions)
+            return self._fly.quad_forms(v, support, kernels)
         # v on the bank's rows: the parent's gathered forms over idx[S].
         gS = self.idx[support]
         vg = np.zeros(self.K.shape[1])

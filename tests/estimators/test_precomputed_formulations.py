@@ -62,10 +62,13 @@ def test_same_model_as_the_specs(three, kw):
     ref = MKLClassifier(kernels=SPECS, C=3.0, tol=TOL, **kw).fit(X[tr], y[tr])
     # The kernels agree to rounding, and a pair starts from its parent
     # pair's weights, so rounding can move a path (not its certificate):
-    # the same models to well within the certified tolerance TOL.
+    # the same models to well within the certified tolerance TOL. (The
+    # logistic dual's coordinate Newton solver stops at its own tolerance,
+    # INNER, on the gradient: two paths that differ by rounding end up to
+    # about 1e-4 apart in alpha, and so in the decision values.)
     np.testing.assert_allclose(pre.weights_, ref.weights_, atol=1e-5)
     np.testing.assert_allclose(pre.decision_function(K[:, te][:, :, tr]),
-                               ref.decision_function(X[te]), rtol=1e-5, atol=1e-6)
+                               ref.decision_function(X[te]), rtol=1e-5, atol=1e-4)
     for s_pre, s_ref in zip(pre.support_, ref.support_, strict=True):
         np.testing.assert_array_equal(s_pre, s_ref)
 

@@ -49,6 +49,10 @@ def views(draw):
     keep = draw(arrays(np.bool_, n))
     keep[:2] = True
     rows = np.flatnonzero(keep)
+    if draw(st.booleans()):
+        # A view takes its points in the order given (class by class in a
+        # multiclass fit), not necessarily ascending.
+        rows = np.array(draw(st.permutations(rows.tolist())), dtype=np.int64)
     w = draw(arrays(np.float64, len(SPECS), elements=st.floats(0, 1)))
     w[draw(st.integers(0, len(SPECS) - 1))] = 0.5
     return X, rows, w
@@ -141,6 +145,68 @@ def test_view_gives_the_kernels_of_a_bank_on_its_points(case, normalize, storage
     assert rel(sub.blocks(ks, r, cols), own.blocks(ks, r, cols)) <= 1e-12
     # prediction reads the same kernel functions
     assert rel(sub.functions.X, own.functions.X) == 0.0
+
+
+@given(views(), st.sampled_from(["trace", "diagonal", None]))
+@settings(max_examples=30)
+def test_view_quad_forms_from_features_equal_the_bank_reads(case, normalize):
+    X, rows, _ = case
+    sub = KernelBank.from_specs(X, SPECS, normalize=None).view(rows, normalize=normalize)
+    st_ = sub.storage
+    rng = np.random.default_rng(rows.size)
+    v = rng.standard_normal(rows.size)
+    support = np.sort(rng.choice(rows.size, max(2, rows.size // 2), replace=False))
+    ks = np.array([5, 0, 3, 0], dtype=np.int64)  # a subset, repeated, not sorted
+    got = {}
+    for path in (False, True):
+        st_.q_from_features = lambda s, m, path=path: path
+        got[path] = st_.quad_forms(v, support, ks)
+    own = KernelBank.from_specs(X[rows], SPECS, normalize=normalize, storage="dense")
+    scale = np.abs(v[support]).sum() ** 2 * np.abs(own.K).reshape(len(SPECS), -1).max(axis=1)
+    assert np.all(np.abs(got[True] - got[False]) <= 1e-12 * scale[ks])
+    assert np.all(np.abs(got[True] - own.quad_forms(v, support, ks)) <= 1e-12 * scale[ks])
+
+
+def test_view_quad_forms_path_follows_the_cost_model():
+    X = np.random.default_rng(5).standard_normal((3000, 8))
+    bank = KernelBank.from_specs(X, SPECS, normalize=None)
+    wide = bank.view(np.arange(0, 3000, 2), normalize="diagonal").storage
+    small = bank.view(np.arange(0, 200, 2), normalize="diagonal").storage
+    m = len(SPECS)
+    # many support points spread over a wide view: the features are cheaper
+    assert wide.q_from_features(600, m)
+    assert not wide.q_from_features(600, 1)  # one kernel: reading it is cheaper
+    assert not small.q_from_features(20, m)  # a few points: the bank's reads stay cheap
+    assert not wide.q_from_features(1, m)
+    # monotone in the support's size for a fixed view
+    picks = [wide.q_from_features(s, m) for s in range(2, 1500, 37)]
+    assert picks == sorted(picks)
+    # a view of user matrices has no features to compute from
+    K = np.stack([np.eye(3000)] * 2)
+    assert not KernelBank.from_matrices(K).view(np.arange(3000)).storage.q_from_features(
+        2000, 2)
+
+
+def test_view_quad_forms_of_a_numpy_family_read_the_bank():
+    from mklopt.kernels import KernelFamily, register_kernel_family
+
+    class Cosine(KernelFamily):
+        name = "cosine_views_test"
+        params = ()
+
+        def check(self):
+            return {}
+
+        def block(self, A, B):
+            a = A / np.linalg.norm(A, axis=1, keepdims=True)
+            b = B / np.linalg.norm(B, axis=1, keepdims=True)
+            return a @ b.T
+
+    cosine = register_kernel_family(Cosine(), replace=True)
+    X = np.random.default_rng(6).standard_normal((2000, 4)) + 3.0
+    bank = KernelBank.from_specs(X, [cosine(), rbf(1.0)], normalize=None)
+    view = bank.view(np.arange(2000), normalize="trace").storage
+    assert not view.q_from_features(1500, 2)
 
 
 def test_view_of_a_float32_bank():
@@ -266,6 +332,40 @@ def test_pairs_on_one_bank_give_the_models_of_their_own_banks(storage):
     assert np.mean(a.predict(Xt) == b.predict(Xt)) >= 0.99
     d = np.abs(a.pairwise_decision_function(Xt) - b.pairwise_decision_function(Xt))
     assert np.median(d) <= 1e-2
+
+
+def test_pairs_read_the_one_bank_class_by_class(monkeypatch):
+    X, y = datasets.load("satellite")
+    X, y = X[:240] / 50.0, y[:240]
+    specs = [rbf(1.0), rbf(4.0), poly(2)]
+    seen = []
+    real = KernelBank.from_specs.__func__
+
+    def spying(cls, X_, *args, **kwargs):
+        seen.append(np.array(X_))
+        return real(cls, X_, *args, **kwargs)
+
+    monkeypatch.setattr(KernelBank, "from_specs", classmethod(spying))
+    kw = dict(kernels=specs, standardize=False, tol=1e-3)
+    a = MKLClassifier(**kw).fit(X, y)
+    order = np.argsort(np.searchsorted(a.classes_, y), kind="stable")
+    assert len(seen) == 1 and np.array_equal(seen[0], X[order])  # one bank, class by class
+    # The same problems (each pair's points class by class, in the order of X)
+    # whatever the order of the classes in X: the same models.
+    b = MKLClassifier(**kw).fit(X[order], y[order])
+    assert np.array_equal(a.weights_, b.weights_)
+    Xt = datasets.load("satellite")[0][240:400] / 50.0
+    # (the predictors hold their support vectors in ascending training rows,
+    # which differ between the two inputs: sums in another order)
+    np.testing.assert_allclose(a.decision_function(Xt), b.decision_function(Xt), rtol=1e-12,
+                               atol=1e-12)
+    for k in range(len(a.models_)):
+        # support_ in ascending training rows, dual_coef_ aligned with it
+        assert np.all(np.diff(a.support_[k]) > 0)
+        mapped = order[b.support_[k]]
+        at = np.argsort(mapped)
+        assert np.array_equal(mapped[at], a.support_[k])
+        assert np.array_equal(b.dual_coef_[k][at], a.dual_coef_[k])
 
 
 def test_shared_bank_is_built_once(monkeypatch):
