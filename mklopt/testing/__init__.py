@@ -275,7 +275,9 @@ class SmoothQuadraticOracle:
         simplex (``q_k(a(w))`` equal on the kernels in use, ``a(w) = (sum_k
         w_k M_k)^{-1} s``), from the uniform weights, kernels entering when
         their ``q_k`` exceeds the others' and leaving when their weight would
-        turn negative. ``J* = J(w)`` at the final point, and ``bound =
+        turn negative, each step cut back until it makes progress (with a
+        Frank-Wolfe step when Newton's makes none: proportional kernels make
+        the face system singular). ``J* = J(w)`` at the final point, and ``bound =
         (max_k q_k - w'q) / 2 = J(w) - D(a(w))`` is its certified distance
         above the optimum: about 1e-15 relative on drawn toys. Should Newton
         stall above 1e-12 relative, it restarts from the kernel weights of
@@ -300,42 +302,92 @@ class SmoothQuadraticOracle:
         return value, gap
 
     def _polish_l1(self, w, max_iter=100):
+        """Minimise ``J`` over the simplex from ``w``: ``(J, gap, w)`` at the best point.
+
+        Each iteration takes Newton's step on the current face (cut at the
+        boundary of the simplex, then halved until it makes progress), or
+        when that makes none, a Frank-Wolfe step towards the vertex of the
+        largest ``q_k`` (a descent direction whenever the gap is positive),
+        halved likewise. Progress is a lower ``J``, or the same ``J`` to
+        rounding and a lower gap, so the iterates cannot cycle between
+        faces, and Newton gives the fast local convergence. Kernels that are
+        multiples of one another make the face system singular; the
+        least-squares Newton step is still a direction of the face's
+        quadratic model.
+        """
         m = self.n_kernels
-        best = None
+        value, a, q = self._solve_at(w)
+        gap = max(0.0, 0.5 * (float(q.max()) - float(w @ q)))
+        best = (value, gap, w.copy())
         for _ in range(max_iter):
-            value, a, q = self._solve_at(w)
-            gap = max(0.0, 0.5 * (float(q.max()) - float(w @ q)))
-            if best is None or gap < best[1]:
-                best = (value, gap, w.copy())
             if gap <= 1e-15 * max(1.0, abs(value)):
                 break
-            S = np.flatnonzero(w > 0)
-            top = int(np.argmax(q))
-            if top not in S:  # a kernel with a larger q_k enters the face
-                S = np.union1d(S, [top])
-            # Newton on F(w_S, tau) = (q_S - tau, sum w_S - 1), with
-            # dq_k/dw_j = -2 (M_k a)' A^{-1} (M_j a).
-            A = np.tensordot(w, self.M, axes=1)
-            G = np.einsum("kij,j->ik", self.M[S], a)
-            H = -2.0 * G.T @ np.linalg.solve(A, G)
-            n = len(S)
-            K = np.zeros((n + 1, n + 1))
-            K[:n, :n], K[:n, n], K[n, :n] = H, -1.0, 1.0
-            tau = float(w[S] @ q[S])
-            rhs = -np.r_[q[S] - tau, w[S].sum() - 1.0]
-            try:
-                step = np.linalg.solve(K, rhs)[:n]
-            except np.linalg.LinAlgError:
-                step = np.linalg.lstsq(K, rhs, rcond=None)[0][:n]
-            new = w[S] + step
-            if np.any(new < 0):  # leave the kernel whose weight turns negative first
-                drop = S[int(np.argmin(new))]
-                new = np.maximum(new, 0.0)
-                new[S == drop] = 0.0
-            w = np.zeros(m)
-            w[S] = new
-            w = _to_simplex(w)
+            # J is flat at the optimum (its excess is the square of the gap's
+            # order), so near it a step that leaves J unchanged to rounding
+            # but lowers the gap is progress too.
+            slack = 4.0 * np.finfo(float).eps * max(1.0, abs(value))
+            step = None
+            d = self._newton_direction(w, a, q)
+            candidates = []
+            if d is not None:
+                # Cut at the first weight that reaches 0 (which then leaves the face).
+                neg = np.flatnonzero(d < 0.0)
+                ratios = -w[neg] / d[neg]
+                if ratios.size and ratios.min() < 1.0:
+                    candidates.append((d, float(ratios.min()), int(neg[np.argmin(ratios)])))
+                else:
+                    candidates.append((d, 1.0, -1))
+            candidates.append((np.eye(m)[int(np.argmax(q))] - w, 1.0, -1))  # Frank-Wolfe
+            for d, t, block in candidates:  # Newton first; Frank-Wolfe when it gives nothing
+                cut = t
+                while t > 1e-12 and step is None:
+                    w2 = w + t * d
+                    if t == cut and block >= 0:
+                        w2[block] = 0.0
+                    w2 = _to_simplex(w2)
+                    v2, a2, q2 = self._solve_at(w2)
+                    g2 = max(0.0, 0.5 * (float(q2.max()) - float(w2 @ q2)))
+                    if v2 < value - slack or (v2 <= value + slack and g2 < gap):
+                        step = (v2, a2, q2, w2, g2)
+                    t *= 0.5
+                if step is not None:
+                    break
+            if step is None:
+                break  # no progress to rounding: the best point is final
+            value, a, q, w, gap = step
+            if gap < best[1]:
+                best = (value, gap, w.copy())
         return best
+
+    def _newton_direction(self, w, a, q):
+        """Newton's direction on the face of ``w`` (plus the kernel of the largest ``q_k``).
+
+        Solves ``F(w_S, tau) = (q_S - tau, sum w_S - 1) = 0`` to first
+        order, with ``dq_k/dw_j = -2 (M_k a)' A^{-1} (M_j a)``; None when
+        the system has no finite solution.
+        """
+        m = self.n_kernels
+        S = np.flatnonzero(w > 0)
+        top = int(np.argmax(q))
+        if top not in S:  # a kernel with a larger q_k enters the face
+            S = np.union1d(S, [top])
+        A = np.tensordot(w, self.M, axes=1)
+        G = np.einsum("kij,j->ik", self.M[S], a)
+        H = -2.0 * G.T @ np.linalg.solve(A, G)
+        n = len(S)
+        K = np.zeros((n + 1, n + 1))
+        K[:n, :n], K[:n, n], K[n, :n] = H, -1.0, 1.0
+        tau = float(w[S] @ q[S])
+        rhs = -np.r_[q[S] - tau, w[S].sum() - 1.0]
+        try:
+            step = np.linalg.solve(K, rhs)[:n]
+        except np.linalg.LinAlgError:
+            step = np.linalg.lstsq(K, rhs, rcond=None)[0][:n]
+        if not np.all(np.isfinite(step)):
+            return None
+        d = np.zeros(m)
+        d[S] = step
+        return d
 
     def exact_optimum(self, domain):
         """``J* = max_a s'a - h(q(a)) / 2`` for the formulation of ``domain`` (cvxpy, Clarabel)."""

@@ -55,3 +55,18 @@ def test_polishing_improves_on_the_conic_answer():
         assert bound <= 1e-12 * abs(value)
         p = PiecewiseLinearOracle.random(5, 8, seed=seed)
         assert p.certified_l1_optimum()[1] <= 1e-12 * abs(p.exact_l1_optimum())
+
+
+def test_proportional_kernels_do_not_stall_the_polish():
+    # Found by hypothesis: kernels 1 and 2 are multiples of the identity (one
+    # twice the other), so the face system of Newton's method is singular
+    # from the uniform start, and Newton alone cycled between two faces; the
+    # conic fallback then certified only 9e-6. Every step now makes progress.
+    diag = np.array([[1.6327515, 0.09375, 0.09375, 0.09375],
+                     [0.1875, 0.1875, 0.1875, 0.1875],
+                     [0.09375, 0.09375, 0.09375, 0.09375],
+                     [0.5295471, 0.165625, 0.165625, 0.165625]])
+    oracle = SmoothQuadraticOracle(-np.ones(4), np.stack([np.diag(r) for r in diag]))
+    value, bound = oracle.certified_l1_optimum()
+    assert bound <= 1e-12 * abs(value)
+    _no_point_below(oracle, value - bound, 0)
