@@ -31,6 +31,7 @@ import contextvars
 import numbers
 import os
 import uuid
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 
 import numba
@@ -178,28 +179,102 @@ def client_map(client, func, shared, tasks, names):
     scattered to every worker once, not sent with each task; a copy on each
     worker lets a task whose worker died run again elsewhere (Dask retries
     it, up to ``distributed.scheduler.allowed-failures`` times, then raises
-    ``KilledWorker`` naming it). Task ``k`` is ``mklopt-<names[k]>-<token>``
-    on the dashboard. Whatever happens, nothing is left on the cluster.
+    ``KilledWorker`` naming it). A worker that joins after the scatter (one
+    restarted after a crash) holds no copy, so the worker that died may
+    have held the last one: Dask then cancels the tasks that read it, and
+    they are submitted again on a new scatter, up to the same number of
+    times. Task ``k`` is ``mklopt-<names[k]>-<token>`` on the dashboard.
+    Whatever happens, nothing is left on the cluster.
 
     Returns
     -------
     list
         The results in the order of ``tasks``.
+
+    Raises
+    ------
+    RuntimeError
+        When the scattered input was lost more often than Dask would retry
+        a task.
     """
-    token = uuid.uuid4().hex[:8]
     pid = os.getpid()
-    big = client.scatter(shared, broadcast=True, hash=False)
-    futures = []
-    try:
-        for name, args in zip(names, tasks, strict=True):
-            futures.append(client.submit(_call_shared, func, big, args, pid,
-                                         key=f"mklopt-{name}-{token}", pure=False))
-        return client.gather(futures)
-    finally:
-        client.cancel(futures)
-        # Not cancelled with the tasks (cancelling a key cancels what
-        # depends on it): released once they are gone.
-        big.release()
+    tasks, names = list(tasks), list(names)
+    results = [None] * len(tasks)
+    pending = list(range(len(tasks)))
+    for _ in range(scatter_retries() + 1):
+        token = uuid.uuid4().hex[:8]
+        big = client.scatter(shared, broadcast=True, hash=False)
+        futures = []
+        try:
+            for k in pending:
+                futures.append(client.submit(_call_shared, func, big, tasks[k], pid,
+                                             key=f"mklopt-{names[k]}-{token}", pure=False))
+            done, lost = gather_surviving(futures)
+        finally:
+            client.cancel(futures)
+            # Not cancelled with the tasks (cancelling a key cancels what
+            # depends on it): released once they are gone.
+            big.release()
+        for k, value in zip(pending, done, strict=True):
+            results[k] = value
+        if not lost:
+            return results
+        pending = [pending[i] for i in lost]
+    raise scatter_lost([names[k] for k in pending])
+
+
+def scatter_retries():
+    """How many times tasks whose scattered input was lost are submitted again.
+
+    Dask's own number of retries for a task whose worker died
+    (``distributed.scheduler.allowed-failures``, 3 by default).
+    """
+    dask = optional("dask")
+    return int(dask.config.get("distributed.scheduler.allowed-failures", 3))
+
+
+def scatter_lost(names):
+    """The error when a scattered input was lost more often than :func:`scatter_retries`."""
+    return RuntimeError(
+        f"the input scattered to the Dask workers was lost {scatter_retries() + 1} times "
+        f"(workers died holding its last copy) before tasks {names} could finish; check "
+        "the workers' memory limits and logs"
+    )
+
+
+def gather_surviving(futures):
+    """``(results, lost)``: the futures' results, and the indices of the cancelled ones.
+
+    Dask cancels the tasks that read a scattered input when the last worker
+    holding it dies (scattered data cannot be recomputed); the caller
+    scatters the input again and submits those tasks again. Their entries
+    in ``results`` are None. The first task that failed otherwise raises
+    its error (a fit's exception, ``KilledWorker``).
+    """
+    distributed = optional("distributed")
+    _wait_all(distributed, futures)
+    results, lost = [None] * len(futures), []
+    for k, future in enumerate(futures):
+        if future.status == "cancelled":
+            lost.append(k)
+        else:
+            results[k] = future.result()
+    return results, lost
+
+
+def _wait_all(distributed, futures):
+    """Until every future is finished, failed or cancelled.
+
+    ``distributed.wait`` raises as soon as one future is cancelled; the
+    others may still be running, so wait for those too.
+    """
+    remaining = list(futures)
+    while remaining:
+        try:
+            distributed.wait(remaining)
+        except CancelledError:
+            pass
+        remaining = [f for f in remaining if f.status not in ("finished", "error", "cancelled")]
 
 
 def _call_shared(func, shared, args, parent_pid):

@@ -97,20 +97,24 @@ class KillOnce:
     """A fit callback that kills the Dask worker it runs on, at its second oracle call.
 
     Only the first time over all processes: ``marker`` (a file path) records
-    that a worker was killed. On the client (not a worker) it does nothing.
+    that a worker was killed. On the client (not a worker) it does nothing;
+    with ``address``, only on the worker at that address.
     """
 
-    def __init__(self, marker):
+    def __init__(self, marker, address=None):
         self.marker = str(marker)
+        self.address = address
 
     def __call__(self, progress):
         import distributed
 
         if progress.n_oracle_calls == 2 and not os.path.exists(self.marker):
             try:
-                distributed.get_worker()
+                worker = distributed.get_worker()
             except ValueError:
                 return  # not on a worker
+            if self.address is not None and worker.address != self.address:
+                return
             with open(self.marker, "w") as fh:
                 fh.write(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGKILL)

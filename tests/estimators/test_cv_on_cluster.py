@@ -39,8 +39,8 @@ def three_classes():
     return (X - X.mean(axis=0)) / X.std(axis=0), y[keep]
 
 
-def _cv(**kw):
-    return MKLClassifierCV(Cs=CS, cv=3, kernels=SPECS, tol=1e-2, **kw)
+def _cv(cv=3, **kw):
+    return MKLClassifierCV(Cs=CS, cv=cv, kernels=SPECS, tol=1e-2, **kw)
 
 
 def _fit(est, X, y):
@@ -100,6 +100,44 @@ def test_a_worker_killed_during_a_fold_gives_a_retried_task(client, three_classe
     finally:
         client.wait_for_workers(2, timeout=60)
     assert client.submit(sum, [1, 2], pure=False).result() == 3  # still usable
+
+
+def test_a_worker_killed_with_the_last_copy_of_the_bank_gives_retried_tasks(
+        client, three_classes, tmp_path):
+    # A worker that joins after the scatter (one restarted after a crash)
+    # holds no copy of the bank: here the first scatter reaches one worker
+    # only, and that worker dies during the one fold sent to the cluster
+    # (cv=2: the first fold runs here), before any other worker read the
+    # bank. Dask cannot recompute scattered data and cancels the fold; it
+    # runs again on a new scatter.
+    X, y = three_classes
+    with threadpoolctl.threadpool_limits(1):
+        serial = _fit(_cv(cv=2), X, y)
+    client.wait_for_workers(2, timeout=60)
+    holder = sorted(client.scheduler_info()["workers"])[0]
+    real = client.scatter
+    calls = []
+
+    def first_to_one_worker(data, **kw):
+        calls.append(kw)
+        if len(calls) == 1:
+            return real(data, workers=[holder], broadcast=False, hash=False)
+        return real(data, **kw)
+
+    marker = tmp_path / "killed"
+    client.scatter = first_to_one_worker
+    try:
+        with no_hang(150):
+            cv = _fit(_cv(cv=2, client=client, callback=KillOnce(marker, holder)), X, y)
+    finally:
+        del client.scatter
+        client.wait_for_workers(2, timeout=60)
+    assert marker.exists()  # the bank's only holder did die in a fold
+    assert len(calls) == 2  # and the bank was scattered again
+    for k in range(2):
+        key = f"split{k}_test_score"
+        np.testing.assert_array_equal(cv.cv_results_[key], serial.cv_results_[key])
+    assert cv.best_C_ == serial.best_C_
 
 
 def test_regressor_cv_on_the_cluster_equals_the_serial_fit(client):
