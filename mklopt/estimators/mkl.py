@@ -752,9 +752,11 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
                 isinstance(self.storage, str)
                 and self.storage in ("auto", "dense", "on_the_fly")))):
             return pair_rows(y_idx, pairs)
-        if not given:
-            # (MKLClassifierCV's refit reads its bank in the order of X, with
-            # the pairs' rows in this same order: the problems of a direct fit.)
+        if given:
+            # MKLClassifierCV's refit: its bank holds the samples class by class
+            # too (or in the order of X, for precomputed kernels: None).
+            plan.position = getattr(self, "_given_position", None)
+        else:
             order = np.argsort(y_idx, kind="stable")
             plan.position = np.empty_like(order)
             plan.position[order] = np.arange(order.size)

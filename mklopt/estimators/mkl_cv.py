@@ -723,15 +723,35 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
                     "storage must be 'auto', 'dense' or 'on_the_fly' (feature maps have no "
                     "views)"
                 )
-            # The one bank: raw kernels of all points, each problem normalising its view.
-            bank = KernelBank.from_specs(Xs, plan.specs, storage=self.storage,
-                                         normalize=None, cache_size=self.cache_size,
-                                         max_memory=self.max_memory)
         classes, y_idx = np.unique(y, return_inverse=True)
         y_idx = y_idx.ravel()
         if classes.shape[0] < 2:
             raise ValueError(f"y has only one class ({classes[0].tolist()!r}); {name} needs two")
+        position = None
+        if not is_precomputed(self.kernels):
+            if classes.shape[0] > 2:
+                # The samples class by class, as MKLClassifier holds its shared
+                # bank: each (fold, pair) problem reads two contiguous ranges
+                # of every bank row (see MKLClassifier._pair_rows).
+                order = np.argsort(y_idx, kind="stable")
+                position = np.empty_like(order)
+                position[order] = np.arange(order.size)
+                Xs = Xs[order]
+            # The one bank: raw kernels of all points, each problem normalising its view.
+            bank = KernelBank.from_specs(Xs, plan.specs, storage=self.storage,
+                                         normalize=None, cache_size=self.cache_size,
+                                         max_memory=self.max_memory)
         splits = _splits(self.cv, X, y, y_idx)
+        if position is None:
+            bank_y, bank_splits = y_idx, splits
+        else:
+            # The folds in the bank's order: each training part ascending (so a
+            # pair's rows are its first class's, then its second's), each
+            # validation part in the order of the split (its decisions are
+            # scored against y[test]).
+            bank_y = np.empty_like(y_idx)
+            bank_y[position] = y_idx
+            bank_splits = [(np.sort(position[tr]), position[te]) for tr, te in splits]
         pairs = list(combinations(range(classes.shape[0]), 2))
         form = _Formulation(self.loss, plan.shared, self.normalize, plan.new_method,
                             _StopFactory(base, plan, self.time_limit), plan.inner_tol,
@@ -752,7 +772,7 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
                 PointTicker.rest(progress, k, n_paths * Cs.size, f"fold {k + 1} of {n_s}",
                                  fold_summary(fold[1]))
 
-            folds = _fit_folds(bank, y_idx, splits, pairs, Cs, form, self.n_jobs, where,
+            folds = _fit_folds(bank, bank_y, bank_splits, pairs, Cs, form, self.n_jobs, where,
                                (lambda k: PointTicker(progress, k)) if progress.on else None,
                                done if progress.on else None, self.client)
 
@@ -777,10 +797,11 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         # where a direct fit would build this same bank (more than two
         # classes, or precomputed kernels); its model is the direct fit's.
         refit._given_bank = bank
+        refit._given_position = position
         try:
             refit.fit(X_given, y_given)
         finally:
-            del refit._given_bank
+            del refit._given_bank, refit._given_position
         self.best_estimator_ = refit
         self.refit_time_ = time.perf_counter() - t0
         self.classes_ = classes

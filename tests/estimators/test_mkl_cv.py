@@ -187,3 +187,37 @@ def test_fold_with_one_class_is_refused(binary):
     folds = [(order[:half], order[half:]), (order[half:], order[:half])]
     with pytest.raises(ValueError, match="single class"):
         MKLClassifierCV(kernels=SPECS, cv=folds).fit(X, y)
+
+
+def test_the_bank_holds_the_samples_class_by_class(three_classes, monkeypatch):
+    # Given X in any order, the folds' problems read a bank of the samples
+    # class by class: the same problems, point for point, as on X sorted by
+    # class with the same folds, so the same path, scores, choice and refit.
+    X, y = three_classes
+    seen = []
+    real = KernelBank.from_specs.__func__
+
+    def spying(cls, X_, *args, **kwargs):
+        seen.append(np.array(X_))
+        return real(cls, X_, *args, **kwargs)
+
+    monkeypatch.setattr(KernelBank, "from_specs", classmethod(spying))
+    order = np.argsort(np.unique(y, return_inverse=True)[1], kind="stable")
+    position = np.empty_like(order)
+    position[order] = np.arange(order.size)
+    folds = list(StratifiedKFold(3).split(X, y))
+    sorted_folds = [(np.sort(position[tr]), position[te]) for tr, te in folds]
+    kw = dict(Cs=CS[:3], kernels=SPECS, standardize=False, tol=1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = MKLClassifierCV(cv=folds, **kw).fit(X, y)
+        assert np.array_equal(seen[0], X[order])  # the CV's one bank
+        b = MKLClassifierCV(cv=sorted_folds, **kw).fit(X[order], y[order])
+    for k in range(3):
+        key = f"split{k}_test_score"
+        assert np.array_equal(a.cv_results_[key], b.cv_results_[key])
+    assert a.best_C_ == b.best_C_
+    assert np.array_equal(a.best_estimator_.weights_, b.best_estimator_.weights_)
+    for k in range(len(a.best_estimator_.models_)):
+        mapped = order[b.best_estimator_.support_[k]]
+        assert np.array_equal(np.sort(mapped), a.best_estimator_.support_[k])
