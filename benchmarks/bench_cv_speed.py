@@ -95,6 +95,8 @@ def main():
     parser.add_argument("--data", nargs="+", default=["digits", "satellite", "ionosphere"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--gs-repeats", type=int, default=2)
+    parser.add_argument("--n-train", type=int, default=None,
+                        help="training points of every set (default: the bench_cv sizes)")
     args = parser.parse_args()
     Cs = [float(c) for c in np.logspace(-2, 3, 8)]
     warm_up()
@@ -104,7 +106,7 @@ def main():
           "own at CV's C) | test accuracy: CV / GS | max diff of mean CV scores |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.data:
-        run(name, DEFAULT_N_TRAIN.get(name), Cs, args.repeats, args.gs_repeats)
+        run(name, args.n_train or DEFAULT_N_TRAIN.get(name), Cs, args.repeats, args.gs_repeats)
 
 
 if __name__ == "__main__":
