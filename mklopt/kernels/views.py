@@ -136,11 +136,13 @@ class ViewStorage:
         :data:`Q_GATHER_BYTES_PER_S`; computing costs ``|S|^2 / 2`` times
         the features of the groups plus the kernels, at
         :data:`Q_FEATURE_S_PER_UNIT` each, plus :data:`Q_FEATURE_FIXED_S`.
-        Only views that know their kernel functions, with every kernel
-        jitted (not a family evaluated by NumPy), compute.
+        Only views of a float64 bank that know their kernel functions, with
+        every kernel jitted (not a family evaluated by NumPy), compute.
         """
         fn = self.functions
-        if fn is None or n_support < 2:
+        if fn is None or n_support < 2 or self.K.dtype != np.float64:
+            # (A float32 bank's forms are read from it, as its rows are: the
+            # oracle's value and its q then come from the same rounded kernels.)
             return False
         plan = fn.plan
         if plan.is_host.any():

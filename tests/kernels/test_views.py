@@ -181,6 +181,10 @@ def test_view_quad_forms_path_follows_the_cost_model():
     # monotone in the support's size for a fixed view
     picks = [wide.q_from_features(s, m) for s in range(2, 1500, 37)]
     assert picks == sorted(picks)
+    # a float32 bank's forms are read, as its rows are
+    f32 = KernelBank.from_specs(X, SPECS, normalize=None, dtype=np.float32)
+    assert not f32.view(np.arange(0, 3000, 2), normalize="diagonal").storage.q_from_features(
+        600, m)
     # a view of user matrices has no features to compute from
     K = np.stack([np.eye(3000)] * 2)
     assert not KernelBank.from_matrices(K).view(np.arange(3000)).storage.q_from_features(
