@@ -115,6 +115,34 @@ def waves(parents, n):
     return out
 
 
+def class_indices(y, name):
+    """``(classes, y_idx)``: the distinct labels and each sample's index among them.
+
+    Raises ``ValueError`` naming the estimator ``name`` when ``y`` has a
+    single class.
+    """
+    classes, y_idx = np.unique(y, return_inverse=True)
+    if classes.shape[0] < 2:
+        raise ValueError(
+            f"y has only one class ({classes[0].tolist()!r}); {name} needs at least two "
+            "classes to train a classifier"
+        )
+    return classes, y_idx.ravel()
+
+
+def class_order(y_idx):
+    """``(order, position)``: the samples class by class, and where each one goes.
+
+    ``order`` is the stable sort of the samples by class (``X[order]`` holds
+    them class by class, each class in the order of ``X``) and ``position``
+    its inverse (sample ``i`` is at ``position[i]`` of ``X[order]``).
+    """
+    order = np.argsort(y_idx, kind="stable")
+    position = np.empty_like(order)
+    position[order] = np.arange(order.size)
+    return order, position
+
+
 def pair_rows(y_idx, pairs, by_class=False):
     """The training rows of each binary problem.
 
@@ -366,13 +394,7 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
         name = type(self).__name__
         check_feature_names(self, X, reset=True)
         X, y = check_X_y(X, y, name)
-        classes, y_idx = np.unique(y, return_inverse=True)
-        y_idx = y_idx.ravel()
-        if classes.shape[0] < 2:
-            raise ValueError(
-                f"y has only one class ({classes[0].tolist()!r}); {name} needs at least two "
-                "classes to train a classifier"
-            )
+        classes, y_idx = class_indices(y, name)
         if resolve_standardize(getattr(self, "standardize", False), getattr(self, "kernels", None)):
             mean, scale = _scaling(X)
             X = (X - mean) / scale

@@ -35,7 +35,7 @@ from ..kernels import KernelBank
 from ..kernels.stack import KernelStack, _as_stack
 from ..oracles import CompositeOracle, LogisticDual, SVMDual
 from ._checks import check_y
-from ._ovo import pair_label, pair_rows, star_parents, waves
+from ._ovo import class_indices, pair_label, pair_rows, star_parents, waves
 from ._progress import TaskProgress, call_lines, labelled, run_summary
 
 __all__ = [
@@ -246,13 +246,7 @@ def fit_precomputed(est, X, y):
     given = getattr(est, "_given_bank", None)
     # MKLClassifierCV's refit hands over the bank it checked and used.
     bank = precomputed_bank(K, n) if given is None else given
-    classes, y_idx = np.unique(y, return_inverse=True)
-    y_idx = y_idx.ravel()
-    if classes.shape[0] < 2:
-        raise ValueError(
-            f"y has only one class ({classes[0].tolist()!r}); {name} needs at least two "
-            "classes to train a classifier"
-        )
+    classes, y_idx = class_indices(y, name)
     # The plan reads only the number of kernels from its input's columns.
     plan = est._prepare_fit(np.empty((0, bank.n_kernels)))
     pairs = np.array(list(combinations(range(classes.shape[0]), 2)), dtype=np.int64)

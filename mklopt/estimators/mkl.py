@@ -23,7 +23,14 @@ from ..tasks import get_oracle
 from ._checks import check_is_fitted
 from ._core import MKL_PARAMS, POSITIVE, loss_of
 from ._names import kernel_names, weights_table
-from ._ovo import ClassifierBase, pair_label, pair_rows, set_pair_attributes, star_parents
+from ._ovo import (
+    ClassifierBase,
+    class_order,
+    pair_label,
+    pair_rows,
+    set_pair_attributes,
+    star_parents,
+)
 from ._params import KERNEL_GRIDS, KernelSpecs, check_estimator_client, resolve_kernel_specs
 from ._persist_mkl import ClassifierPersist
 from ._precomputed import check_test_kernels, fit_precomputed, is_precomputed, precomputed_specs
@@ -98,6 +105,9 @@ class _Plan:
     #: samples class by class (see :meth:`MKLClassifier._pair_rows`), or
     #: None: in the order of ``X``.
     position: object = None
+    #: ``X[order]`` is what the bank holds, when this fit builds it class by
+    #: class (the inverse of ``position``), or None.
+    order: object = None
     #: One weight vector for all binary problems (``multiclass="shared"``).
     shared: bool = False
     #: The estimator's ``verbose``, checked (see ``_progress.py``).
@@ -757,9 +767,7 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
             # too (or in the order of X, for precomputed kernels: None).
             plan.position = getattr(self, "_given_position", None)
         else:
-            order = np.argsort(y_idx, kind="stable")
-            plan.position = np.empty_like(order)
-            plan.position[order] = np.arange(order.size)
+            plan.order, plan.position = class_order(y_idx)
         return pair_rows(y_idx, pairs, by_class=True)
 
     def _prepare_pairs(self, plan, X, rows):
@@ -782,11 +790,8 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
             # same standardised X, specs and storage), already evaluated.
             plan.bank = given
             return plan
-        if plan.position is not None:
-            # The samples class by class (see _pair_rows).
-            order = np.empty_like(plan.position)
-            order[plan.position] = np.arange(order.size)
-            X = X[order]
+        if plan.order is not None:
+            X = X[plan.order]  # the samples class by class (see _pair_rows)
         plan.bank = KernelBank.from_specs(
             X,
             plan.specs,

@@ -22,7 +22,7 @@ from ..oracles import CompositeOracle, LogisticDual, SVMDual
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._checks import check_feature_names, check_is_fitted, check_X_y, check_y
 from ._core import EstimatorCore
-from ._ovo import ovo_vote, pair_label
+from ._ovo import class_indices, class_order, ovo_vote, pair_label
 from ._params import check_estimator_client, resolve_standardize
 from ._path import _recording, c_path
 from ._precomputed import is_precomputed, precomputed_bank
@@ -723,19 +723,14 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
                     "storage must be 'auto', 'dense' or 'on_the_fly' (feature maps have no "
                     "views)"
                 )
-        classes, y_idx = np.unique(y, return_inverse=True)
-        y_idx = y_idx.ravel()
-        if classes.shape[0] < 2:
-            raise ValueError(f"y has only one class ({classes[0].tolist()!r}); {name} needs two")
+        classes, y_idx = class_indices(y, name)
         position = None
         if not is_precomputed(self.kernels):
             if classes.shape[0] > 2:
                 # The samples class by class, as MKLClassifier holds its shared
                 # bank: each (fold, pair) problem reads two contiguous ranges
                 # of every bank row (see MKLClassifier._pair_rows).
-                order = np.argsort(y_idx, kind="stable")
-                position = np.empty_like(order)
-                position[order] = np.arange(order.size)
+                order, position = class_order(y_idx)
                 Xs = Xs[order]
             # The one bank: raw kernels of all points, each problem normalising its view.
             bank = KernelBank.from_specs(Xs, plan.specs, storage=self.storage,
@@ -749,8 +744,7 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
             # pair's rows are its first class's, then its second's), each
             # validation part in the order of the split (its decisions are
             # scored against y[test]).
-            bank_y = np.empty_like(y_idx)
-            bank_y[position] = y_idx
+            bank_y = y_idx[order]
             bank_splits = [(np.sort(position[tr]), position[te]) for tr, te in splits]
         pairs = list(combinations(range(classes.shape[0]), 2))
         form = _Formulation(self.loss, plan.shared, self.normalize, plan.new_method,
