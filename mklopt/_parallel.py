@@ -198,28 +198,76 @@ def client_map(client, func, shared, tasks, names):
         a task.
     """
     pid = os.getpid()
-    tasks, names = list(tasks), list(names)
-    results = [None] * len(tasks)
-    pending = list(range(len(tasks)))
-    for _ in range(scatter_retries() + 1):
-        token = uuid.uuid4().hex[:8]
-        big = client.scatter(shared, broadcast=True, hash=False)
+    tasks = list(tasks)
+    token = uuid.uuid4().hex[:8]
+    scattered = []
+
+    def scatter():
+        scattered.append(client.scatter(shared, broadcast=True, hash=False))
+        return scattered[-1]
+
+    def submit(k, big, attempt):
+        key = f"mklopt-{names[k]}-{token}" + (f"-again-{attempt}" if attempt else "")
+        return client.submit(_call_shared, func, big, tasks[k], pid, key=key, pure=False)
+
+    try:
+        results, _ = run_on_scattered(client, submit, list(names), scatter)
+    finally:
+        # Not cancelled with the tasks (cancelling a key cancels what
+        # depends on it): released once they are gone.
+        for big in scattered:
+            big.release()
+    return results
+
+
+def run_on_scattered(client, submit, names, scatter=None, big=None):
+    """Every task's result, the tasks that lost their scattered input run again.
+
+    ``submit(k, big, attempt)`` submits task ``k`` (``names[k]`` in
+    messages) reading the scattered future ``big`` and returns its future;
+    ``attempt`` counts the rounds (0 first), for new task keys.
+    ``scatter()`` scatters the input and returns its future, once at the
+    start when ``big`` is None and again after each loss (None: the tasks
+    read no scattered input, ``big`` stays None). When the last worker
+    holding ``big`` dies, Dask cancels the tasks that read it
+    (:func:`gather_surviving`): the lost future is released and those
+    tasks are submitted again on a new scatter, up to
+    :func:`scatter_retries` times. Whatever happens, no task of a round is
+    left running.
+
+    Returns
+    -------
+    results : list
+        In the order of ``names``.
+    big : Future or None
+        The scattered input the last round read (the caller's to keep or
+        release).
+
+    Raises
+    ------
+    RuntimeError
+        When the input was lost more often than that.
+    """
+    results = [None] * len(names)
+    pending = list(range(len(names)))
+    for attempt in range(scatter_retries() + 1):
+        if big is None and scatter is not None:
+            big = scatter()
         futures = []
         try:
             for k in pending:
-                futures.append(client.submit(_call_shared, func, big, tasks[k], pid,
-                                             key=f"mklopt-{names[k]}-{token}", pure=False))
+                futures.append(submit(k, big, attempt))
             done, lost = gather_surviving(futures)
         finally:
             client.cancel(futures)
-            # Not cancelled with the tasks (cancelling a key cancels what
-            # depends on it): released once they are gone.
-            big.release()
         for k, value in zip(pending, done, strict=True):
             results[k] = value
         if not lost:
-            return results
+            return results, big
         pending = [pending[i] for i in lost]
+        if big is not None:
+            big.release()
+            big = None
     raise scatter_lost([names[k] for k in pending])
 
 

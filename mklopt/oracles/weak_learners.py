@@ -29,7 +29,7 @@ from .._jit.boost import (
     weak_svm_round,
     weak_svm_round_parallel,
 )
-from .._parallel import gather_surviving, scatter_lost, scatter_retries
+from .._parallel import run_on_scattered
 from .._validation import check_int, check_labels, check_real
 from ..kernels.bank import as_bank
 from ..kernels.sharded import check_client
@@ -453,50 +453,37 @@ class WeakLearners:
         blocks there from the sample's indices. Should the last worker
         holding it die (one restarted after a crash holds no copy), Dask
         cancels the chunks that read it, and they run again on a new
-        scatter (:func:`~mklopt._parallel.gather_surviving`). A sharded bank's blocks
-        come from its shards and travel with the task.
+        scatter (:func:`~mklopt._parallel.run_on_scattered`). A sharded
+        bank's blocks come from its shards and travel with the task.
         """
         client = self.client
         chunks = self._chunks(kernels.shape[0], uniq.shape[0])
-        scatter = getattr(storage, "name", "") != "sharded"
         if self._token is None:
             self._token = uuid.uuid4().hex[:8]
-        answers = [None] * len(chunks)
-        pending = list(range(len(chunks)))
-        for attempt in range(scatter_retries() + 1):
-            if scatter and self._scattered is None:
-                self._scattered = client.scatter(storage, broadcast=True, hash=False)
-            futures = []
-            try:
-                for c in pending:
-                    c0, c1 = chunks[c]
-                    # "mklopt-round-3-chunk-1-<oracle>": what runs, on the dashboard.
-                    key = f"mklopt-round-{self.n_calls}-chunk-{c}-{self._token}"
-                    if attempt:
-                        key += f"-again-{attempt}"
-                    if self._scattered is not None:
-                        fut = client.submit(_round_chunk_from, self._scattered,
-                                            kernels[c0:c1], *args, key=key, pure=False)
-                    else:
-                        everyone = np.arange(self.n_samples, dtype=np.int64)
-                        fut = client.submit(_round_chunk, storage.blocks(kernels[c0:c1], uniq,
-                                                                         everyone),
-                                            *args, key=key, pure=False)
-                    futures.append(fut)
-                done, lost = gather_surviving(futures)
-            finally:
-                client.cancel(futures)
-            for c, value in zip(pending, done, strict=True):
-                answers[c] = value
-            if not lost:
-                return list(zip(chunks, answers))
-            # The last worker holding the scattered bank died (a worker that
-            # joined after the scatter has no copy): scatter it again.
-            pending = [pending[i] for i in lost]
-            if self._scattered is not None:
-                self._scattered.release()
-                self._scattered = None
-        raise scatter_lost([f"round-{self.n_calls}-chunk-{c}" for c in pending])
+        everyone = np.arange(self.n_samples, dtype=np.int64)
+
+        def scatter():
+            return client.scatter(storage, broadcast=True, hash=False)
+
+        def submit(c, big, attempt):
+            c0, c1 = chunks[c]
+            # "mklopt-round-3-chunk-1-<oracle>": what runs, on the dashboard.
+            key = f"mklopt-round-{self.n_calls}-chunk-{c}-{self._token}"
+            if attempt:
+                key += f"-again-{attempt}"
+            if big is not None:
+                return client.submit(_round_chunk_from, big, kernels[c0:c1], *args, key=key,
+                                     pure=False)
+            blocks = storage.blocks(kernels[c0:c1], uniq, everyone)
+            return client.submit(_round_chunk, blocks, *args, key=key, pure=False)
+
+        sharded = getattr(storage, "name", "") == "sharded"
+        # Held here only while valid: a round that raises may have released it.
+        big, self._scattered = self._scattered, None
+        answers, self._scattered = run_on_scattered(
+            client, submit, [f"round-{self.n_calls}-chunk-{c}" for c in range(len(chunks))],
+            scatter=None if sharded else scatter, big=big)
+        return list(zip(chunks, answers))
 
     def _chunks(self, r, u):
         """Kernel ranges ``[c0, c1)`` handled together (one block request each)."""
