@@ -302,24 +302,31 @@ def _kernels(args, mkboost):
         raise UserError(f"--kernels: {exc}") from None
 
 
-def _classifier(args, kernels, standardize):
-    """The :class:`MKLClassifier` that ``mklopt fit`` runs, from the command's options.
-
-    (``_task_options`` has checked the formulation options against the method.)
-    """
-    return MKLClassifier(
+def _common_options(args, kernels, standardize):
+    """The estimator parameters every fit command takes from the same options."""
+    return dict(
         kernels=kernels,
         method=args.method,
-        **({} if args.loss is None else {"loss": args.loss}),
-        C=1.0 if args.C is None else args.C,
-        standardize=standardize,
         tol=args.tol,
         max_iter=args.max_iter,
         p=_p(args),
         groups=args.groups,
         elastic_net=args.elastic_net,
         time_limit=args.time_limit,
+        standardize=standardize,
         verbose=args.verbose,
+    )
+
+
+def _classifier(args, kernels, standardize):
+    """The :class:`MKLClassifier` that ``mklopt fit`` runs, from the command's options.
+
+    (``_task_options`` has checked the formulation options against the method.)
+    """
+    return MKLClassifier(
+        **({} if args.loss is None else {"loss": args.loss}),
+        C=1.0 if args.C is None else args.C,
+        **_common_options(args, kernels, standardize),
     )
 
 
@@ -363,18 +370,7 @@ def _fit_task(args):
             )
         y, label = None, None
     kernels = _kernels(args, lambda: list(grid(X.shape[1], "mkboost2013")))
-    common = dict(
-        kernels=kernels,
-        method=args.method,
-        tol=args.tol,
-        max_iter=args.max_iter,
-        p=_p(args),
-        groups=args.groups,
-        elastic_net=args.elastic_net,
-        time_limit=args.time_limit,
-        standardize=not args.no_standardize,
-        verbose=args.verbose,
-    )
+    common = _common_options(args, kernels, not args.no_standardize)
     if args.task == "regression":
         eps = 0.1 if args.epsilon is None else args.epsilon
         C = {} if args.C is None else {"C": args.C}
