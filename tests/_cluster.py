@@ -118,3 +118,30 @@ class KillOnce:
             with open(self.marker, "w") as fh:
                 fh.write(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def first_scatter_to_one_worker(client):
+    """Within the block, ``client``'s first scatter reaches one worker only: yields
+    ``(holder, calls)``, that worker's address and the keywords of every scatter.
+
+    As if the other workers had joined after the scatter (one restarted after
+    a crash holds no copy of what was scattered before).
+    """
+    client.wait_for_workers(2, timeout=60)
+    holder = sorted(client.scheduler_info()["workers"])[0]
+    real = client.scatter
+    calls = []
+
+    def scatter(data, **kw):
+        calls.append(kw)
+        if len(calls) == 1:
+            return real(data, workers=[holder], broadcast=False, hash=False)
+        return real(data, **kw)
+
+    client.scatter = scatter
+    try:
+        yield holder, calls
+    finally:
+        del client.scatter
+        client.wait_for_workers(2, timeout=60)

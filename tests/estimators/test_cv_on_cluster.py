@@ -14,7 +14,7 @@ import pytest
 
 from mklopt import MKLClassifierCV, MKLRegressorCV, datasets
 from mklopt.kernels import linear, poly, rbf
-from tests._cluster import KillOnce, local_client, no_hang
+from tests._cluster import KillOnce, first_scatter_to_one_worker, local_client, no_hang
 
 distributed = pytest.importorskip("distributed")
 threadpoolctl = pytest.importorskip("threadpoolctl")
@@ -113,25 +113,9 @@ def test_a_worker_killed_with_the_last_copy_of_the_bank_gives_retried_tasks(
     X, y = three_classes
     with threadpoolctl.threadpool_limits(1):
         serial = _fit(_cv(cv=2), X, y)
-    client.wait_for_workers(2, timeout=60)
-    holder = sorted(client.scheduler_info()["workers"])[0]
-    real = client.scatter
-    calls = []
-
-    def first_to_one_worker(data, **kw):
-        calls.append(kw)
-        if len(calls) == 1:
-            return real(data, workers=[holder], broadcast=False, hash=False)
-        return real(data, **kw)
-
     marker = tmp_path / "killed"
-    client.scatter = first_to_one_worker
-    try:
-        with no_hang(150):
-            cv = _fit(_cv(cv=2, client=client, callback=KillOnce(marker, holder)), X, y)
-    finally:
-        del client.scatter
-        client.wait_for_workers(2, timeout=60)
+    with first_scatter_to_one_worker(client) as (holder, calls), no_hang(150):
+        cv = _fit(_cv(cv=2, client=client, callback=KillOnce(marker, holder)), X, y)
     assert marker.exists()  # the bank's only holder did die in a fold
     assert len(calls) == 2  # and the bank was scattered again
     for k in range(2):

@@ -13,6 +13,7 @@ from mklopt import KernelBank, MKLClassifier, MKLClassifierCV, datasets
 from mklopt.estimators._path import ray_scale
 from mklopt.estimators.mkl_cv import check_Cs
 from mklopt.kernels import linear, poly, rbf
+from tests._spies import spy_from_specs
 
 SPECS = [rbf(1.0), rbf(8.0), rbf(64.0), poly(2), linear()]
 CS = [0.1, 1.0, 10.0, 100.0]
@@ -194,14 +195,7 @@ def test_the_bank_holds_the_samples_class_by_class(three_classes, monkeypatch):
     # class by class: the same problems, point for point, as on X sorted by
     # class with the same folds, so the same path, scores, choice and refit.
     X, y = three_classes
-    seen = []
-    real = KernelBank.from_specs.__func__
-
-    def spying(cls, X_, *args, **kwargs):
-        seen.append(np.array(X_))
-        return real(cls, X_, *args, **kwargs)
-
-    monkeypatch.setattr(KernelBank, "from_specs", classmethod(spying))
+    seen = spy_from_specs(monkeypatch)
     order = np.argsort(np.unique(y, return_inverse=True)[1], kind="stable")
     position = np.empty_like(order)
     position[order] = np.arange(order.size)
@@ -211,7 +205,7 @@ def test_the_bank_holds_the_samples_class_by_class(three_classes, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         a = MKLClassifierCV(cv=folds, **kw).fit(X, y)
-        assert np.array_equal(seen[0], X[order])  # the CV's one bank
+        assert np.array_equal(seen[0][0], X[order])  # the CV's one bank
         b = MKLClassifierCV(cv=sorted_folds, **kw).fit(X[order], y[order])
     for k in range(3):
         key = f"split{k}_test_score"

@@ -22,7 +22,13 @@ from mklopt.kernels.sharded import ShardedStorage, ShardLostError, balance_shard
 from mklopt.methods import AnalyticLp, Boosting, LevelBundle, MirrorDescent, Subgradient
 from mklopt.oracles import SVMDual, WeakLearners
 from mklopt.stopping import DualityGap, MaxIter, MaxOracleCalls
-from tests._cluster import local_client, no_hang, shards_on_workers, wait_released
+from tests._cluster import (
+    first_scatter_to_one_worker,
+    local_client,
+    no_hang,
+    shards_on_workers,
+    wait_released,
+)
 
 distributed = pytest.importorskip("distributed")
 
@@ -360,33 +366,19 @@ def test_boosting_rounds_scatter_the_bank_again_when_its_last_holder_dies(client
     bank = KernelBank.from_specs(X, specs, storage="dense")
     method = Boosting("D1", n_rounds=4, random_state=11)
     a = solve(WeakLearners(bank, y, C=50.0), method)
-    client.wait_for_workers(2, timeout=60)
-    holder = sorted(client.scheduler_info()["workers"])[0]
     oracle = WeakLearners(bank, y, C=50.0, client=client, chunk_size=9)
-    real = client.scatter
-    calls = []
+    with first_scatter_to_one_worker(client) as (holder, calls):
 
-    def first_to_one_worker(data, **kw):
-        calls.append(kw)
-        if len(calls) == 1:  # as if the other worker had joined after it
-            return real(data, workers=[holder], broadcast=False, hash=False)
-        return real(data, **kw)
+        def kill_the_holder_after_round_2(progress):
+            if progress.n_oracle_calls == 2:
+                os.kill(client.run(os.getpid, workers=[holder])[holder], signal.SIGKILL)
 
-    def kill_the_holder_after_round_2(progress):
-        if progress.n_oracle_calls == 2:
-            os.kill(client.run(os.getpid, workers=[holder])[holder], signal.SIGKILL)
-
-    client.scatter = first_to_one_worker
-    try:
         with no_hang(120):
             b = solve(oracle, method, callback=kill_the_holder_after_round_2)
-        assert oracle.n_calls == 4
-        assert len(calls) == 2  # the bank was scattered again after its holder died
-        np.testing.assert_allclose(b.extra["train_margin"], a.extra["train_margin"],
-                                   rtol=1e-12)
-    finally:
-        del client.scatter
-        _wait_for_two(client)
+    assert oracle.n_calls == 4
+    assert len(calls) == 2  # the bank was scattered again after its holder died
+    np.testing.assert_allclose(b.extra["train_margin"], a.extra["train_margin"], rtol=1e-12)
+    _wait_for_two(client)
 
 
 # ---------------------------------------------------------------- failures

@@ -23,6 +23,7 @@ from mklopt.estimators.mkl import MKLClassifier as _MKL
 from mklopt.kernels import linear, poly, rbf
 from mklopt.oracles import SVMDual
 from tests import _reference as ref
+from tests._spies import spy_from_specs
 
 #: A stop flag that is never set (see mklopt._interrupt).
 GO = np.zeros(1, dtype=np.int64)
@@ -342,18 +343,11 @@ def test_pairs_read_the_one_bank_class_by_class(monkeypatch):
     X, y = datasets.load("satellite")
     X, y = X[:240] / 50.0, y[:240]
     specs = [rbf(1.0), rbf(4.0), poly(2)]
-    seen = []
-    real = KernelBank.from_specs.__func__
-
-    def spying(cls, X_, *args, **kwargs):
-        seen.append(np.array(X_))
-        return real(cls, X_, *args, **kwargs)
-
-    monkeypatch.setattr(KernelBank, "from_specs", classmethod(spying))
+    seen = spy_from_specs(monkeypatch)
     kw = dict(kernels=specs, standardize=False, tol=1e-3)
     a = MKLClassifier(**kw).fit(X, y)
     order = np.argsort(np.searchsorted(a.classes_, y), kind="stable")
-    assert len(seen) == 1 and np.array_equal(seen[0], X[order])  # one bank, class by class
+    assert len(seen) == 1 and np.array_equal(seen[0][0], X[order])  # one bank, class by class
     # The same problems (each pair's points class by class, in the order of X)
     # whatever the order of the classes in X: the same models.
     b = MKLClassifier(**kw).fit(X[order], y[order])
@@ -375,20 +369,14 @@ def test_pairs_read_the_one_bank_class_by_class(monkeypatch):
 def test_shared_bank_is_built_once(monkeypatch):
     X, y = datasets.load("satellite")
     X, y = X[:200], y[:200]
-    calls = []
-    real = KernelBank.from_specs.__func__
-
-    def counting(cls, *args, **kwargs):
-        calls.append(kwargs.get("normalize"))
-        return real(cls, *args, **kwargs)
-
-    monkeypatch.setattr(KernelBank, "from_specs", classmethod(counting))
+    calls = spy_from_specs(monkeypatch)
     clf = _fit(True, X, y)
     assert len(clf.models_) > 1
-    assert calls == [None]  # one raw bank; the pairs are views of it
+    # one raw bank; the pairs are views of it
+    assert [kw.get("normalize") for _, kw in calls] == [None]
     calls.clear()
     _fit(True, X, np.where(y == y[0], 1, 0))  # two classes: one problem on its own bank
-    assert calls == ["diagonal"]
+    assert [kw.get("normalize") for _, kw in calls] == ["diagonal"]
     assert issubclass(_MKL, MKLClassifier)
 
 
