@@ -66,7 +66,7 @@ from numba import njit
 
 from ._options import JIT
 from ._stop import stopped
-from .combine import view_row
+from .products import source_row
 
 #: Curvature used when ``a_ij <= 0`` (non-PD pairs, duplicated points).
 TAU = 1e-12
@@ -126,6 +126,8 @@ def _no_source():
         np.empty(0),
         np.empty(0, dtype=np.int64),
         np.empty(0, dtype=np.int64),
+        np.empty((4, 0), dtype=np.int64),
+        np.empty((3, 0)),
     )
 
 
@@ -133,15 +135,16 @@ def _no_source():
 def _row(K, src, r):
     """Row ``r`` of ``K``, combined first if the source says it is not yet.
 
-    ``src = (filled, bank, w, kernels, gidx)``: ``filled`` (n,) uint8 marks
+    ``src = (filled, bank, w, kernels, gidx, ri, rf)``: ``filled`` (n,) uint8 marks
     the rows of ``K`` already written (length 0: all of them, the plain
     solver); a missing row is combined from ``bank`` by
-    :func:`~mklopt._jit.combine.view_row` and marked. SMO reads a kernel row
+    :func:`~mklopt._jit.products.source_row` (from a dense bank, or from
+    stored products with the recipes ``ri``, ``rf``) and marked. SMO reads a kernel row
     only through here, so a call combines only the rows it reads.
     """
     filled = src[0]
     if filled.shape[0] != 0 and filled[r] == 0:
-        view_row(src[1], src[2], src[3], src[4], r, K[r])
+        source_row(src[1], src[2], src[3], src[4], src[5], src[6], r, K[r])
         filled[r] = 1
     return K[r]
 
@@ -478,7 +481,8 @@ def smo_solve(K, rows, signs, upper, a, grad, tol, max_iter, shrinking, stop):
 
 
 @njit(**JIT)
-def smo_gradient_src(K, filled, bank, w, kernels, gidx, rows, signs, linear, a, grad, stop):
+def smo_gradient_src(K, filled, bank, w, kernels, gidx, ri, rf, rows, signs, linear, a, grad,
+                     stop):
     """:func:`smo_gradient` on a matrix whose rows are combined when first read.
 
     The row source as in :func:`smo_solve_src`; only the rows of the support of
@@ -488,7 +492,7 @@ def smo_gradient_src(K, filled, bank, w, kernels, gidx, rows, signs, linear, a, 
     is non-zero no further row is combined and ``grad`` is not written
     (rows combined so far are whole and marked in ``filled``).
     """
-    src = (filled, bank, w, kernels, gidx)
+    src = (filled, bank, w, kernels, gidx, ri, rf)
     nr = K.shape[0]
     N = a.shape[0]
     v = np.zeros(nr)
@@ -510,21 +514,24 @@ def smo_gradient_src(K, filled, bank, w, kernels, gidx, rows, signs, linear, a, 
 
 
 @njit(**JIT)
-def smo_solve_src(K, filled, bank, w, kernels, gidx, dvar, rows, signs, upper, a, grad, tol,
-                  max_iter, shrinking, stop):
+def smo_solve_src(K, filled, bank, w, kernels, gidx, ri, rf, dvar, rows, signs, upper, a, grad,
+                  tol, max_iter, shrinking, stop):
     """:func:`smo_solve` that combines each kernel row the first time it is read.
 
     Parameters
     ----------
     K : (n, n) float64
         Work matrix; row ``r`` is valid once ``filled[r]`` is set.
-    filled, bank, w, kernels, gidx
+    filled, bank, w, kernels, gidx, ri, rf
         The row source: ``filled`` (n,) uint8 marks the rows of ``K``
         already combined (zeros for a new weight vector; updated), ``bank``
         (m, N, N) float64 or float32 base kernels, ``w`` (r,) float64
         weights of ``kernels`` (r,) int64, ``gidx`` (n,) int64 the bank
         rows of the problem's points (see
-        :func:`~mklopt._jit.combine.view_row`). Separate arguments rather
+        :func:`~mklopt._jit.combine.view_row`); with recipes ``ri`` (4, m)
+        and ``rf`` (3, m), ``bank`` holds stored products instead
+        (:func:`~mklopt._jit.products.product_row`; ``ri`` of shape (4, 0):
+        kernels). Separate arguments rather
         than one tuple: a tuple argument costs numba's dispatcher tens of
         microseconds per call to type.
     dvar : (N,) float64
@@ -544,7 +551,7 @@ def smo_solve_src(K, filled, bank, w, kernels, gidx, dvar, rows, signs, upper, a
     rows first. Given the same rows, the iterates are those of
     :func:`smo_solve`.
     """
-    src = (filled, bank, w, kernels, gidx)
+    src = (filled, bank, w, kernels, gidx, ri, rf)
     N = signs.shape[0]
     F = np.empty(N)
     for t in range(N):

@@ -15,6 +15,7 @@ from .._interrupt import fit_run
 from .._parallel import runs_in_parallel
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion
+from ..kernels.factory import shared_storage
 from ..kernels.sharded import ShardLostError
 from ..methods import Chain, LevelBundle, estimator_params_of, get_method, method_names
 from ..oracles import CompositeOracle, SVMDual
@@ -345,14 +346,20 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
         finished, :class:`mklopt.stopping.NoPointError` is raised (see the
         user guide's page on long runs).
     storage : str or FeatureMap, default="auto"
-        ``"auto"``, ``"dense"``, ``"on_the_fly"``, ``"feature_map"``, a name
-        registered with :func:`mklopt.kernels.register_storage`, or a
-        feature map. Where the training kernels live (see
-        :meth:`mklopt.KernelBank.from_specs`): ``"dense"`` stores all
-        ``n_kernels * n_samples**2`` entries, ``"on_the_fly"`` stores only the
-        features and computes kernel rows as the solver reads them, skipping
-        kernels with zero weight. ``"auto"`` keeps dense while it fits under
-        ``max_memory``, so large training sets just work. Feature maps
+        ``"auto"``, ``"dense"``, ``"on_the_fly"``, ``"products"``,
+        ``"feature_map"``, a name registered with
+        :func:`mklopt.kernels.register_storage`, or a feature map. Where the
+        training kernels live (see :meth:`mklopt.KernelBank.from_specs`):
+        ``"dense"`` stores all ``n_kernels * n_samples**2`` entries,
+        ``"on_the_fly"`` stores only the features and computes kernel rows as
+        the solver reads them, skipping kernels with zero weight,
+        ``"products"`` stores each feature group's squared distances and
+        inner products and applies the kernels to them when read (the dense
+        values, bit for bit). ``"auto"`` keeps dense while it fits under
+        ``max_memory``, so large training sets just work; the one bank that
+        all one-vs-one pairs read is held as products when they are at most
+        half as many matrices as the kernels (2 for the default's 17:
+        :func:`mklopt.kernels.factory.shared_storage`). Feature maps
         (``"feature_map"``, :func:`mklopt.kernels.nystroem`,
         :func:`mklopt.kernels.random_fourier`) train and predict on
         ``Phi_k Phi_k'``, exact for linear kernels, approximate for Gaussian ones.
@@ -760,7 +767,7 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
         given = getattr(self, "_given_bank", None) is not None
         if not (self._shares_bank(len(pairs)) and (given or (
                 isinstance(self.storage, str)
-                and self.storage in ("auto", "dense", "on_the_fly")))):
+                and self.storage in ("auto", "dense", "on_the_fly", "products")))):
             return pair_rows(y_idx, pairs)
         if given:
             # MKLClassifierCV's refit: its bank holds the samples class by class
@@ -795,7 +802,7 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
         plan.bank = KernelBank.from_specs(
             X,
             plan.specs,
-            storage=self.storage,
+            storage=shared_storage(self.storage, X, plan.specs, self.max_memory),
             normalize=None,
             cache_size=self.cache_size,
             max_memory=self.max_memory,

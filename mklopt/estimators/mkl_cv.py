@@ -16,6 +16,7 @@ from .._constraints import NO_VALIDATION, Check
 from .._parallel import client_map, parallel_map
 from ..datasets import _scaling
 from ..kernels import KernelBank
+from ..kernels.factory import shared_storage
 from ..kernels.stack import _as_stack
 from ..methods import Chain, LevelBundle
 from ..oracles import CompositeOracle, LogisticDual, SVMDual
@@ -733,9 +734,9 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
                 order, position = class_order(y_idx)
                 Xs = Xs[order]
             # The one bank: raw kernels of all points, each problem normalising its view.
-            bank = KernelBank.from_specs(Xs, plan.specs, storage=self.storage,
-                                         normalize=None, cache_size=self.cache_size,
-                                         max_memory=self.max_memory)
+            storage = shared_storage(self.storage, Xs, plan.specs, self.max_memory)
+            bank = KernelBank.from_specs(Xs, plan.specs, storage=storage, normalize=None,
+                                         cache_size=self.cache_size, max_memory=self.max_memory)
         splits = _splits(self.cv, X, y, y_idx)
         if position is None:
             bank_y, bank_splits = y_idx, splits

@@ -11,6 +11,7 @@ import numpy as np
 from .._constraints import NO_VALIDATION, Check, Options
 from ..datasets import _scaling
 from ..kernels import KernelBank
+from ..kernels.factory import shared_storage
 from ..oracles import RidgeDual, SVRDual
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._core import RUN_PARAMS, EstimatorCore
@@ -301,7 +302,8 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
             Xs, y_mean, y_scale = X, 0.0, 1.0
         ts = (t - y_mean) / y_scale
         splits = _splits(self.cv, X, t, None, classifier=False)
-        bank = KernelBank.from_specs(Xs, plan.specs, storage=self.storage, normalize=None,
+        storage = shared_storage(self.storage, Xs, plan.specs, self.max_memory)
+        bank = KernelBank.from_specs(Xs, plan.specs, storage=storage, normalize=None,
                                      cache_size=self.cache_size, max_memory=self.max_memory)
         stop = _StopFactory(base, plan, self.time_limit)
         args = (Cs, eps, self.loss, self.normalize, plan.new_method, stop, plan.inner_tol,

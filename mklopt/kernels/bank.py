@@ -34,6 +34,7 @@ from .factory import (
 )
 from .feature_maps import FeatureMap, FeatureMapStorage
 from .functions import KernelFunctions, _check_indices, _check_specs
+from .products import ProductStorage
 from .sharded import ShardedStorage
 from .storage import DenseStorage, OnTheFlyStorage
 from .views import ViewStorage
@@ -194,13 +195,18 @@ class KernelBank:
             Specs on the same feature subset share one squared-distance
             evaluation (all widths) and one inner product (all degrees).
         storage : str or FeatureMap, default="auto"
-            ``"auto"``, ``"dense"``, ``"on_the_fly"``, ``"feature_map"`` or
+            ``"auto"``, ``"dense"``, ``"on_the_fly"``, ``"products"``, ``"feature_map"`` or
             a name registered with :func:`~mklopt.kernels.register_storage`
             (built by its factory from the kernel functions normalised
             here). ``"dense"`` stores all ``m n^2`` entries (fastest for small
             ``n``); ``"on_the_fly"`` stores only ``X`` and computes rows,
             quadratic forms and blocks from it, skipping kernels with zero
-            weight. ``"auto"`` (:func:`~mklopt.kernels.auto_storage`) keeps
+            weight; ``"products"`` stores each feature group's squared
+            distances and inner products and applies the kernels when they
+            are read (the dense values bit for bit, in ``2 / m`` of the
+            memory for ``m`` kernels on one group;
+            :class:`~mklopt.kernels.products.ProductStorage`). ``"auto"``
+            (:func:`~mklopt.kernels.auto_storage`) keeps
             dense when the bank and the solver's
             work matrix fit under ``max_memory`` and fewer than half of the
             kernels are on features with few distinct values (binary,
@@ -517,7 +523,10 @@ class KernelBank:
         KernelBank
             On a dense bank, a bank whose storage is a
             :class:`~mklopt.kernels.views.ViewStorage` of this one (it keeps
-            this bank's array alive); on a bank computed on the fly, a bank
+            this bank's array alive); on stored products
+            (``storage="products"``), the products read at the view's points
+            (:meth:`~mklopt.kernels.products.ProductStorage.view`); on a bank
+            computed on the fly, a bank
             computed on the fly from ``X[rows]``; on feature maps, the rows
             of the maps, which were fitted once on all points
             (:meth:`FeatureMapFunctions.view`); on any other storage
@@ -561,6 +570,8 @@ class KernelBank:
                 scales[~(scales > 0.0)] = 1.0
         if isinstance(st, DenseStorage) and st.factors is None:
             storage = ViewStorage(st, idx, self.scales / scales, functions=fn)
+        elif isinstance(st, ProductStorage):
+            storage = st.view(idx, self.scales / scales, functions=fn)
         elif isinstance(st, OnTheFlyStorage) and fn is not None:
             storage = OnTheFlyStorage(fn)
         elif isinstance(st, FeatureMapStorage):

@@ -32,9 +32,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .._memory import check_memory, fmt_bytes
+from .._memory import check_memory, fits, fmt_bytes
 from .feature_maps import FeatureMap, FeatureMapFunctions, FeatureMapStorage
 from .functions import KernelFunctions
+from .products import ProductStorage, products_bytes, products_pay
 from .storage import DenseStorage, OnTheFlyStorage, table_share
 
 __all__ = [
@@ -165,7 +166,7 @@ class StorageEntry:
 
 #: The built-in storage names :meth:`~mklopt.KernelBank.from_specs` accepts
 #: (``storage_names()`` lists the registered ones, users' included).
-STORAGES = ("auto", "dense", "on_the_fly", "feature_map")
+STORAGES = ("auto", "dense", "on_the_fly", "products", "feature_map")
 
 #: ``"auto"`` computes on the fly when at least this share of the kernels is
 #: read from tables (vote, breast: 94 % and 90 % of the level grid; letter:
@@ -396,6 +397,40 @@ def auto_storage(functions, dense_fits):
     return "dense"
 
 
+def shared_storage(storage, X, specs, max_memory=None):
+    """The storage of one bank that several problems read through index views.
+
+    One-vs-one pairs and cross-validation folds read one bank built on all
+    points (:meth:`~mklopt.KernelBank.view`). With ``storage="auto"`` that
+    bank stores the squared distances and inner products of its feature
+    groups (``"products"``, :class:`~mklopt.kernels.products.ProductStorage`)
+    when they are at most half as many matrices as the kernels
+    (:func:`~mklopt.kernels.products.products_pay`), fit under
+    ``max_memory``, and ``"auto"`` would not compute on the fly for the
+    kernels on features with few distinct values. The views then read the
+    kernels of a dense bank bit for bit, from a fraction of its memory.
+    Otherwise, and for any other ``storage``, it is returned unchanged.
+
+    Parameters
+    ----------
+    storage : str or FeatureMap
+    X : ndarray of shape (n_samples, n_features)
+        The checked training features the bank is built on.
+    specs : sequence of specs
+    max_memory : float or None
+
+    Returns
+    -------
+    str or FeatureMap
+    """
+    if not (isinstance(storage, str) and storage == "auto"):
+        return storage
+    functions = KernelFunctions.from_data(X, specs, normalize=None)
+    if not products_pay(functions) or table_share(functions) >= AUTO_TABLE_SHARE:
+        return storage
+    return "products" if fits(products_bytes(functions), max_memory) else storage
+
+
 # ---------------------------------------------------------------- built-ins
 def _fly_bytes(functions):
     return functions.X.nbytes * 3 + 64 * functions.n_samples * 8
@@ -443,8 +478,19 @@ def _feature_map(functions):
     return FeatureMapStorage(functions)
 
 
+def _products(functions, dtype=np.float64, max_memory=None):
+    """Squared distances and inner products per feature group (:class:`ProductStorage`)."""
+    if np.dtype(dtype) != np.float64:
+        raise ValueError(
+            "storage='products' holds float64 distances and inner products; dtype=float32 "
+            "is for storage='dense'"
+        )
+    return ProductStorage.build(functions, max_memory=max_memory)
+
+
 register_storage("dense", _dense)
 register_storage("on_the_fly", _on_the_fly)
+register_storage("products", _products)
 register_storage("feature_map", _feature_map, functions=_feature_map_functions)
 
 

@@ -34,7 +34,7 @@ from .._interrupt import check, current_flag
 from .._jit import combine as _combine
 from .storage import OnTheFlyStorage
 
-__all__ = ["ViewStorage"]
+__all__ = ["ViewStorage", "q_by_features"]
 
 # The cost model of ViewStorage.q_from_features, measured on satellite
 # (36 features, 17 kernels, pairs of 665-1,700 points) and digits (64
@@ -47,6 +47,33 @@ Q_GATHER_BYTES_PER_S = 6.5e9
 Q_FEATURE_S_PER_UNIT = 0.45e-9
 #: Fixed seconds of the feature path per call (Python and thread start).
 Q_FEATURE_FIXED_S = 60e-6
+
+
+def q_by_features(functions, n_support, n_kernels, n_samples):
+    """Whether the quadratic forms over a support are computed from the features.
+
+    For ``n_kernels`` kernels over ``n_support`` of a view's ``n_samples``
+    points. The cost model of :meth:`ViewStorage.q_from_features` (sizes only, so a
+    fit takes the same path every time): reading from the bank costs the
+    cache lines of the upper triangle of ``K_k[S, S]``, about ``n_kernels
+    * |S| * min(|S| / 2, n / 16)`` lines of 64 bytes (an ascending support
+    spreads over the view's ``n`` columns of each bank row), at
+    :data:`Q_GATHER_BYTES_PER_S`; computing costs ``|S|^2 / 2`` times the
+    features of the groups plus the kernels, at
+    :data:`Q_FEATURE_S_PER_UNIT` each, plus :data:`Q_FEATURE_FIXED_S`.
+    Kernels of a family evaluated by NumPy are always read.
+    """
+    if n_support < 2:
+        return False
+    plan = functions.plan
+    if plan.is_host.any():
+        return False
+    s = float(n_support)
+    lines = n_kernels * s * min(s / 2.0, n_samples / 16.0)
+    gather = 64.0 * lines / Q_GATHER_BYTES_PER_S
+    units = float(plan.n_group_features.sum()) + n_kernels
+    compute = Q_FEATURE_FIXED_S + 0.5 * s * s * units * Q_FEATURE_S_PER_UNIT
+    return compute < gather
 
 
 class ViewStorage:
@@ -129,31 +156,16 @@ class ViewStorage:
     def q_from_features(self, n_support, n_kernels):
         """Whether the forms of ``n_kernels`` kernels over ``n_support`` points are computed.
 
-        A deterministic cost model (sizes only, so a fit takes the same
-        path every time): reading from the bank costs the cache lines of
-        the upper triangle of ``K_k[S, S]``, about ``n_kernels * |S| *
-        min(|S| / 2, n / 16)`` lines of 64 bytes (an ascending support
-        spreads over the view's ``n`` columns of each bank row), at
-        :data:`Q_GATHER_BYTES_PER_S`; computing costs ``|S|^2 / 2`` times
-        the features of the groups plus the kernels, at
-        :data:`Q_FEATURE_S_PER_UNIT` each, plus :data:`Q_FEATURE_FIXED_S`.
-        Only views of a float64 bank that know their kernel functions, with
-        every kernel jitted (not a family evaluated by NumPy), compute.
+        By the cost model :func:`q_by_features`. Only views of a float64
+        bank that know their kernel functions, with every kernel jitted
+        (not a family evaluated by NumPy), compute.
         """
         fn = self.functions
-        if fn is None or n_support < 2 or self.K.dtype != np.float64:
+        if fn is None or self.K.dtype != np.float64:
             # (A float32 bank's forms are read from it, as its rows are: the
             # oracle's value and its q then come from the same rounded kernels.)
             return False
-        plan = fn.plan
-        if plan.is_host.any():
-            return False
-        s = float(n_support)
-        lines = n_kernels * s * min(s / 2.0, self.n_samples / 16.0)
-        gather = 64.0 * lines / Q_GATHER_BYTES_PER_S
-        units = float(plan.n_group_features.sum()) + n_kernels
-        compute = Q_FEATURE_FIXED_S + 0.5 * s * s * units * Q_FEATURE_S_PER_UNIT
-        return compute < gather
+        return q_by_features(fn, n_support, n_kernels, self.n_samples)
 
     def quad_forms(self, v, support, kernels=None):
         if kernels is None:

@@ -55,7 +55,7 @@ import numpy as np
 
 from .._heartbeat import Beat
 from .._interrupt import Stopped, check, current_flag
-from .._jit.combine import view_diag
+from .._jit.products import NO_DIAG, NO_RF, NO_RI, source_diag
 from .._jit.smo import (
     accumulate_rows,
     gather_block,
@@ -230,21 +230,24 @@ class DualSolver:
     def _solve_lazy(self, w, a, tol, max_iter, stop):
         """The whole-matrix path, combining each row of ``K(w)`` when SMO first reads it."""
         P = self.problem
-        bank, wv, ks, gidx = self._source(w)
+        src = self._source(w)
+        bank, wv, ks, gidx = src[:4]
+        # (A storage of stored products adds the recipes and its kernels' diagonals.)
+        ri, rf, diag_raw = src[4:] if len(src) == 7 else (NO_RI, NO_RF, NO_DIAG)
         filled = self._filled
         filled[:] = 0
         K = self._K
         # The diagonal summed as the rows are, so that the iterates are those
         # of the whole-matrix path on the same matrix.
-        dvar = view_diag(bank, wv, ks, gidx, np.empty(gidx.shape[0]))[P.rows]
+        dvar = source_diag(bank, wv, ks, gidx, ri, diag_raw, np.empty(gidx.shape[0]))[P.rows]
         if np.any(a != 0.0):
-            grad = smo_gradient_src(K, filled, bank, wv, ks, gidx, P.rows, P.signs, P.linear, a,
-                                    np.empty(a.shape[0]), stop)
+            grad = smo_gradient_src(K, filled, bank, wv, ks, gidx, ri, rf, P.rows, P.signs,
+                                    P.linear, a, np.empty(a.shape[0]), stop)
             check(stop)
         else:
             grad = np.array(P.linear)
-        n_iter = smo_solve_src(K, filled, bank, wv, ks, gidx, dvar, P.rows, P.signs, P.upper, a,
-                               grad, tol, max_iter, True, stop)
+        n_iter = smo_solve_src(K, filled, bank, wv, ks, gidx, ri, rf, dvar, P.rows, P.signs,
+                               P.upper, a, grad, tol, max_iter, True, stop)
         return grad, SolveStats(
             n_iter=int(n_iter), rows_computed=int(np.count_nonzero(filled)), n_requests=1
         )

@@ -157,7 +157,7 @@ def test_unknown_names_are_refused_with_the_registered_ones_listed():
 
 
 def test_registration_rules():
-    assert storage_names()[:4] == ["auto", "dense", "on_the_fly", "feature_map"]
+    assert storage_names()[:5] == ["auto", "dense", "on_the_fly", "products", "feature_map"]
     assert "counting" in storage_names() and set(STORAGES) <= set(storage_names())
     entry = get_storage("counting")
     assert entry.factory is CountingStorage and entry.options == ("max_memory",)

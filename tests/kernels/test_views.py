@@ -18,6 +18,7 @@ from hypothesis.extra.numpy import arrays
 
 from mklopt import KernelBank, MKLClassifier, datasets
 from mklopt._jit import combine as jc
+from mklopt._jit.products import NO_RF, NO_RI
 from mklopt._jit.smo import smo_gradient, smo_gradient_src, smo_solve, smo_solve_src
 from mklopt.estimators.mkl import MKLClassifier as _MKL
 from mklopt.kernels import linear, poly, rbf
@@ -107,15 +108,15 @@ def test_lazy_smo_equals_smo_on_the_filled_matrix(seed):
     g_full = smo_gradient(Kfull, rows, signs, linear_, a0, np.empty(n))
     K = np.empty((n, n))
     filled = np.zeros(n, dtype=np.uint8)
-    g_lazy = smo_gradient_src(K, filled, bank.K, w[ks], ks, gidx, rows, signs, linear_, a0,
-                              np.empty(n), GO)
+    g_lazy = smo_gradient_src(K, filled, bank.K, w[ks], ks, gidx, NO_RI, NO_RF, rows, signs,
+                              linear_, a0, np.empty(n), GO)
     assert rel(g_lazy, g_full) <= 1e-13
     assert np.count_nonzero(filled) == 6  # only the rows of the support were combined
     a_full, a_lazy = a0.copy(), a0.copy()
     it_full = smo_solve(Kfull, rows, signs, upper, a_full, g_full, 1e-8, 10**6, True, GO)
     dvar = np.ascontiguousarray(np.diag(Kfull))
-    it_lazy = smo_solve_src(K, filled, bank.K, w[ks], ks, gidx, dvar, rows, signs, upper,
-                            a_lazy, g_lazy, 1e-8, 10**6, True, GO)
+    it_lazy = smo_solve_src(K, filled, bank.K, w[ks], ks, gidx, NO_RI, NO_RF, dvar, rows, signs,
+                            upper, a_lazy, g_lazy, 1e-8, 10**6, True, GO)
     assert np.abs(a_lazy - a_full).max() <= 1e-9 * upper.max()
     assert abs(it_lazy - it_full) <= 2  # rounding of the first gradient may shift a tie
     # every row the solver read is the filled matrix's row
