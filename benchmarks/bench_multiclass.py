@@ -40,9 +40,11 @@ CASES = [("digits", 0.5), ("satellite", 0.5), ("satellite", 0.8)]
 _PARTS = [
     # (first: the forms computed from features run in _jit/groups.py too)
     ("q (quadratic forms)", ("quad_forms", "_gram.py:quad", "gram.py:quad")),
-    ("kernel evaluation", ("_jit/groups.py", "_jit/gram.py", "kernels/functions.py")),
+    ("kernel evaluation", ("_jit/groups.py", "_jit/gram.py", "kernels/functions.py",
+                           "products_sym", "products_block")),
     ("combine (matrix or rows)", ("combine_kernels", "combine_view", "view_rows",
-                                  "combine_rows", "storage.py:", "smo_gradient")),
+                                  "combine_rows", "storage.py:", "smo_gradient",
+                                  "product_rows", "product_combine", "source_diag")),
     ("SMO", ("smo_solve", "_jit/smo.py")),
     ("outer method (master step)", ("mklopt/methods/", "_highspy", "_ecos", "scipy/optimize",
                                     "scipy/sparse")),

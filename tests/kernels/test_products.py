@@ -229,11 +229,13 @@ def test_multiclass_fit_holds_products_and_gives_the_dense_model(monkeypatch):
     assert np.array_equal(a.decision_function(Xt), b.decision_function(Xt))
 
 
-def test_cv_estimator_on_products_equals_dense():
+def test_cv_estimator_on_products_equals_dense(monkeypatch):
     X, y = datasets.load("satellite")
     X, y = X[:240], y[:240]
     kw = dict(Cs=[0.1, 10.0], cv=3)
+    seen = spy_from_specs(monkeypatch)
     a = _quiet(MKLClassifierCV(**kw), X, y)
+    assert [kw_.get("storage") for _, kw_ in seen] == ["products"]  # one bank, refit included
     b = _quiet(MKLClassifierCV(storage="dense", **kw), X, y)
     assert np.array_equal(a.cv_results_["mean_test_score"], b.cv_results_["mean_test_score"])
     assert np.array_equal(a.weights_, b.weights_)
