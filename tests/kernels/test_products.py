@@ -29,8 +29,9 @@ from tests._spies import spy_from_specs
 GO = np.zeros(1, dtype=np.int64)
 
 #: Three groups (all features, two subsets); widths 2^s apart share an exp,
-#: 2^-6 and 2^7 are 2^26 apart in gamma (three bases); a repeated width.
-SPECS = [rbf(2.0**e) for e in (-6, -3, 0, 1, 3, 7)] + [
+#: 2^-6 and 2^7 are 2^26 apart in gamma (three bases); a repeated width;
+#: 3 / 32 has exactly 1024 times the gamma of 3 (the farthest a base reaches).
+SPECS = [rbf(2.0**e) for e in (-6, -3, 0, 1, 3, 7)] + [rbf(3.0), rbf(3.0 / 32)] + [
     rbf(1.0), poly(2), poly(3), linear(),
     rbf(1.0, features=[0, 2]), rbf(0.25, features=[0, 2]), linear(features=[1]),
 ]
@@ -94,7 +95,7 @@ def test_products_give_a_dense_banks_values_bit_for_bit(case, normalize, wide):
     for nv in ("trace", "diagonal", None):
         a, b = d.view(rows, normalize=nv).storage, p.view(rows, normalize=nv).storage
         _verbs_equal(a, b, w, rows.size)
-    # four matrices (three groups, one with both kinds) for 13 kernels
+    # four matrices (three groups, one with both kinds) for 15 kernels
     assert p.storage.P.shape[0] == 4
 
 
