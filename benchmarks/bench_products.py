@@ -10,7 +10,7 @@ Two measurements, each repeated with the storages alternated:
 * ``fresh``: every fit in a new Python process, as a user's script runs it:
   numba's compiled code is loaded from its cache and warmed on a small fit
   first, then the timed MKL fit and the SVC fit run once each; the child
-  reports its peak resident memory (``ru_maxrss``) before and after the
+  reports its peak resident memory (``VmHWM``) before and after the
   MKL fit.
 * ``warm``: fits repeated in one process (the second and later fits reuse
   memory the process already touched), as ``bench_multiclass.py`` times them.
@@ -37,6 +37,20 @@ sys.path.insert(0, HERE)
 CASES = (("digits", 0.5), ("satellite", 0.5), ("satellite", 0.8))
 
 
+def _peak_mb():
+    """This process's resident high-water mark (``VmHWM``), in MB.
+
+    Not ``ru_maxrss``: Linux carries a parent's peak across ``fork`` and
+    ``exec`` into it, so a child started by a large parent would report the
+    parent's.
+    """
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _child(name, frac, storage):
     from bench_multiclass import load, warm_up
     from sklearn.pipeline import make_pipeline
@@ -49,20 +63,20 @@ def _child(name, frac, storage):
     X_tr, X_te, y_tr, y_te = load(name, frac)
     # The MKL fit first, so that the peak resident memory after it is the
     # process's before it (numba's code, the data) plus what the fit used.
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = _peak_mb()
     est = MKLClassifier(storage=storage)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est.fit(X_tr, y_tr)
     t_mkl = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = _peak_mb()
     t0 = time.perf_counter()
     svc = make_pipeline(StandardScaler(), SVC()).fit(X_tr, y_tr)
     t_svc = time.perf_counter() - t0
     print(json.dumps({"svc": t_svc, "mkl": t_mkl, "acc": est.score(X_te, y_te),
-                      "acc_svc": svc.score(X_te, y_te), "rss_before_mb": before / 1024,
-                      "rss_peak_mb": peak / 1024}))
+                      "acc_svc": svc.score(X_te, y_te), "rss_before_mb": before,
+                      "rss_peak_mb": peak}))
 
 
 def fresh(name, frac, storage):
