@@ -122,7 +122,7 @@ def _rows_slices(P, Q, Ac, sqa, Bc, sqb, r0, c0, sym, kern_idx, k0, k1, kind, pa
     nc = max(P.shape[1], Q.shape[1])
     d2 = np.empty(CHUNK)
     e = np.empty(CHUNK)
-    scr = np.empty(CHUNK)
+    scr = np.empty(2 * CHUNK)
     chain = np.zeros(2)
     for i in range(i0, nr, step):
         a = r0 + i
@@ -155,7 +155,7 @@ def _rows_combined(P, Q, Ac, sqa, Bc, sqb, r0, c0, sym, kern_idx, k0, k1, kind, 
     nc = max(P.shape[1], Q.shape[1])
     d2 = np.empty(CHUNK)
     e = np.empty(CHUNK)
-    scr = np.empty(CHUNK)
+    scr = np.empty(2 * CHUNK)
     chain = np.zeros(2)
     for i in range(i0, nr, step):
         a = r0 + i
@@ -300,7 +300,7 @@ def _rows_quad(P, Q, Ac, sqa, r0, c0, kern_idx, k0, k1, kind, param, offset, inv
     nk = k1 - k0
     d2 = np.empty(CHUNK)
     e = np.empty(CHUNK)
-    scr = np.empty(CHUNK)
+    scr = np.empty(2 * CHUNK)
     chain = np.zeros(2)
     part = np.empty(nk)
     for i in range(i0, nr, step):

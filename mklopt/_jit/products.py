@@ -88,9 +88,11 @@ def _eval_chunk(P, ri, rf, kernels, order, g, cols, c0, L, vals, x, e, scr, pe):
             s = ri[2, k]
             if gb != cur_base or s < cur_s:
                 c = -gb
+                h = scr.shape[0] // 2  # separate input and scratch (see _kernel_chunk)
+                tv = scr[h:h + L]
                 for j in range(L):
-                    e[j] = x[j] * c
-                exp_into(e, e, scr, 0, L)
+                    tv[j] = x[j] * c
+                exp_into(tv, e, scr, 0, L)
                 cur_base = gb
                 cur_s = 0
             while cur_s < s:
@@ -137,7 +139,7 @@ def product_row(P, ri, rf, w, kernels, gidx, i, out):
     vals = np.empty((na, CHUNK))
     x = np.empty(CHUNK)
     e = np.empty(CHUNK)
-    scr = np.empty(CHUNK)
+    scr = np.empty(2 * CHUNK)
     pe = np.empty(CHUNK)
     for c0 in range(0, n, CHUNK):
         L = min(n, c0 + CHUNK) - c0
@@ -256,7 +258,7 @@ def product_diagonals(P, ri, rf, gidx, out):
     vals = np.empty((m, 1))
     x = np.empty(1)
     e = np.empty(1)
-    scr = np.empty(1)
+    scr = np.empty(2)
     pe = np.empty(1)
     for i in range(gidx.shape[0]):
         _eval_chunk(P, ri, rf, kernels, order, gidx[i], gidx, i, 1, vals, x, e, scr, pe)
@@ -285,7 +287,7 @@ def product_quad_forms(P, ri, rf, v, support, kernels, out, stop):
     dv = np.empty((r, 1))
     x = np.empty(CHUNK)
     e = np.empty(CHUNK)
-    scr = np.empty(CHUNK)
+    scr = np.empty(2 * CHUNK)
     pe = np.empty(CHUNK)
     total = np.zeros(r)
     acc = np.empty((r, 4))
@@ -328,7 +330,7 @@ def product_blocks(P, ri, rf, kernels, rows, cols, out):
     vals = np.empty((r, CHUNK))
     x = np.empty(CHUNK)
     e = np.empty(CHUNK)
-    scr = np.empty(CHUNK)
+    scr = np.empty(2 * CHUNK)
     pe = np.empty(CHUNK)
     for i in range(rows.shape[0]):
         for c0 in range(0, nb, CHUNK):

@@ -96,7 +96,7 @@ def test_gaussians_derived_by_squaring_match_exp():
     """A width grid 2^e: values derived from wider kernels stay within the documented bound."""
     d2 = np.concatenate([np.linspace(0.0, 3.0, 200), np.geomspace(1e-3, 3e5, 300)])
     L = d2.size
-    e, scr, chain = np.empty(L), np.empty(L), np.zeros(2)
+    e, scr, chain = np.empty(L), np.empty(2 * L), np.zeros(2)  # scr: two work vectors
     sigmas = 2.0 ** np.arange(6, -4, -1)  # increasing gamma, the plan's order
     for s in sigmas:
         jg._kernel_chunk(jg.GAUSSIAN, s, 0.0, d2, d2, L, e, scr, chain)
