@@ -286,3 +286,20 @@ def test_bad_input():
     with pytest.raises(ValueError, match="storage='products'.*Cosine"):
         KernelBank.from_specs(X, [cosine(), rbf(1.0)], storage="products")
     assert shared_storage("auto", X, [cosine(), rbf(1.0), rbf(2.0), rbf(4.0)]) == "auto"
+
+
+def test_lazy_gradient_stopped_writes_nothing():
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((60, 3))
+    st_ = KernelBank.from_specs(X, SPECS, normalize=None, storage="products").view(
+        np.arange(60), "trace").storage
+    P, wv, ks, gidx, ri, rf, _ = st_.row_source(np.ones(len(SPECS)))
+    n = 60
+    a = np.zeros(n)
+    a[:5] = 0.3
+    grad = np.full(n, 7.0)
+    filled = np.zeros(n, dtype=np.uint8)
+    stop = np.ones(1, dtype=np.int64)
+    smo_gradient_src(np.empty((n, n)), filled, P, wv, ks, gidx, ri, rf, np.arange(n),
+                     np.ones(n), -np.ones(n), a, grad, stop)
+    assert np.all(grad == 7.0) and not filled.any()
