@@ -359,7 +359,8 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
         ``max_memory``, so large training sets just work; the one bank that
         all one-vs-one pairs read is held as products when they are at most
         half as many matrices as the kernels (2 for the default's 17:
-        :func:`mklopt.kernels.factory.shared_storage`). Feature maps
+        :func:`mklopt.kernels.factory.shared_storage`; the cross-validation
+        estimators only where a dense bank does not fit). Feature maps
         (``"feature_map"``, :func:`mklopt.kernels.nystroem`,
         :func:`mklopt.kernels.random_fourier`) train and predict on
         ``Phi_k Phi_k'``, exact for linear kernels, approximate for Gaussian ones.

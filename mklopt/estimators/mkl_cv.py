@@ -734,7 +734,8 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
                 order, position = class_order(y_idx)
                 Xs = Xs[order]
             # The one bank: raw kernels of all points, each problem normalising its view.
-            storage = shared_storage(self.storage, Xs, plan.specs, self.max_memory)
+            storage = shared_storage(self.storage, Xs, plan.specs, self.max_memory,
+                                     reads="many")
             bank = KernelBank.from_specs(Xs, plan.specs, storage=storage, normalize=None,
                                          cache_size=self.cache_size, max_memory=self.max_memory)
         splits = _splits(self.cv, X, y, y_idx)

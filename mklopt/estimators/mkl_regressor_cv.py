@@ -302,7 +302,8 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
             Xs, y_mean, y_scale = X, 0.0, 1.0
         ts = (t - y_mean) / y_scale
         splits = _splits(self.cv, X, t, None, classifier=False)
-        storage = shared_storage(self.storage, Xs, plan.specs, self.max_memory)
+        storage = shared_storage(self.storage, Xs, plan.specs, self.max_memory,
+                                 reads="many")
         bank = KernelBank.from_specs(Xs, plan.specs, storage=storage, normalize=None,
                                      cache_size=self.cache_size, max_memory=self.max_memory)
         stop = _StopFactory(base, plan, self.time_limit)

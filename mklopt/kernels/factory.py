@@ -397,22 +397,31 @@ def auto_storage(functions, dense_fits):
     return "dense"
 
 
-def shared_storage(storage, X, specs, max_memory=None):
+def shared_storage(storage, X, specs, max_memory=None, reads="few"):
     """The storage of one bank that several problems read through index views.
 
     One-vs-one pairs and cross-validation folds read one bank built on all
     points (:meth:`~mklopt.KernelBank.view`). With ``storage="auto"`` that
-    bank stores the squared distances and inner products of its feature
+    bank may store the squared distances and inner products of its feature
     groups instead of the kernels (``"products"``,
-    :class:`~mklopt.kernels.products.ProductStorage`) when they are at most
-    half as many matrices as the kernels
-    (:func:`~mklopt.kernels.products.products_pay`) and fit under
-    ``max_memory``: the same values bit for bit from a fraction of the
-    memory, written in a fraction of the time (benchmarks/README.md, "One
-    bank of distances and inner products"). Not where ``"auto"`` computes
-    on the fly for the kernels on features with few distinct values (small
-    tables are cheaper still). For any other ``storage`` the argument is
-    returned unchanged.
+    :class:`~mklopt.kernels.products.ProductStorage`): the same values bit
+    for bit, from at most half the memory
+    (:func:`~mklopt.kernels.products.products_pay`), but each entry read
+    costs an exp or a few products more than a stored one.
+
+    * ``reads="few"``, the pairs of one multiclass fit (a few calls each):
+      products whenever they pay and fit under ``max_memory``. Writing a
+      dense bank (and touching its fresh pages) costs more than the pairs'
+      reads of the products (benchmarks/README.md, "One bank of distances
+      and inner products").
+    * ``reads="many"``, the paths over ``C`` of a cross-validation (tens
+      of calls per fold and pair): products only where a dense bank does
+      not fit under ``max_memory`` and ``"auto"`` would compute every entry
+      from the features, at a far higher cost per read.
+
+    Either way not where ``"auto"`` computes on the fly for the kernels on
+    features with few distinct values (small tables are cheaper still).
+    For any other ``storage`` the argument is returned unchanged.
 
     Parameters
     ----------
@@ -421,17 +430,25 @@ def shared_storage(storage, X, specs, max_memory=None):
         The checked training features the bank is built on.
     specs : sequence of specs
     max_memory : float or None
+    reads : {"few", "many"}, default="few"
 
     Returns
     -------
     str or FeatureMap
     """
+    if reads not in ("few", "many"):
+        raise ValueError(f"reads must be 'few' or 'many', got {reads!r}")
     if not (isinstance(storage, str) and storage == "auto"):
         return storage
     functions = KernelFunctions.from_data(X, specs, normalize=None)
     if not products_pay(functions) or table_share(functions) >= AUTO_TABLE_SHARE:
         return storage
-    return "products" if fits(products_bytes(functions), max_memory) else storage
+    if not fits(products_bytes(functions), max_memory):
+        return storage
+    if reads == "many" and fits(dense_bytes(functions.n_kernels, functions.n_samples),
+                                max_memory):
+        return storage
+    return "products"
 
 
 # ---------------------------------------------------------------- built-ins

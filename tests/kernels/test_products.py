@@ -230,13 +230,19 @@ def test_multiclass_fit_holds_products_and_gives_the_dense_model(monkeypatch):
     assert np.array_equal(a.decision_function(Xt), b.decision_function(Xt))
 
 
-def test_cv_estimator_on_products_equals_dense(monkeypatch):
+def test_cv_estimator_holds_products_only_where_dense_does_not_fit(monkeypatch):
     X, y = datasets.load("satellite")
     X, y = X[:240], y[:240]
     kw = dict(Cs=[0.1, 10.0], cv=3)
     seen = spy_from_specs(monkeypatch)
-    a = _quiet(MKLClassifierCV(**kw), X, y)
-    assert [kw_.get("storage") for _, kw_ in seen] == ["products"]  # one bank, refit included
+    _quiet(MKLClassifierCV(**kw), X, y)
+    assert [kw_.get("storage") for _, kw_ in seen] == ["auto"]  # its paths read a lot: dense
+    seen.clear()
+    # 8.3 MB dense (17 kernels on 240 points), 1.4 MB as products: a limit
+    # between them holds the products, where "auto" alone would compute on
+    # the fly; the results are those of the dense bank.
+    a = _quiet(MKLClassifierCV(max_memory=4e6, **kw), X, y)
+    assert [kw_.get("storage") for _, kw_ in seen] == ["products"]
     b = _quiet(MKLClassifierCV(storage="dense", **kw), X, y)
     assert np.array_equal(a.cv_results_["mean_test_score"], b.cv_results_["mean_test_score"])
     assert np.array_equal(a.weights_, b.weights_)
@@ -250,8 +256,11 @@ def test_shared_storage_rule():
     assert shared_storage("dense", X, specs) == "dense"  # an explicit choice is kept
     assert shared_storage("auto", X, [rbf(1.0), poly(2)]) == "auto"  # 2 for 2: no saving
     assert shared_storage("auto", X, specs, max_memory=1000) == "auto"  # does not fit
-    # where a dense bank does not fit but the products do
-    assert shared_storage("auto", X, specs, max_memory=100_000) == "products"
+    # many reads (cross-validation paths): only where dense does not fit
+    assert shared_storage("auto", X, specs, reads="many") == "auto"
+    assert shared_storage("auto", X, specs, max_memory=100_000, reads="many") == "products"
+    with pytest.raises(ValueError, match="reads must be"):
+        shared_storage("auto", X, specs, reads="lots")
     coded = rng.integers(0, 3, size=(200, 3)).astype(float)  # ordinal: read from tables
     assert shared_storage("auto", coded, list(grid(3))) == "auto"
 
