@@ -186,6 +186,50 @@ def _doublings(prev, base, gam):
 
 
 @njit(**JIT)
+def gauss_chunk(d2, gam, L, e, scr):
+    """``e[0:L] = exp(-gam d2[0:L])``; ``scr`` holds at least ``2 L`` entries.
+
+    The exponent goes to the second half of the work vector and the exp's
+    own scratch is the first: input, output and scratch in separate memory,
+    which lets :func:`exp_into`'s loops vectorise (in place, ``exp_into(e,
+    e, ...)``, they ran about 4x slower, with the same values).
+    """
+    c = -gam
+    h = scr.shape[0] // 2
+    t = scr[h:h + L]
+    for j in range(L):
+        t[j] = d2[j] * c
+    exp_into(t, e, scr, 0, L)
+
+
+@njit(**JIT)
+def square_chunk(e, L, s):
+    """Square ``e[0:L]`` ``s`` times, values below ``_SQ_MIN`` set to 0 first."""
+    for _ in range(s):
+        for j in range(L):
+            v = e[j]
+            if v < _SQ_MIN:
+                v = 0.0
+            e[j] = v * v
+
+
+@njit(**JIT)
+def poly_chunk(g2, ok, p, L, e, scr):
+    """``e[0:L] = (g2[0:L] + ok) ** p`` by repeated squaring (as :func:`_ipow`)."""
+    for j in range(L):
+        scr[j] = g2[j] + ok
+        e[j] = 1.0
+    while p > 0:
+        if p & 1:
+            for j in range(L):
+                e[j] *= scr[j]
+        p >>= 1
+        if p > 0:
+            for j in range(L):
+                scr[j] *= scr[j]
+
+
+@njit(**JIT)
 def _kernel_chunk(kd, pk, ok, d2, g2, L, e, scr, chain):
     """``e[0:L]`` = one kernel (kind ``kd``, parameter ``pk``, offset ``ok``) on a chunk.
 
@@ -210,39 +254,14 @@ def _kernel_chunk(kd, pk, ok, d2, g2, L, e, scr, chain):
         gam = 0.5 / (pk * pk)
         s = _doublings(chain[0], chain[1], gam)
         if s < 0:
-            c = -gam
-            # The exponent goes to the second half of the work vector and the
-            # exp's own scratch is the first: input, output and scratch in
-            # separate memory, which lets its loops vectorise (in place,
-            # exp_into(e, e, ...), they ran about 4x slower; same values).
-            h = scr.shape[0] // 2
-            t = scr[h:h + L]
-            for j in range(L):
-                t[j] = d2[j] * c
-            exp_into(t, e, scr, 0, L)
+            gauss_chunk(d2, gam, L, e, scr)
             chain[1] = gam
         else:
-            for _ in range(s):
-                for j in range(L):
-                    v = e[j]
-                    if v < _SQ_MIN:
-                        v = 0.0
-                    e[j] = v * v
+            square_chunk(e, L, s)
         chain[0] = gam
     else:
         chain[0] = 0.0
-        p = int(pk)
-        for j in range(L):
-            scr[j] = g2[j] + ok
-            e[j] = 1.0
-        while p > 0:
-            if p & 1:
-                for j in range(L):
-                    e[j] *= scr[j]
-            p >>= 1
-            if p > 0:
-                for j in range(L):
-                    scr[j] *= scr[j]
+        poly_chunk(g2, ok, int(pk), L, e, scr)
 
 
 #: Columns per chunk: four float64 work vectors of this length fit in L1.

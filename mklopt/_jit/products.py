@@ -40,7 +40,7 @@ from ._options import JIT, JIT_PARALLEL
 from ._stop import stopped
 from .combine import view_diag, view_row
 from .gram import _chunk_dists
-from .groups import _SQ_MIN, CHUNK, GAUSSIAN, _pairs, exp_into
+from .groups import CHUNK, GAUSSIAN, _pairs, gauss_chunk, poly_chunk, square_chunk
 
 
 @njit(**JIT)
@@ -87,37 +87,15 @@ def _eval_chunk(P, ri, rf, kernels, order, g, cols, c0, L, vals, x, e, scr, pe):
             gb = rf[0, k]
             s = ri[2, k]
             if gb != cur_base or s < cur_s:
-                c = -gb
-                h = scr.shape[0] // 2  # separate input and scratch (see _kernel_chunk)
-                tv = scr[h:h + L]
-                for j in range(L):
-                    tv[j] = x[j] * c
-                exp_into(tv, e, scr, 0, L)
+                gauss_chunk(x, gb, L, e, scr)
                 cur_base = gb
                 cur_s = 0
-            while cur_s < s:
-                for j in range(L):
-                    v = e[j]
-                    if v < _SQ_MIN:
-                        v = 0.0
-                    e[j] = v * v
-                cur_s += 1
+            square_chunk(e, L, s - cur_s)
+            cur_s = s
             for j in range(L):
                 va[j] = e[j] * sc
         else:
-            p = ri[2, k]
-            off = rf[1, k]
-            for j in range(L):
-                scr[j] = x[j] + off
-                pe[j] = 1.0
-            while p > 0:
-                if p & 1:
-                    for j in range(L):
-                        pe[j] *= scr[j]
-                p >>= 1
-                if p > 0:
-                    for j in range(L):
-                        scr[j] *= scr[j]
+            poly_chunk(x, rf[1, k], ri[2, k], L, pe, scr)
             for j in range(L):
                 va[j] = pe[j] * sc
 
