@@ -327,6 +327,7 @@ class KernelFunctions:
         specs = _check_specs(specs, X.shape[1])
         check_choice(normalize, "normalize", ("trace", "diagonal", None))
         scales = np.ones(len(specs))
+        plan = None
         if normalize is not None:
             plan = _Plan(specs, X.shape[1])
             _groups.raw_traces(X, *plan.arrays(), scales)
@@ -337,6 +338,7 @@ class KernelFunctions:
                 scales /= X.shape[0]
             scales[~(scales > 0.0)] = 1.0
         fn = cls(specs, scales, X)
+        fn._plan = plan  # the same specs and features: built once (None: on first use)
         return fn
 
     # ------------------------------------------------------------ internals
