@@ -101,24 +101,22 @@ def _eval_chunk(P, ri, rf, kernels, order, g, cols, c0, L, vals, x, e, scr, pe):
 
 
 @njit(**JIT)
-def product_row(P, ri, rf, w, kernels, gidx, i, out):
-    """Row ``i`` of the combined kernel of a view: ``out[c] = sum_a w[a] K_a(gidx[i], gidx[c])``.
+def _work(r, L):
+    """The work vectors of :func:`_eval_chunk` for ``r`` kernels and chunks of ``L``.
 
-    As :func:`mklopt._jit.combine.view_row` on a dense bank holding these
-    kernels, with the same sums: ``P`` (p, N, N) float64 the products;
-    ``ri`` (4, m) int64 and ``rf`` (3, m) float64 the recipes (module notes);
-    ``w`` (r,) float64 weights of ``kernels`` (r,) int64; ``gidx`` (n,)
-    int64 the view's bank points; ``out`` (n,) float64, written.
+    ``(vals, x, e, scr, pe)``; ``scr`` holds two vectors (see
+    :func:`mklopt._jit.groups.gauss_chunk`).
     """
+    return np.empty((r, L)), np.empty(L), np.empty(L), np.empty(2 * L), np.empty(L)
+
+
+@njit(**JIT)
+def _row_into(P, ri, rf, w, kernels, gidx, i, out, order, work):
+    """Row ``i`` into ``out``, given the evaluation order and work vectors (:func:`product_row`)."""
+    vals, x, e, scr, pe = work
     n = gidx.shape[0]
     g = gidx[i]
     na = kernels.shape[0]
-    order = _eval_order(ri, kernels)
-    vals = np.empty((na, CHUNK))
-    x = np.empty(CHUNK)
-    e = np.empty(CHUNK)
-    scr = np.empty(2 * CHUNK)
-    pe = np.empty(CHUNK)
     for c0 in range(0, n, CHUNK):
         L = min(n, c0 + CHUNK) - c0
         _eval_chunk(P, ri, rf, kernels, order, g, gidx, c0, L, vals, x, e, scr, pe)
@@ -148,26 +146,55 @@ def product_row(P, ri, rf, w, kernels, gidx, i, out):
 
 
 @njit(**JIT)
+def product_row(P, ri, rf, w, kernels, gidx, i, out):
+    """Row ``i`` of the combined kernel of a view: ``out[c] = sum_a w[a] K_a(gidx[i], gidx[c])``.
+
+    As :func:`mklopt._jit.combine.view_row` on a dense bank holding these
+    kernels, with the same sums: ``P`` (p, N, N) float64 the products;
+    ``ri`` (4, m) int64 and ``rf`` (3, m) float64 the recipes (module notes);
+    ``w`` (r,) float64 weights of ``kernels`` (r,) int64; ``gidx`` (n,)
+    int64 the view's bank points; ``out`` (n,) float64, written.
+    """
+    return _row_into(P, ri, rf, w, kernels, gidx, i, out, _eval_order(ri, kernels),
+                     _work(kernels.shape[0], CHUNK))
+
+
+@njit(**JIT)
+def product_fill(P, ri, rf, w, kernels, gidx, idx, K, stop):
+    """Rows ``idx`` ((r,) int64, local) of a view's combined kernel into ``K[idx[t]]``.
+
+    :func:`product_row` for each, with one evaluation order and one set of
+    work vectors for all of them. A set ``stop[0]`` ends the loop between
+    rows. Returns the number of rows written (a prefix of ``idx``).
+    """
+    order = _eval_order(ri, kernels)
+    work = _work(kernels.shape[0], CHUNK)
+    for t in range(idx.shape[0]):
+        if stopped(stop):
+            return t
+        _row_into(P, ri, rf, w, kernels, gidx, idx[t], K[idx[t]], order, work)
+    return idx.shape[0]
+
+
+@njit(**JIT)
 def product_rows(P, ri, rf, w, kernels, gidx, idx, out, stop):
     """Rows ``idx`` ((r,) int64, local) of a view's combined kernel into ``out`` (r, n).
 
     See :func:`product_row`; a set ``stop[0]`` ends the loop between rows.
     """
+    order = _eval_order(ri, kernels)
+    work = _work(kernels.shape[0], CHUNK)
     for r in range(idx.shape[0]):
         if stopped(stop):
             return out
-        product_row(P, ri, rf, w, kernels, gidx, idx[r], out[r])
+        _row_into(P, ri, rf, w, kernels, gidx, idx[r], out[r], order, work)
     return out
 
 
 @njit(**JIT)
 def product_combine(P, ri, rf, w, kernels, gidx, out, stop):
     """The whole combined kernel of a view into ``out`` (n, n), row by row (exactly symmetric)."""
-    for i in range(gidx.shape[0]):
-        if stopped(stop):
-            return out
-        product_row(P, ri, rf, w, kernels, gidx, i, out[i])
-    return out
+    return product_rows(P, ri, rf, w, kernels, gidx, np.arange(gidx.shape[0]), out, stop)
 
 
 @njit(**JIT)
@@ -208,6 +235,23 @@ def source_row(bank, w, kernels, gidx, ri, rf, i, out):
 
 
 @njit(**JIT)
+def source_fill(bank, w, kernels, gidx, ri, rf, idx, K, stop):
+    """Rows ``idx`` of a view's combined kernel into ``K[idx[t]]``, as :func:`source_row` gives.
+
+    The batch of the SMO solver's first gradient: from products, one
+    evaluation order and one set of work vectors serve every row. A set
+    ``stop[0]`` ends the loop between rows; returns the number written.
+    """
+    if ri.shape[1] != 0:
+        return product_fill(bank, ri, rf, w, kernels, gidx, idx, K, stop)
+    for t in range(idx.shape[0]):
+        if stopped(stop):
+            return t
+        view_row(bank, w, kernels, gidx, idx[t], K[idx[t]])
+    return idx.shape[0]
+
+
+@njit(**JIT)
 def source_diag(bank, w, kernels, gidx, ri, diag_raw, out):
     """The diagonal that :func:`source_row`'s rows hold, bit for bit.
 
@@ -233,11 +277,7 @@ def product_diagonals(P, ri, rf, gidx, out):
     m = out.shape[0]
     kernels = np.arange(m)
     order = _eval_order(ri, kernels)
-    vals = np.empty((m, 1))
-    x = np.empty(1)
-    e = np.empty(1)
-    scr = np.empty(2)
-    pe = np.empty(1)
+    vals, x, e, scr, pe = _work(m, 1)
     for i in range(gidx.shape[0]):
         _eval_chunk(P, ri, rf, kernels, order, gidx[i], gidx, i, 1, vals, x, e, scr, pe)
         for k in range(m):
@@ -261,12 +301,8 @@ def product_quad_forms(P, ri, rf, v, support, kernels, out, stop):
     for a in range(s):
         vs[a] = v[support[a]]
     order = _eval_order(ri, kernels)
-    vals = np.empty((r, CHUNK))
+    vals, x, e, scr, pe = _work(r, CHUNK)
     dv = np.empty((r, 1))
-    x = np.empty(CHUNK)
-    e = np.empty(CHUNK)
-    scr = np.empty(2 * CHUNK)
-    pe = np.empty(CHUNK)
     total = np.zeros(r)
     acc = np.empty((r, 4))
     for a in range(s):
@@ -305,11 +341,7 @@ def product_blocks(P, ri, rf, kernels, rows, cols, out):
     r = kernels.shape[0]
     nb = cols.shape[0]
     order = _eval_order(ri, kernels)
-    vals = np.empty((r, CHUNK))
-    x = np.empty(CHUNK)
-    e = np.empty(CHUNK)
-    scr = np.empty(2 * CHUNK)
-    pe = np.empty(CHUNK)
+    vals, x, e, scr, pe = _work(r, CHUNK)
     for i in range(rows.shape[0]):
         for c0 in range(0, nb, CHUNK):
             L = min(nb, c0 + CHUNK) - c0
