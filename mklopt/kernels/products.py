@@ -34,8 +34,7 @@ from .._interrupt import check, current_flag
 from .._jit import gram as _gram
 from .._jit import products as _products
 from .._memory import check_memory
-from .storage import OnTheFlyStorage
-from .views import q_by_features
+from .views import _IndexView, q_by_features
 
 __all__ = ["ProductStorage", "product_matrices", "products_pay"]
 
@@ -133,7 +132,7 @@ def _products_bytes(count, n):
     return count * n * n * 8 + n * n * 8
 
 
-class ProductStorage:
+class ProductStorage(_IndexView):
     """Kernels applied on demand to stored squared distances and inner products.
 
     Build it with :meth:`build` (``KernelBank.from_specs(X, specs,
@@ -244,9 +243,9 @@ class ProductStorage:
             own += self.P.nbytes + self.diag_raw.nbytes
         return int(own)
 
-    def _active(self, w):
-        ks = np.flatnonzero(w).astype(np.int64)
-        return ks, np.ascontiguousarray(w[ks] * self.factors[ks])
+    @property
+    def _n_bank(self):
+        return self.P.shape[1]
 
     def row_source(self, w):
         """``(P, weights, kernels, gidx, ri, rf, diag_raw)``: what combines rows of ``K(w)``.
@@ -256,10 +255,6 @@ class ProductStorage:
         """
         ks, wv = self._active(w)
         return self.P, wv, ks, self.idx, self.ri, self.rf, self.diag_raw
-
-    def diag(self, w):
-        nz = np.flatnonzero(w)
-        return w[nz] @ self._diag[nz]
 
     def rows(self, w, idx, out):
         ks, wv = self._active(w)
@@ -275,29 +270,21 @@ class ProductStorage:
         check(stop)
         return out
 
-    def quad_forms(self, v, support, kernels=None):
-        if kernels is None:
-            kernels = np.arange(self.n_kernels, dtype=np.int64)
-        if self.functions is not None and q_by_features(
-                self.functions, support.shape[0], kernels.shape[0], self.n_samples):
-            if self._fly is None:
-                self._fly = OnTheFlyStorage(self.functions)
-            return self._fly.quad_forms(v, support, kernels)
-        gS = self.idx[support]
-        vg = np.zeros(self.P.shape[1])
-        vg[gS] = v[support]
-        stop = current_flag()
-        q = _products.product_quad_forms(self.P, self.ri, self.rf, vg, gS, kernels,
-                                         np.empty(kernels.size), stop)
-        check(stop)
-        return q * self.factors[kernels]
+    def q_from_features(self, n_support, n_kernels):
+        """Whether the forms are computed from the features (the views' cost model).
 
-    def blocks(self, kernels, rows, cols):
-        out = np.empty((kernels.size, rows.size, cols.size))
-        _products.product_blocks(self.P, self.ri, self.rf, kernels, self.idx[rows],
-                                 self.idx[cols], out)
-        out *= self.factors[kernels][:, None, None]
-        return out
+        :func:`~mklopt.kernels.views.q_by_features`, when the storage knows
+        its kernel functions.
+        """
+        fn = self.functions
+        return fn is not None and q_by_features(fn, n_support, n_kernels, self.n_samples)
+
+    def _gathered_q(self, vg, gS, kernels, stop):
+        return _products.product_quad_forms(self.P, self.ri, self.rf, vg, gS, kernels,
+                                            np.empty(kernels.size), stop)
+
+    def _raw_blocks(self, kernels, rows, cols, out):
+        _products.product_blocks(self.P, self.ri, self.rf, kernels, rows, cols, out)
 
 
 def products_bytes(functions):

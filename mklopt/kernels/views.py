@@ -76,7 +76,49 @@ def q_by_features(functions, n_support, n_kernels, n_samples):
     return compute < gather
 
 
-class ViewStorage:
+class _IndexView:
+    """The verbs a view of a stored bank shares, whatever the bank stores.
+
+    A subclass sets ``idx`` (its points' bank rows), ``factors``,
+    ``functions``, ``_diag`` (its kernels' diagonals, factors applied),
+    ``_fly = None`` and ``n_kernels``, and reads the bank in
+    ``_gathered_q(vg, gS, kernels, stop)`` (the stored kernels' forms over
+    the bank points ``gS``) and ``_raw_blocks(kernels, rows, cols, out)``.
+    """
+
+    def _active(self, w):
+        """Kernels with a non-zero weight, and their weights times the view's factors."""
+        ks = np.flatnonzero(w).astype(np.int64)
+        return ks, np.ascontiguousarray(w[ks] * self.factors[ks])
+
+    def diag(self, w):
+        nz = np.flatnonzero(w)
+        return w[nz] @ self._diag[nz]
+
+    def quad_forms(self, v, support, kernels=None):
+        if kernels is None:
+            kernels = np.arange(self.n_kernels, dtype=np.int64)
+        if self.q_from_features(support.shape[0], kernels.shape[0]):
+            if self._fly is None:
+                self._fly = OnTheFlyStorage(self.functions)
+            return self._fly.quad_forms(v, support, kernels)
+        # v on the bank's rows: the stored forms over idx[S].
+        gS = self.idx[support]
+        vg = np.zeros(self._n_bank)
+        vg[gS] = v[support]
+        stop = current_flag()
+        q = self._gathered_q(vg, gS, kernels, stop)
+        check(stop)
+        return q * self.factors[kernels]
+
+    def blocks(self, kernels, rows, cols):
+        out = np.empty((kernels.size, rows.size, cols.size))
+        self._raw_blocks(kernels, self.idx[rows], self.idx[cols], out)
+        out *= self.factors[kernels][:, None, None]
+        return out
+
+
+class ViewStorage(_IndexView):
     """The block ``K[:, idx][:, :, idx]`` of a dense bank, each kernel rescaled.
 
     Parameters
@@ -120,10 +162,9 @@ class ViewStorage:
         """Bytes held by the view itself (its indices and diagonals)."""
         return int(self.idx.nbytes + self._diag.nbytes)
 
-    def _active(self, w):
-        """Kernels with a non-zero weight, and their weights times the view's factors."""
-        ks = np.flatnonzero(w).astype(np.int64)
-        return ks, np.ascontiguousarray(w[ks] * self.factors[ks])
+    @property
+    def _n_bank(self):
+        return self.K.shape[1]
 
     def row_source(self, w):
         """``(bank, weights, kernels, gidx)``: what combines a row of ``K(w)`` on demand.
@@ -134,10 +175,6 @@ class ViewStorage:
         """
         ks, wv = self._active(w)
         return self.K, wv, ks, self.idx
-
-    def diag(self, w):
-        nz = np.flatnonzero(w)
-        return w[nz] @ self._diag[nz]
 
     def rows(self, w, idx, out):
         ks, wv = self._active(w)
@@ -167,24 +204,8 @@ class ViewStorage:
             return False
         return q_by_features(fn, n_support, n_kernels, self.n_samples)
 
-    def quad_forms(self, v, support, kernels=None):
-        if kernels is None:
-            kernels = np.arange(self.n_kernels, dtype=np.int64)
-        if self.q_from_features(support.shape[0], kernels.shape[0]):
-            if self._fly is None:
-                self._fly = OnTheFlyStorage(self.functions)
-            return self._fly.quad_forms(v, support, kernels)
-        # v on the bank's rows: the parent's gathered forms over idx[S].
-        gS = self.idx[support]
-        vg = np.zeros(self.K.shape[1])
-        vg[gS] = v[support]
-        stop = current_flag()
-        q = _combine.quad_forms(self.K, vg, gS, kernels, np.empty(kernels.size), stop)
-        check(stop)
-        return q * self.factors[kernels]
+    def _gathered_q(self, vg, gS, kernels, stop):
+        return _combine.quad_forms(self.K, vg, gS, kernels, np.empty(kernels.size), stop)
 
-    def blocks(self, kernels, rows, cols):
-        out = np.empty((kernels.size, rows.size, cols.size))
-        _combine.gather_blocks(self.K, kernels, self.idx[rows], self.idx[cols], out)
-        out *= self.factors[kernels][:, None, None]
-        return out
+    def _raw_blocks(self, kernels, rows, cols, out):
+        _combine.gather_blocks(self.K, kernels, rows, cols, out)
