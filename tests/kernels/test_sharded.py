@@ -313,13 +313,18 @@ def test_weak_svms_as_dask_tasks_equal_serial(client, sonar):
         WeakLearners(bank, y, client="localhost:8786")
 
 
-def test_boosting_rounds_are_named_tasks_on_a_bank_scattered_once(client, sonar):
+def _boosting_on_cluster(client, sonar, n_rounds, random_state):
+    """``(specs, method, serial result, oracle on the cluster)`` of D1 boosting on sonar."""
     X, y = sonar
     specs = grid(X.shape[1], protocol="mkboost2013")
     bank = KernelBank.from_specs(X, specs, storage="dense")
-    method = Boosting("D1", n_rounds=3, random_state=7)
+    method = Boosting("D1", n_rounds=n_rounds, random_state=random_state)
     a = solve(WeakLearners(bank, y, C=50.0), method)
-    oracle = WeakLearners(bank, y, C=50.0, client=client, chunk_size=9)
+    return specs, method, a, WeakLearners(bank, y, C=50.0, client=client, chunk_size=9)
+
+
+def test_boosting_rounds_are_named_tasks_on_a_bank_scattered_once(client, sonar):
+    specs, method, a, oracle = _boosting_on_cluster(client, sonar, 3, 7)
     with distributed.get_task_stream(client) as stream:
         b = solve(oracle, method)
     np.testing.assert_allclose(b.extra["train_margin"], a.extra["train_margin"], rtol=1e-12)
@@ -337,12 +342,7 @@ def test_boosting_rounds_are_named_tasks_on_a_bank_scattered_once(client, sonar)
 
 def test_boosting_rounds_go_on_after_a_worker_holding_the_bank_dies(client, sonar):
     """The bank is on every worker: the rounds after a death run on the survivor."""
-    X, y = sonar
-    specs = grid(X.shape[1], protocol="mkboost2013")
-    bank = KernelBank.from_specs(X, specs, storage="dense")
-    method = Boosting("D1", n_rounds=4, random_state=11)
-    a = solve(WeakLearners(bank, y, C=50.0), method)
-    oracle = WeakLearners(bank, y, C=50.0, client=client, chunk_size=9)
+    _, method, a, oracle = _boosting_on_cluster(client, sonar, 4, 11)
 
     def kill_after_round_2(progress):
         if progress.n_oracle_calls == 2:
@@ -361,12 +361,7 @@ def test_boosting_rounds_go_on_after_a_worker_holding_the_bank_dies(client, sona
 
 def test_boosting_rounds_scatter_the_bank_again_when_its_last_holder_dies(client, sonar):
     """A worker that joined after the scatter has no copy: the holder's death loses it."""
-    X, y = sonar
-    specs = grid(X.shape[1], protocol="mkboost2013")
-    bank = KernelBank.from_specs(X, specs, storage="dense")
-    method = Boosting("D1", n_rounds=4, random_state=11)
-    a = solve(WeakLearners(bank, y, C=50.0), method)
-    oracle = WeakLearners(bank, y, C=50.0, client=client, chunk_size=9)
+    _, method, a, oracle = _boosting_on_cluster(client, sonar, 4, 11)
     with first_scatter_to_one_worker(client) as (holder, calls):
 
         def kill_the_holder_after_round_2(progress):
