@@ -29,17 +29,21 @@ The pair moves along ``d = s_i e_i - s_j e_j`` (which keeps ``s'a``) by the
 exact line-search step ``b_ij / a_ij`` cut back to the box. In kernel terms
 ``v = sum_t s_t a_t e_{rows_t}`` then changes by ``step (e_{r_i} - e_{r_j})``
 and ``F_t`` by ``-step (K[r_i, r_t] - K[r_j, r_t])``: one fused pass over
-two contiguous kernel rows that also picks the next ``i``. Each iteration
-reads two kernel rows and allocates nothing.
+two contiguous kernel rows that also reduces the next ``i``'s ``F``. Each
+iteration reads two kernel rows and allocates nothing.
 
 Membership of I_up and I_low is kept as additive masks on ``F`` (``0`` or
 ``-inf`` for I_up, ``0`` or ``+inf`` for I_low), updated for the two
 variables a step moves, so the selection passes are branch-free
-reductions instead of a data-dependent branch per variable. The choices
-(ties go to the last index) and iterates are those of the rules above;
-measured against the branching passes, the same iterations in 1.2-2.2x
-fewer seconds (ionosphere, pima, letter 3,000, shuttle 4,000, SVR on
-diabetes; ``benchmarks/README.md``).
+reductions instead of a data-dependent branch per variable. Each
+reduction finds only the extreme value; a short pass from the back then
+finds the last index that attains it, so the reductions carry no index
+from one element to the next (and the division of WSS 2 no longer stalls
+the loop). The choices (ties go to the last index) and iterates are those
+of the rules above; measured against the branching passes, the same
+iterations in 1.2-2.2x fewer seconds (ionosphere, pima, letter 3,000,
+shuttle 4,000, SVR on diabetes), and against one pass that carries the
+index, in a third to a half of the time (``benchmarks/README.md``).
 
 While no variable is set aside the index list ``act`` is the identity
 (``_shrink`` keeps the active ones in ascending order, unshrinking
@@ -171,24 +175,38 @@ def _select_i(F, pu, act, n_act):
     ``act`` is the identity whenever ``n_act == len(F)`` (nothing set
     aside), and the pass then reads ``t`` directly, without the index list.
 
-    ``pu[t]`` is 0 for ``t`` in I_up and ``-inf`` otherwise, so the pass
-    is a branch-free reduction. Returns ``(i, gmax)``; ``gmax = -inf``
+    ``pu[t]`` is 0 for ``t`` in I_up and ``-inf`` otherwise, so the
+    maximum is a branch-free reduction; a second pass from the back finds
+    the last index that attains it. Returns ``(i, gmax)``; ``gmax = -inf``
     when I_up is empty (``i`` is then meaningless and no ``j`` exists).
     """
     gmax = -np.inf
-    i = 0
     full = n_act == F.shape[0]  # then act is the identity
     for k in range(n_act):
         t = k if full else act[k]
-        fu = F[t] + pu[t]
-        take = fu >= gmax
-        gmax = fu if take else gmax
-        i = t if take else i
-    return i, gmax
+        gmax = max(gmax, F[t] + pu[t])
+    return _last_equal(F, pu, act, n_act, gmax), gmax
 
 
 @njit(**JIT)
-def _select_j(K, dvar, rows, mapped, F, pl, act, n_act, i, gmax):
+def _last_equal(F, p, act, n_act, value):
+    """The last ``t`` of ``act[:n_act]`` with ``F[t] + p[t] == value`` (0 if none).
+
+    The index half of an argmax or argmin whose value a reduction found:
+    kept apart from that reduction, which then has no index to carry from
+    one element to the next and runs several times faster (the pass here
+    usually stops early).
+    """
+    full = n_act == F.shape[0]
+    for k in range(n_act - 1, -1, -1):
+        t = k if full else act[k]
+        if F[t] + p[t] == value:
+            return t
+    return 0
+
+
+@njit(**JIT)
+def _select_j(K, dvar, rows, mapped, F, pl, act, n_act, i, gmax, obj):
     """Second-order choice of j for a given i, and M = min over I_low of F.
 
     Over ``act[:n_act]``: ``j = argmin -b^2/c`` (the last of ties) over
@@ -197,11 +215,17 @@ def _select_j(K, dvar, rows, mapped, F, pl, act, n_act, i, gmax):
     is 0 for ``t`` in I_low and ``+inf`` otherwise (branch-free pass).
     Returns (-1, inf) when I_low is empty or ``gmax = -inf`` (I_up empty).
     ``act`` is the identity when ``n_act == len(F)``, as in :func:`_select_i`.
+
+    ``obj`` (at least ``n_act``) is work space: the first pass writes each
+    ``-b^2/c`` (``+inf`` where ``b <= 0``) and reduces their minimum, and a
+    second pass from the back finds the last index that attains it. One
+    pass carrying the index along spent most of its time waiting for the
+    division of the previous element: 4.5 against 0.9 ns per variable
+    (benchmarks/README.md, "SMO's selection in two passes").
     """
-    j = -1
     gmin = np.inf
     if gmax == -np.inf:
-        return j, gmin
+        return -1, gmin
     Ki = K[rows[i]]
     Kii = dvar[i]
     best = np.inf
@@ -213,11 +237,16 @@ def _select_j(K, dvar, rows, mapped, F, pl, act, n_act, i, gmax):
         b = gmax - fl
         c = Kii + dvar[t] - 2.0 * Ki[rows[t] if mapped else t]
         c = c if c > 0.0 else TAU
-        obj = -(b * b) / c
-        take = (b > 0.0) & (obj <= best)
-        best = obj if take else best
-        j = t if take else j
-    return j, gmin
+        o = -(b * b) / c
+        o = o if b > 0.0 else np.inf
+        obj[k] = o
+        best = min(best, o)
+    if best == np.inf:
+        return -1, gmin
+    for k in range(n_act - 1, -1, -1):
+        if obj[k] == best:
+            return (k if full else act[k]), gmin
+    return -1, gmin  # not reached: some obj[k] equals best
 
 
 @njit(**JIT)
@@ -346,6 +375,7 @@ def _smo_core_src(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking, s
     # kept for the two variables each step moves.
     pu = np.empty(N)
     pl = np.empty(N)
+    obj = np.empty(N)  # work space of _select_j
     for t in range(N):
         pu[t], pl[t] = _bound_masks(signs[t], a[t], upper[t])
     dv = np.zeros(nr)
@@ -371,7 +401,7 @@ def _smo_core_src(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking, s
 
         if gmax != -np.inf:
             _row(K, src, rows[i])
-        j, gmin = _select_j(K, dvar, rows, mapped, F, pl, act, n_act, i, gmax)
+        j, gmin = _select_j(K, dvar, rows, mapped, F, pl, act, n_act, i, gmax, obj)
         if j < 0 or gmax - gmin <= tol:
             if n_act == N:
                 break
@@ -409,21 +439,19 @@ def _smo_core_src(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking, s
                     touched[n_touched] = u
                     n_touched += 1
 
-        # F_t -= step (K[r_i, r_t] - K[r_j, r_t]), fused with the next i.
+        # F_t -= step (K[r_i, r_t] - K[r_j, r_t]), fused with the maximum
+        # for the next i (whose index a pass from the back then finds, as
+        # in _select_i).
         Kj = _row(K, src, rj)
         gmax = -np.inf
-        nxt = 0
         full = n_act == N  # then act is the identity
         for k in range(n_act):
             t = k if full else act[k]
             rt = rows[t] if mapped else t
             ft = F[t] - step * (Ki[rt] - Kj[rt])
             F[t] = ft
-            fu = ft + pu[t]
-            take = fu >= gmax
-            gmax = fu if take else gmax
-            nxt = t if take else nxt
-        i = nxt
+            gmax = max(gmax, ft + pu[t])
+        i = _last_equal(F, pu, act, n_act, gmax)
     if n_act < N:
         _sync(K, rows, F, dv, touched, is_touched, n_touched, act, n_act, src)
     return n_iter
