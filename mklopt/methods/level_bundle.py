@@ -33,12 +33,13 @@ _LP_SHARE = 0.0
 @dataclass
 class _State:
     model: CutModel
-    w: np.ndarray  # next query p_{i+1}
+    w: np.ndarray  # next query p_{i+1} (None until asked; see _step)
     lam: float  # current lambda (raised once to lam_final, if one is given)
     lower: float = -np.inf  # f_i, never decreases
     upper: float = np.inf  # fbar_i, never increases
     level: float = np.nan  # l_i
     raised: bool = False
+    project: tuple = None  # (p_i, LP minimiser) to project once the next query is asked
 
 
 @register("level")
@@ -140,6 +141,10 @@ class LevelBundle(MethodBase):
         return domain, s
 
     def _ask(self, s):
+        if s.w is None:
+            p, w_hat = s.project
+            s.w = s.model.project_level(p, s.level, w_hat)
+            s.project = None
         return s.w
 
     def _tell(self, s, query, answer):
@@ -147,7 +152,12 @@ class LevelBundle(MethodBase):
         self._step(s, query, float(answer.value))
 
     def _step(self, s, p, value):
-        """Bounds, level and the projection of ``p`` (eqs. 6-8)."""
+        """Bounds, level and the projection of ``p`` (eqs. 6-8).
+
+        The projection (eq. 8) is only the next query, so it is made when
+        that query is asked (:meth:`_ask`): a run that stops on this step's
+        bounds does not pay for a point it never evaluates.
+        """
         s.upper = min(s.upper, value)
         # The LP's bound only has to be good to a small share of the current
         # gap: ECOS's answer is kept when it is (CutModel.minimize).
@@ -158,7 +168,7 @@ class LevelBundle(MethodBase):
         if self.lam_final is not None and not s.raised and gap < self.switch * abs(s.level):
             s.lam, s.raised = float(self.lam_final), True
             s.level = s.lam * s.upper + (1.0 - s.lam) * s.lower
-        s.w = s.model.project_level(p, s.level, w_hat)
+        s.w, s.project = None, (p, w_hat)
 
     def _lower(self, s):
         return s.lower
