@@ -313,19 +313,35 @@ def product_quad_forms(P, ri, rf, v, support, kernels, out, stop):
             for t in range(4):
                 acc[j, t] = 0.0
         # The columns b > a: groups of four into the four accumulators, the
-        # rest into the first, as the dense routine sums them.
+        # rest into the first, as the dense routine sums them. A chunk starts
+        # a multiple of four (CHUNK) after a + 1, so its entry t goes to
+        # accumulator t % 4 up to the last whole group (``full``).
         full = a + 1 + 4 * ((s - a - 1) // 4)
         for c0 in range(a + 1, s, CHUNK):
             L = min(s, c0 + CHUNK) - c0
             _eval_chunk(P, ri, rf, kernels, order, g, support, c0, L, vals, x, e, scr, pe)
+            grouped = min(L, full - c0)
+            vc = vs[c0:c0 + L]
             for j in range(r):
                 vj = vals[j]
-                for t in range(L):
-                    b = c0 + t
-                    if b < full:
-                        acc[j, (b - a - 1) % 4] += vs[b] * vj[t]
-                    else:
-                        acc[j, 0] += vs[b] * vj[t]
+                a0 = acc[j, 0]
+                a1 = acc[j, 1]
+                a2 = acc[j, 2]
+                a3 = acc[j, 3]
+                t = 0
+                while t < grouped:
+                    a0 += vc[t] * vj[t]
+                    a1 += vc[t + 1] * vj[t + 1]
+                    a2 += vc[t + 2] * vj[t + 2]
+                    a3 += vc[t + 3] * vj[t + 3]
+                    t += 4
+                while t < L:
+                    a0 += vc[t] * vj[t]
+                    t += 1
+                acc[j, 0] = a0
+                acc[j, 1] = a1
+                acc[j, 2] = a2
+                acc[j, 3] = a3
         _eval_chunk(P, ri, rf, kernels, order, g, support, a, 1, dv, x, e, scr, pe)
         for j in range(r):
             total[j] += vs[a] * (vs[a] * dv[j, 0]
