@@ -558,7 +558,7 @@ class KernelBank:
         if isinstance(self.functions, KernelFunctions):
             # The constants a bank built on X[rows] would have, computed the same way.
             fn = KernelFunctions.from_data(self.functions.X[idx], self.functions.specs,
-                                           normalize=normalize)
+                                           normalize=normalize, _plan=self.functions.plan)
             scales = fn.scales
         else:
             scales = np.ones(self.n_kernels)

@@ -302,7 +302,7 @@ class KernelFunctions:
         return state
 
     @classmethod
-    def from_data(cls, X, specs, normalize="trace"):
+    def from_data(cls, X, specs, normalize="trace", _plan=None):
         """Kernel functions normalised on the training points ``X``.
 
         Parameters
@@ -323,13 +323,17 @@ class KernelFunctions:
         -------
         KernelFunctions
         """
+        # (``_plan``: the plan of these specs on this many features, when the
+        # caller has it, as a bank's view has its bank's: the plan depends on
+        # the specs only, and building it is most of the cost on few points.)
         X = check_matrix(X, "X")
         specs = _check_specs(specs, X.shape[1])
         check_choice(normalize, "normalize", ("trace", "diagonal", None))
         scales = np.ones(len(specs))
-        plan = None
+        plan = _plan
         if normalize is not None:
-            plan = _Plan(specs, X.shape[1])
+            if plan is None:
+                plan = _Plan(specs, X.shape[1])
             _groups.raw_traces(X, *plan.arrays(), scales)
             for g in np.flatnonzero(plan.is_host).tolist():
                 for k in plan.kernels_of(g).tolist():
