@@ -18,7 +18,8 @@ from mklopt.oracles import SVMDual
 from mklopt.stopping import DualityGap, MaxOracleCalls, TimeLimit
 
 SCHEDULES = {"0.9 -> 0.99 (paper)": (0.9, 0.99), "0.9 fixed": (0.9, None),
-             "0.7 fixed (default)": (0.7, None), "0.5 fixed": (0.5, None)}
+             "0.7 fixed": (0.7, None), "0.6 fixed (default)": (0.6, None),
+             "0.5 fixed": (0.5, None)}
 TARGETS = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
 
 

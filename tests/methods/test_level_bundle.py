@@ -54,10 +54,10 @@ def test_lambda_schedule_lives_in_state():
     method2 = LevelBundle(lam=0.9, lam_final=0.99, switch=1e-300)
     solve(oracle, method2, stop=MaxIter(5))
     assert method2.extra()["lam"] == 0.9
-    # the default holds lambda = 0.7 throughout, however small the gap gets
+    # the default holds lambda = 0.6 throughout, however small the gap gets
     method3 = LevelBundle()
     res = solve(oracle, method3, stop=BoundGap(1e-6) | MaxIter(300))
-    assert res.converged and method3.extra()["lam"] == 0.7
+    assert res.converged and method3.extra()["lam"] == 0.6
 
 
 def test_exact_optimum_on_small_svm():
@@ -87,7 +87,7 @@ def test_start_twice_same_run():
         (dict(lam="a"), TypeError),
         (dict(lam_final=1.0), ValueError),
         (dict(lam=0.95, lam_final=0.9), ValueError),
-        (dict(lam_final=0.5), ValueError),  # below the default lam = 0.7
+        (dict(lam_final=0.5), ValueError),  # below the default lam = 0.6
         (dict(switch=0.0), ValueError),
     ],
 )
