@@ -142,6 +142,13 @@ class _Started:
         return getattr(self._method, name)
 
 
+def _line_before_run(callback, answer):
+    """At ``verbose=2``, the line of the hand-over call a path point makes before its run."""
+    before = getattr(callback, "before_run", None)
+    if before is not None:
+        before(float(answer.value))
+
+
 def _certified_point(domain, weights, answer, stop):
     """The result at ``weights`` if its own answer meets ``stop`` on the simplex, else None.
 
@@ -295,6 +302,7 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
             w0 = np.asarray(guide[0], dtype=np.float64)
             answer = oracle(w0)
             extra_calls = 1
+            _line_before_run(callback_c, answer)
             handover = Handover(weights=w0, answer=answer, lower=-math.inf, cuts=())
             res = _certified_at_start(method, oracle, handover, stop)
             if res is None:
@@ -312,6 +320,7 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
                     hw = np.asarray(domain.project(hw + step), dtype=np.float64)
                 answer = oracle(hw, warm_start=a0)
                 extra_calls = 1
+                _line_before_run(callback_c, answer)
                 recent = prev_cuts[len(prev_cuts) - _MAX_CUTS:] if _MAX_CUTS > 0 else ()
                 cuts = tuple((t * lin, (t * t) * q) for lin, q in recent)
                 handover = Handover(weights=hw, answer=answer, lower=-math.inf,

@@ -233,16 +233,31 @@ class _CallLines:
         self.oracle = oracle
         self.callback = callback
         self.value_label = value_label
+        self.offset = 0  # calls made before the run whose rows arrive here
+
+    def before_run(self, value, elapsed=0.0):
+        """The line of a call made before the run (a path's hand-over call).
+
+        The user's callback is not called (it sees the run's rows only); the
+        run's calls are numbered after it.
+        """
+        self.offset += 1
+        self._write(self.offset, value, math.nan, elapsed)
 
     def __call__(self, row):
+        self._write(row.n_oracle_calls + self.offset, row.value, row.rel_gap, row.elapsed)
+        if self.callback is not None:
+            self.callback(row)
+
+    def _write(self, n_calls, value, rel_gap, elapsed):
         where = f"[{self.name}{' ' + self.label if self.label else ''}]"
         parts = [
-            f"{where} call {row.n_oracle_calls}",
-            f"{self.value_label}={row.value:.6g}",
+            f"{where} call {n_calls}",
+            f"{self.value_label}={value:.6g}",
         ]
-        if not math.isnan(row.rel_gap):  # boosting has no dual, hence no gap
-            parts.append(f"rel. gap {row.rel_gap:.2e}")
-        parts.append(f"elapsed {_duration(row.elapsed)}")
+        if not math.isnan(rel_gap):  # boosting has no dual, hence no gap
+            parts.append(f"rel. gap {rel_gap:.2e}")
+        parts.append(f"elapsed {_duration(elapsed)}")
         stats = getattr(self.oracle, "last_stats", None)
         bank = getattr(self.oracle, "bank", None)
         storage = getattr(getattr(bank, "storage", None), "name", None)
@@ -254,8 +269,6 @@ class _CallLines:
             if stats.n_blocks and seen:
                 parts.append(f"row cache hits {stats.rows_cached / seen:.0%}")
         write(", ".join(parts))
-        if self.callback is not None:
-            self.callback(row)
 
 
 def call_lines(verbose, name, oracle, callback=None, where="", value_label="J"):

@@ -191,6 +191,22 @@ def test_verbose_2_cv_names_fold_and_C(reg, capsys, no_tqdm):
             assert any(f"[MKLRegressorCV fold {k} of 2 C={C}] call 1," in ln for ln in lines)
 
 
+def test_verbose_2_cv_numbers_every_call_of_a_path_point(reg, capsys, no_tqdm):
+    # A path point's first call (the hand-over of the previous weights) is
+    # made before its run: it has a line too, and the run's calls follow it,
+    # so each point shows calls 1..N for the N its summary line reports,
+    # including points that the hand-over call alone certifies.
+    X, y = reg
+    _fit(MKLRegressorCV(Cs=[1.0, 10.0, 100.0], cv=2, kernels=SPECS, verbose=2), X, y)
+    err = capsys.readouterr().err
+    points = re.findall(r"path point \d+ of \d+ \((fold \d+ of 2 C=\d+)\): rel\. gap \S+, "
+                        r"(\d+) oracle calls?", err)
+    assert len(points) == 6
+    for where, n in points:
+        got = [int(c) for c in re.findall(rf"\[MKLRegressorCV {where}\] call (\d+), ", err)]
+        assert got == list(range(1, int(n) + 1)), (where, n, got)
+
+
 def test_user_callback_still_called(three, capsys, no_tqdm):
     rows = []
     X, y = three
