@@ -5,8 +5,9 @@ The fixtures in ``tests/data/format_*.npz`` were written by
 (one estimator kind each: binary, standardised, multiclass, shared weights,
 feature maps, precomputed kernels, regression, one-class). Each must load,
 keep its parameters, and predict as it did when saved (to 1e-12) and as the same estimator fitted
-afresh today (to 1 % of the decision scale: on another BLAS the fit may
-take other steps to a model equally certified).
+afresh today (to 10 % of the decision scale: the fit may take other steps,
+on another BLAS or under a changed default of its method, to a model
+equally certified; see ``_close_refit``).
 """
 
 import importlib.util
@@ -43,13 +44,18 @@ def _same_predictions(a, b):
 
 
 def _close_refit(a, b):
-    # A fit today runs on this machine's BLAS, which may round differently
-    # from the one that wrote the file: under other OpenBLAS kernels the
-    # solver took other steps and ended up to 2e-4 away, inside its
-    # certified tolerance. A lost or changed parameter (C, kernels, scaling)
-    # moves the model by far more than 1 % of its scale.
+    # A fit today may take other steps than the one that wrote the file
+    # (another BLAS's rounding; a changed default of the method, such as
+    # Level's lambda, 0.7 then and 0.6 now), to a model certified to the same
+    # relative gap. The certificate bounds the objective, not the decisions:
+    # on these fixtures a fit at the default tol = 1e-2 is up to 5 % of the
+    # decision scale away from the exact optimum's (binary_scaled: 0.053;
+    # the others 0.3-1.3 %), and the files' fits and today's differ by up to
+    # 6 %. Halving C moves them by 20-42 % where C binds. The parameters
+    # themselves are compared exactly below; this checks that the loaded
+    # model is that estimator's model, to 10 % of its scale.
     b = np.asarray(b, dtype=float)
-    np.testing.assert_allclose(a, b, rtol=0, atol=1e-2 * max(1.0, float(np.abs(b).max())))
+    np.testing.assert_allclose(a, b, rtol=0, atol=0.1 * max(1.0, float(np.abs(b).max())))
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -84,7 +90,11 @@ def test_old_file_predicts_as_recorded_and_as_a_fresh_fit(kind, problems):
             assert back[name] == list(fresh.kernel_specs_)
         else:
             assert back[name] == value, name
-    _close_refit(np.atleast_2d(loaded.weights_), np.atleast_2d(fresh.weights_))
+    # Weights are certified less tightly still: on the binary fixture the
+    # exact optimum has (0.948, 0.052) on two kernels, the file's fit
+    # (0.946, 0.054) and today's (0.957, 0.043).
+    np.testing.assert_allclose(np.atleast_2d(loaded.weights_), np.atleast_2d(fresh.weights_),
+                               rtol=0, atol=5e-2)
     assert loaded.n_features_in_ == fresh.n_features_in_
     assert loaded.kernel_specs_ == fresh.kernel_specs_
 
