@@ -3,7 +3,7 @@
 Level-paper protocol (random half split, level grid on the training half,
 C = 100, SMO tolerance 1e-4 that follows the gap as the driver sets it),
 splits 0..``--splits``-1. Compares the paper's schedule (0.9, raised to 0.99)
-with lambda = 0.7 and 0.6 held fixed (0.6 is ``LevelBundle()``'s default). Counts of oracle
+with lambda = 0.7, 0.6 and 0.5 held fixed (0.6 is ``LevelBundle()``'s default). Counts of oracle
 calls do not depend on the machine's load.
 
     python benchmarks/bench_level_lambda.py --splits 3
@@ -27,7 +27,7 @@ from mklopt.stopping import DualityGap, MaxOracleCalls, TimeLimit
 
 TARGETS = (1e-2, 1e-3, 1e-4)
 SCHEDULES = {"paper 0.9 -> 0.99": (0.9, 0.99), "0.7 fixed": (0.7, None),
-             "0.6 fixed (default)": (0.6, None)}
+             "0.6 fixed (default)": (0.6, None), "0.5 fixed": (0.5, None)}
 SETS = datasets.PAPERS
 
 
