@@ -231,3 +231,23 @@ def test_sweep_shared_multiclass(problem, formulation):
         return CompositeOracle([SVMDual(K, y, C=C, tol=INNER_TOL) for K, y in parts])
 
     run_all(make, formulation, False, reference(parts, C, "hinge", formulation), budget=5000)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_the_reference_falls_back_to_ecos_when_clarabel_raises(loss, monkeypatch):
+    # A drawn logistic problem with duplicated points once made every Clarabel
+    # attempt raise; the reference then comes from ECOS, to the same optimum.
+    import cvxpy as cp
+
+    K, y = R.draw_problem(np.random.default_rng(3), 12, loss)
+    want = R.primal_optimum([(K, y)], 1.0, loss, ("l1", None))
+    solve_problem = cp.Problem.solve
+
+    def no_clarabel(self, *args, solver=None, **kwargs):
+        if solver == cp.CLARABEL:
+            raise cp.error.SolverError("Clarabel made to fail")
+        return solve_problem(self, *args, solver=solver, **kwargs)
+
+    monkeypatch.setattr(cp.Problem, "solve", no_clarabel)
+    got = R.primal_optimum([(K, y)], 1.0, loss, ("l1", None))
+    assert got == pytest.approx(want, rel=1e-6, abs=1e-8)
