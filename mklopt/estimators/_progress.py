@@ -235,14 +235,14 @@ class _CallLines:
         self.value_label = value_label
         self.offset = 0  # calls made before the run whose rows arrive here
 
-    def before_run(self, value, elapsed=0.0):
+    def before_run(self, value):
         """The line of a call made before the run (a path's hand-over call).
 
         The user's callback is not called (it sees the run's rows only); the
         run's calls are numbered after it.
         """
         self.offset += 1
-        self._write(self.offset, value, math.nan, elapsed)
+        self._write(self.offset, value, math.nan, 0.0)
 
     def __call__(self, row):
         self._write(row.n_oracle_calls + self.offset, row.value, row.rel_gap, row.elapsed)

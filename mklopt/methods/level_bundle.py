@@ -89,11 +89,11 @@ class LevelBundle(MethodBase):
     866 against 867 to 1e-4) and 8 % fewer for the one-vs-one pairs of
     ``MKLClassifier`` (iris, wine, digits and satellite, 3 splits, C = 1
     and 100: 1,901 against 2,058; fewer in 23 of the 24 runs), which start
-    from a neighbouring pair's weights. A lower level
-    moves each step further towards the model's minimiser. The raised value lives in the run's
-    state; ``self.lam`` is never changed. The reported bounds are ``(f_i, fbar_i)``; the reported
-    duality gap is that of the best point, from
-    :class:`~mklopt.domains.Simplex`.
+    from a neighbouring pair's weights. A lower level moves each step
+    further towards the model's minimiser. The raised value lives in the
+    run's state; ``self.lam`` is never changed. The reported bounds are
+    ``(f_i, fbar_i)``; the reported duality gap is that of the best point,
+    from :class:`~mklopt.domains.Simplex`.
 
     References
     ----------
