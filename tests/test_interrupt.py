@@ -357,3 +357,56 @@ def test_with_a_time_limit_a_tight_tol_runs_level_alone():
     assert isinstance(chained, partial) and chained.func is Chain
     assert not (isinstance(alone, partial) and alone.func is Chain)
     assert type(alone()) is LevelBundle
+
+
+# ---- Ctrl-C while ECOS solves (Level's projection, the restricted problems) ----
+# ECOS replaces the SIGINT handler for the length of each solve and keeps the
+# signal to itself: it reports it through its exit flag only when the solve
+# has not converged by then, and through its own flag (check_ctrlc) always.
+
+
+def _slow_ecos_problem(n, seed=0):
+    """An LP of ``n`` variables, dense rows: ECOS takes a good fraction of a second."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    G = sp.csc_matrix(np.vstack([-np.eye(n), rng.standard_normal((n, n))]))
+    h = np.concatenate([np.zeros(n), rng.random(n) + 1.0])
+    A = sp.csc_matrix((0, n))
+    return -rng.random(n), G, h, {"l": 2 * n, "q": [], "e": 0}, A, np.zeros(0)
+
+
+def test_ctrl_c_during_an_ecos_solve_reaches_python():
+    from mklopt.methods._cut_model import _ECOS_OPTS, solve_ecos
+
+    data = _slow_ecos_problem(500)
+    timer = threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            solve_ecos(data, (_ECOS_OPTS, _ECOS_OPTS), "a slow LP")
+            # A machine fast enough to finish first gets the signal here.
+            time.sleep(10.0)
+    finally:
+        timer.cancel()
+    assert _handler_is_default()
+
+
+def test_a_signal_ecos_kept_ends_the_solve_as_interrupted(monkeypatch):
+    # ECOS's flag says it caught SIGINT during a projection that converged
+    # anyway: the run ends with reason "interrupted", not at the gap.
+    import mklopt.methods._cut_model as cut_model
+
+    X, y = _data(120)
+    oracle = SVMDual(KernelBank.from_specs(X, KERNELS), y, C=10.0, tol=1e-8)
+    calls = [0]
+
+    def caught_once():
+        calls[0] += 1
+        return int(calls[0] == 1)
+
+    monkeypatch.setattr(cut_model, "_CHECK_CTRLC", caught_once, raising=False)
+    res = solve(oracle, LevelBundle(), stop=DualityGap(1e-9) | MaxIter(200))
+    assert calls[0] >= 1
+    assert res.reason == "interrupted" and not res.converged
+    assert _handler_is_default()

@@ -29,8 +29,11 @@ Efficient Multiple Kernel Learning", NIPS 2008 (``papers/``).
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import math
+import signal
+import threading
 from typing import NamedTuple
 
 import ecos
@@ -43,6 +46,7 @@ try:  # ECOS's C extension, which ecos.solve calls after checking scipy.sparse i
 except ImportError:  # pragma: no cover - depends on the ecos build
     _ecos = None
 
+from .. import _interrupt
 from .._jit.projections import project_simplex
 from . import _highs
 
@@ -53,6 +57,34 @@ log = logging.getLogger("mklopt")
 # ECOS exit flags that carry a usable solution: 0 optimal, 10 optimal to
 # reduced accuracy ("inaccurate").
 _ECOS_OK = (0, 10)
+# ECOS's exit flag when its own SIGINT handler caught Ctrl-C (ECOS_SIGINT in ecos.h).
+_ECOS_SIGINT = -4
+
+
+def _ecos_check_ctrlc():
+    """ECOS's ``check_ctrlc`` from its C extension, or None where it is not exported.
+
+    ECOS (built with its Ctrl-C support, as the wheels are) installs a
+    SIGINT handler of its own at the start of each solve and reports a
+    signal only through its exit flag, and only when the solve has not
+    converged by then: a Ctrl-C that lands in a solve that still converges
+    is recorded in ECOS's flag and nowhere else. ``check_ctrlc()`` reads
+    that flag (it stays set until the next solve starts).
+    """
+    if _ecos is None:
+        return None
+    try:
+        func = ctypes.CDLL(_ecos.__file__).check_ctrlc
+    except (OSError, AttributeError, TypeError):  # pragma: no cover - other builds
+        return None
+    func.restype = ctypes.c_int
+    func.argtypes = []
+    return func
+
+
+_CHECK_CTRLC = _ecos_check_ctrlc()
+
+
 _ECOS_OPTS = dict(feastol=1e-8, abstol=1e-8, reltol=1e-8, max_iters=100, verbose=False)
 # The LP's answer sets Level's next level, so its rounding travels into the
 # iterates: at 1e-8 a sharded run (q summed in another order) drifted 1e-10
@@ -99,10 +131,48 @@ def solve_ecos(data, attempts, what):
         except (ValueError, ArithmeticError) as exc:  # ECOS raises on bad data
             log.debug("ECOS raised %s on %s", exc, what)
             continue
+        finally:
+            _restore_sigint()
+        caught = out["info"]["exitFlag"] == _ECOS_SIGINT
+        if caught or (_CHECK_CTRLC is not None and _CHECK_CTRLC()):
+            _pass_on_sigint()
+            return None
         if out["info"]["exitFlag"] in _ECOS_OK and np.isfinite(out["x"]).all():
             return out
         log.debug("ECOS exit flag %s on %s", out["info"]["exitFlag"], what)
     return None
+
+
+def _restore_sigint():
+    """Put the program's SIGINT handler back after an ECOS solve (main thread).
+
+    ECOS restores the handler it replaced only when its solve gets to its
+    end; the solves that stop early (a fatal error in a factorisation,
+    slacks leaving the cone) leave ECOS's own handler in place, and every
+    later Ctrl-C would then reach ECOS's flag only. Setting Python's
+    handler again (the same one) costs a microsecond.
+    """
+    if threading.current_thread() is threading.main_thread():
+        handler = signal.getsignal(signal.SIGINT)
+        if handler is not None:
+            signal.signal(signal.SIGINT, handler)
+
+
+def _pass_on_sigint():
+    """Deliver again a Ctrl-C that ECOS caught, then stop if it stopped the run.
+
+    ECOS's handler keeps the signal to itself (see :func:`_ecos_check_ctrlc`),
+    so a Ctrl-C that lands in a solve would be lost, and another attempt
+    would start afresh. Raising the signal again, with the program's handler
+    back, reaches whatever handler the program has: outside a run Python's own raises ``KeyboardInterrupt`` here; in a
+    :class:`~mklopt._interrupt.Run` the run's handler sets the stop flag,
+    and :func:`~mklopt._interrupt.check` raises
+    :class:`~mklopt._interrupt.Stopped`, which :func:`mklopt.solve` turns into
+    a result with reason ``"interrupted"``. A handler that ignores the signal
+    leaves the solve to fail as any other failed attempt.
+    """
+    signal.raise_signal(signal.SIGINT)
+    _interrupt.check()
 
 
 class CutModel:
