@@ -163,13 +163,14 @@ def _pass_on_sigint():
 
     ECOS's handler keeps the signal to itself (see :func:`_ecos_check_ctrlc`),
     so a Ctrl-C that lands in a solve would be lost, and another attempt
-    would start afresh. Raising the signal again, with the program's handler
-    back, reaches whatever handler the program has: outside a run Python's own raises ``KeyboardInterrupt`` here; in a
+    would start afresh. Raising the signal again, with the program's
+    handler back, reaches whatever handler the program has: outside a run,
+    Python's own raises ``KeyboardInterrupt`` here; in a
     :class:`~mklopt._interrupt.Run` the run's handler sets the stop flag,
     and :func:`~mklopt._interrupt.check` raises
-    :class:`~mklopt._interrupt.Stopped`, which :func:`mklopt.solve` turns into
-    a result with reason ``"interrupted"``. A handler that ignores the signal
-    leaves the solve to fail as any other failed attempt.
+    :class:`~mklopt._interrupt.Stopped`, which :func:`mklopt.solve` turns
+    into a result with reason ``"interrupted"``. A handler that ignores the
+    signal leaves the solve to fail as any other failed attempt.
     """
     signal.raise_signal(signal.SIGINT)
     _interrupt.check()
