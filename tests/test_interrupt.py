@@ -410,3 +410,23 @@ def test_a_signal_ecos_kept_ends_the_solve_as_interrupted(monkeypatch):
     assert calls[0] >= 1
     assert res.reason == "interrupted" and not res.converged
     assert _handler_is_default()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: mklopt.MKLClassifierCV(kernels=KERNELS, Cs=4, cv=3),
+    lambda: mklopt.MKLRegressorCV(kernels=KERNELS, Cs=4, cv=3),
+], ids=["MKLClassifierCV", "MKLRegressorCV"])
+def test_ctrl_c_ends_a_cv_search(make, sigint_before):
+    # The search is one run: a Ctrl-C in one path's solve ends every path,
+    # not only the solve it landed in.
+    X, y = _data(90)
+    target = y if "Classifier" in make().__class__.__name__ else X[:, 0] + 0.1 * y
+    from mklopt.oracles._base import DualOracle
+
+    calls = sigint_before(DualOracle, "__call__", 6)  # every SVM and SVR solve
+    est = make()
+    with pytest.raises(KeyboardInterrupt, match="fit interrupted"):
+        est.fit(X, target)
+    assert calls[0] <= 7  # at most the next call started, and stopped at once
+    assert not hasattr(est, "best_estimator_")
+    assert _handler_is_default()

@@ -13,6 +13,7 @@ from itertools import combinations
 import numpy as np
 
 from .._constraints import NO_VALIDATION, Check
+from .._interrupt import fit_run
 from .._parallel import client_map, parallel_map
 from ..datasets import _scaling
 from ..kernels import KernelBank
@@ -688,7 +689,20 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         ValueError, TypeError
             On bad data or parameters (named), a fold whose training part
             has a single class, or a storage without views.
+        KeyboardInterrupt
+            On Ctrl-C (in the main thread): the search is one stoppable
+            run, and a search stopped part way chooses nothing.
         """
+        name = type(self).__name__
+        with fit_run(name, None, self.verbose):
+            try:
+                return self._search(X, y)
+            except KeyboardInterrupt:
+                # Whichever solve the signal stopped, the search as a whole ends.
+                raise KeyboardInterrupt(f"{name}.fit interrupted; nothing was fitted") from None
+
+    def _search(self, X, y):
+        """:meth:`fit`'s work, inside its stoppable run."""
         Cs = self._validate_params()["Cs"]
         name = type(self).__name__
         X_given, y_given = X, y

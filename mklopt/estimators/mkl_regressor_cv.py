@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 
 from .._constraints import NO_VALIDATION, Check, Options
+from .._interrupt import fit_run
 from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..kernels.factory import shared_storage
@@ -275,7 +276,23 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         Returns
         -------
         self
+
+        Raises
+        ------
+        KeyboardInterrupt
+            On Ctrl-C (in the main thread): the search is one stoppable
+            run, and a search stopped part way chooses nothing.
         """
+        name = type(self).__name__
+        with fit_run(name, None, self.verbose):
+            try:
+                return self._search(X, y)
+            except KeyboardInterrupt:
+                # Whichever solve the signal stopped, the search as a whole ends.
+                raise KeyboardInterrupt(f"{name}.fit interrupted; nothing was fitted") from None
+
+    def _search(self, X, y):
+        """:meth:`fit`'s work, inside its stoppable run."""
         Cs = self._validate_params()["Cs"]
         name = type(self).__name__
         X_given, y_given = X, y
