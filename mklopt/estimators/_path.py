@@ -228,7 +228,7 @@ def ray_scale(L, Q, ratio):
 
 
 def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=None,
-           verbose=0, name="", where="", on_point=None, finish=None, guide=None):
+           verbose=0, name="", where="", on_point=None, finish=None, guide=None, start=None):
     """Solve one binary MKL problem at every ``C`` of ``Cs``, each warm-started.
 
     Parameters
@@ -270,6 +270,12 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
         instead of ``w_prev``: where the optimal weights change with ``C``
         the guide's step predicts this problem's. Only the starting point
         changes: every point is certified by its own answers.
+    start : ndarray of shape (n_kernels,), optional
+        Without a ``guide``: the weights the first point starts from (SMO
+        cold), such as the optimal weights of a similar problem at the
+        first ``C`` (another pair of classes of the same fold); later
+        points start from their predecessor's weights. Ignored with a
+        ``guide``, whose first weights it would replace.
     verbose : int, default=0
         At 2, a line per oracle call (:func:`~._progress.call_lines`).
     name, where : str
@@ -298,8 +304,9 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
         extra_calls = 0
         here = f"{where} C={C:g}".strip()
         callback_c = call_lines(verbose, name, oracle, callback, where=here)
-        if prev is None and guide is not None and _accepts_handover(method):
-            w0 = np.asarray(guide[0], dtype=np.float64)
+        if prev is None and (guide is not None or start is not None) and (
+                _accepts_handover(method)):
+            w0 = np.asarray(guide[0] if guide is not None else start, dtype=np.float64)
             answer = oracle(w0)
             extra_calls = 1
             _line_before_run(callback_c, answer)

@@ -215,3 +215,63 @@ def test_the_bank_holds_the_samples_class_by_class(three_classes, monkeypatch):
     for k in range(len(a.best_estimator_.models_)):
         mapped = order[b.best_estimator_.support_[k]]
         assert np.array_equal(np.sort(mapped), a.best_estimator_.support_[k])
+
+
+def test_first_fold_pairs_start_from_a_pair_sharing_a_class(three_classes, monkeypatch):
+    # The first fold has no other fold's path to follow: its pairs (0, 2)
+    # and (1, 2) start from the first point of (0, 1) and (0, 2), as
+    # MKLClassifier's pairs start from their parents; later folds follow
+    # the first fold's path of the same pair instead.
+    import mklopt.estimators.mkl_cv as mkl_cv
+
+    X, y = three_classes
+    real = mkl_cv.c_path
+    runs = []
+
+    def spy(*args, **kw):
+        points = real(*args, **kw)
+        runs.append((kw.get("start"), kw.get("guide"), points))
+        return points
+
+    monkeypatch.setattr(mkl_cv, "c_path", spy)
+    folds = list(StratifiedKFold(3).split(X, y))
+    MKLClassifierCV(Cs=CS, cv=folds, kernels=SPECS, tol=1e-3).fit(X, y)
+    assert len(runs) == 3 * 3  # folds x pairs
+    first = runs[:3]
+    assert first[0][0] is None and all(g is None for _, g, _ in first)
+    for pair, parent in ((1, 0), (2, 1)):
+        np.testing.assert_array_equal(first[pair][0], first[parent][2][0].weights)
+    for start, guide, _ in runs[3:]:
+        assert start is None and guide is not None
+    for _, _, points in runs:
+        assert all(pt.converged and pt.rel_gap <= 1e-3 for pt in points)
+
+
+def test_c_path_evaluates_its_start_first(binary):
+    from mklopt.estimators._path import _make_svm, c_path
+    from mklopt.methods import LevelBundle
+    from mklopt.stopping import DualityGap
+
+    X, y = binary
+    y = np.where(y == np.unique(y)[0], -1.0, 1.0)
+    bank = KernelBank.from_specs(X, SPECS)
+    queries = []
+
+    def make(bank, C, tol):
+        oracle = _make_svm(y, bank, C, tol)
+        real = oracle.__call__
+
+        class Spy(type(oracle)):
+            def __call__(self, w, *args, **kw):
+                queries.append(np.array(w))
+                return real(w, *args, **kw)
+
+        oracle.__class__ = Spy
+        return oracle
+
+    w0 = np.zeros(len(SPECS))
+    w0[-1] = 1.0
+    points = c_path(bank, y, [0.1, 1.0], LevelBundle, lambda: DualityGap(1e-3), 1e-6,
+                    make_oracle=make, start=w0)
+    np.testing.assert_array_equal(queries[0], w0)
+    assert all(pt.converged and pt.rel_gap <= 1e-3 for pt in points)
