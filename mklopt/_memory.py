@@ -9,8 +9,10 @@ how much is needed, what the limit is, and what would work instead.
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
+import time
 
 __all__ = ["MEMORY_FRACTION", "available_memory", "memory_limit", "check_memory", "fmt_bytes"]
 
@@ -25,8 +27,31 @@ def fmt_bytes(b):
     return f"{b / _GIB:.3g} GiB ({int(b):,} bytes)"
 
 
+#: Seconds for which a reading of the available memory is reused. The
+#: checks run before every allocation of a fit, twice for each binary
+#: problem, or each point of a C path (hundreds a second), and reading
+#: ``/proc/meminfo`` costs about 20-40 us. Memory that was allocated but not
+#: yet written does not show in a reading anyway.
+REUSE_SECONDS = 0.1
+_last_reading = (-math.inf, None)
+
+
 def available_memory():
-    """Bytes of memory available now (``MemAvailable``), or None when unknown."""
+    """Bytes of memory available now (``MemAvailable``), or None when unknown.
+
+    A reading less than :data:`REUSE_SECONDS` old is reused.
+    """
+    global _last_reading
+    now = time.monotonic()
+    taken, value = _last_reading
+    if now - taken < REUSE_SECONDS:
+        return value
+    value = _read_available_memory()
+    _last_reading = (now, value)
+    return value
+
+
+def _read_available_memory():
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import math
@@ -388,8 +389,27 @@ def _initial_query(method, oracle, initial):
 
 def _takes_handover(method):
     """Whether ``method.start`` accepts a hand-over (every MethodBase does)."""
+    start = method.start
+    func = getattr(start, "__func__", None)
+    if func is not None and getattr(start, "__self__", None) is method:
+        # A method defined on the class: its signature, read once per function
+        # (inspect.signature costs about 20 us, and every run asks).
+        try:
+            return _function_takes_handover(func)
+        except TypeError:  # an unhashable function object
+            pass
+    return _signature_has_handover(start)
+
+
+@functools.lru_cache(maxsize=256)
+def _function_takes_handover(func):
+    # ``func`` is unbound: ``handover`` anywhere in its parameters (after self).
+    return _signature_has_handover(func)
+
+
+def _signature_has_handover(func):
     try:
-        return "handover" in inspect.signature(method.start).parameters
+        return "handover" in inspect.signature(func).parameters
     except (TypeError, ValueError):
         return False
 

@@ -430,3 +430,35 @@ def test_ctrl_c_ends_a_cv_search(make, sigint_before):
     assert calls[0] <= 7  # at most the next call started, and stopped at once
     assert not hasattr(est, "best_estimator_")
     assert _handler_is_default()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="sets the C-level handler through libc")
+@pytest.mark.parametrize("flag", [-3, -7])
+def test_the_handler_is_back_after_an_early_ecos_exit(flag, monkeypatch):
+    # ECOS's early returns skip putting back the handler it replaced. Here a
+    # stand-in for ECOS leaves SIGINT ignored at the C level (Python's record
+    # of the handler unchanged), as ECOS leaves its own.
+    import ctypes
+
+    import mklopt.methods._cut_model as cut_model
+
+    libc = ctypes.CDLL(None)
+    libc.signal.restype = ctypes.c_void_p
+    libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+
+    def early_exit(*args, **kw):
+        libc.signal(signal.SIGINT, 1)  # SIG_IGN
+        return {"info": {"exitFlag": flag}, "x": np.zeros(1)}
+
+    monkeypatch.setattr(cut_model, "_ecos", type("E", (), {"csolve": staticmethod(early_exit)}))
+    monkeypatch.setattr(cut_model, "_CHECK_CTRLC", None)
+    data = cut_model.Csc(np.ones(1), np.zeros(1, np.int32), np.array([0, 1], np.int32), (1, 1))
+    empty = cut_model.Csc(np.zeros(0), np.zeros(0, np.int32), np.zeros(2, np.int32), (0, 1))
+    try:
+        out = cut_model.solve_ecos((np.ones(1), data, np.ones(1), {"l": 1, "q": [], "e": 0},
+                                    empty, np.zeros(0)), (cut_model._ECOS_OPTS,), "a stand-in")
+        assert out is None
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

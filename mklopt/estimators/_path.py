@@ -34,7 +34,6 @@ oracle's answers.
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 import time
 from dataclasses import dataclass
@@ -43,7 +42,7 @@ import numpy as np
 
 from .._types import Handover, Progress, Result
 from ..domains import Simplex
-from ..driver import solve
+from ..driver import _takes_handover, solve
 from ..oracles import SVMDual
 from ..stopping import as_criterion
 from ._progress import call_lines
@@ -204,10 +203,7 @@ def _certified_at_start(method, oracle, handover, stop):
 
 def _accepts_handover(method):
     # MethodBase.start(oracle, handover=None); a user's method may not have it.
-    try:
-        return "handover" in inspect.signature(method.start).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins
-        return False
+    return _takes_handover(method)
 
 
 def ray_scale(L, Q, ratio):

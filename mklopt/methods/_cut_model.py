@@ -59,6 +59,10 @@ log = logging.getLogger("mklopt")
 _ECOS_OK = (0, 10)
 # ECOS's exit flag when its own SIGINT handler caught Ctrl-C (ECOS_SIGINT in ecos.h).
 _ECOS_SIGINT = -4
+# The exit flags of ECOS's early returns (slacks leaving the cone, a fatal
+# error in its initialisation or a factorisation), which skip putting back
+# the SIGINT handler ECOS replaced.
+_ECOS_EARLY_EXITS = (-3, -7)
 
 
 def _ecos_check_ctrlc():
@@ -128,10 +132,13 @@ def solve_ecos(data, attempts, what):
                                    G.indptr, h, dims, A.data, A.indices, A.indptr, b, **opts)
             else:
                 out = ecos.solve(c, G, h, dims, A, b, **opts)
-        except (ValueError, ArithmeticError) as exc:  # ECOS raises on bad data
+        except Exception as exc:
+            _restore_sigint()
+            if not isinstance(exc, (ValueError, ArithmeticError)):  # ECOS raises on bad data
+                raise
             log.debug("ECOS raised %s on %s", exc, what)
             continue
-        finally:
+        if out["info"]["exitFlag"] in _ECOS_EARLY_EXITS:
             _restore_sigint()
         caught = out["info"]["exitFlag"] == _ECOS_SIGINT
         if caught or (_CHECK_CTRLC is not None and _CHECK_CTRLC()):
@@ -148,9 +155,10 @@ def _restore_sigint():
 
     ECOS restores the handler it replaced only when its solve gets to its
     end; the solves that stop early (a fatal error in a factorisation,
-    slacks leaving the cone) leave ECOS's own handler in place, and every
-    later Ctrl-C would then reach ECOS's flag only. Setting Python's
-    handler again (the same one) costs a microsecond.
+    slacks leaving the cone: :data:`_ECOS_EARLY_EXITS`) or raise leave
+    ECOS's own handler in place, and every later Ctrl-C would then reach
+    ECOS's flag only. Setting Python's handler again (the same one) puts
+    it back.
     """
     if threading.current_thread() is threading.main_thread():
         handler = signal.getsignal(signal.SIGINT)

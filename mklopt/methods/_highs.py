@@ -234,9 +234,13 @@ class CutLP:
         cost = np.zeros(n)
         cost[m] = 1.0
         lp.col_cost_ = cost
-        lp.col_lower_ = np.r_[np.zeros(m), -_h.kHighsInf]
+        lower = np.zeros(n)
+        lower[m] = -_h.kHighsInf
+        lp.col_lower_ = lower
         # Every kernel starts closed (fixed at 0); solve opens the working set.
-        lp.col_upper_ = np.r_[np.zeros(m), _h.kHighsInf]
+        upper = np.zeros(n)
+        upper[m] = _h.kHighsInf
+        lp.col_upper_ = upper
         lp.row_lower_ = np.ones(1)
         lp.row_upper_ = np.ones(1)
         M = lp.a_matrix_
