@@ -88,6 +88,31 @@ def star_parents(pairs):
     return parents
 
 
+def relatives(pairs, parents, models, p):
+    """The fitted models a one-vs-one problem starts from: its parent's, then its class-mates'.
+
+    ``models[q]`` is None for the problems not fitted yet; when problem
+    ``p`` runs (in its wave, see :func:`waves`) the fitted ones are exactly
+    those of the earlier waves, whatever ``n_jobs``. Returns the parent's
+    model followed by those of the other fitted problems that share a class
+    with ``p`` (in pair order), or ``[]`` for a root.
+    """
+    parent = parents[p]
+    if parent < 0:
+        return []
+    i, j = int(pairs[p][0]), int(pairs[p][1])
+    out = [models[parent]]
+    for q, (a, b) in enumerate(pairs):
+        if q != parent and models[q] is not None and {int(a), int(b)} & {i, j}:
+            out.append(models[q])
+    return out
+
+
+def mean_weights(models):
+    """The mean of the models' kernel weights (a point of the simplex when theirs are)."""
+    return np.mean([np.asarray(m.weights, dtype=np.float64) for m in models], axis=0)
+
+
 def waves(parents, n):
     """Problem indices in waves: each wave after the waves of its problems' parents."""
     if parents is None:
@@ -280,9 +305,11 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
         it starts from (or -1), as :func:`star_parents` gives; None (the
         default) fits the problems independently. Problems run in waves,
         each after its parent, and ``_fit_binary`` receives
-        ``_pair_start(parent_model)`` as its last argument (None for a
-        root). The order does not depend on ``n_jobs``, so parallel fits
-        give the serial models.
+        ``_pair_start(models)`` as its last argument (None for a root),
+        where ``models`` are the parent's model and those of the other
+        problems of earlier waves sharing a class (:func:`relatives`). The
+        order does not depend on ``n_jobs``, so parallel fits give the
+        serial models.
     ``_finish_fit(self, plan, models, rows)``
         Optional. Set the estimator-specific fitted attributes (for example
         ``weights_`` with one row per pair, see :func:`set_pair_attributes`)
@@ -334,9 +361,9 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
         """The problem each problem starts from, or None (default: independent)."""
         return None
 
-    def _pair_start(self, model):
-        """What a problem receives from its parent's model (default: the model)."""
-        return model
+    def _pair_start(self, models):
+        """What a problem receives from the models it starts from (default: the parent's)."""
+        return models[0]
 
     #: Whether ``_fit_binary`` receives the problem's training rows before its extras.
     _fit_binary_takes_rows = False
@@ -424,8 +451,8 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
                 head = (label(p), plan, np.ascontiguousarray(X[rows]), y_pm1)
                 args = (*head, rows, *extras[p]) if takes_rows else (*head, *extras[p])
                 if parents is not None:
-                    parent = parents[p]
-                    args = (*args, None if parent < 0 else self._pair_start(models[parent]))
+                    fitted = relatives(pairs, parents, models, p)
+                    args = (*args, self._pair_start(fitted) if fitted else None)
                 yield args
 
         unit = "problem" if len(pairs) == 1 else "pair"

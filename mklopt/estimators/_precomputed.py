@@ -35,7 +35,15 @@ from ..kernels import KernelBank
 from ..kernels.stack import KernelStack, _as_stack
 from ..oracles import CompositeOracle, LogisticDual, SVMDual
 from ._checks import check_y
-from ._ovo import class_indices, pair_label, pair_rows, star_parents, waves
+from ._ovo import (
+    class_indices,
+    mean_weights,
+    pair_label,
+    pair_rows,
+    relatives,
+    star_parents,
+    waves,
+)
 from ._progress import TaskProgress, call_lines, labelled, run_summary
 
 __all__ = [
@@ -264,16 +272,16 @@ def fit_precomputed(est, X, y):
         models = _fit_shared(bank, all_rows, ys, est.normalize, plan, est._stop(plan),
                              est.callback)
     else:
-        # As MKLClassifier: fitted one by one, each pair starts from the
-        # weights of a pair sharing a class; in parallel they run independently.
+        # As MKLClassifier: fitted one by one, each pair starts from the mean
+        # weights of fitted pairs sharing a class; in parallel they run independently.
         warm = len(pairs) > 1 and not runs_in_parallel(est.n_jobs)
         parents = star_parents(np.asarray(pairs)) if warm else None
         models = [None] * len(pairs)
 
         def tasks(wave):
             for k in wave:
-                parent = -1 if parents is None else parents[k]
-                start = None if parent < 0 else models[parent].weights
+                fitted = [] if parents is None else relatives(pairs, parents, models, k)
+                start = mean_weights(fitted) if fitted else None
                 yield (label(k), bank, all_rows[k], ys[k], est.normalize, plan, est._stop(plan),
                        est.callback, est.loss, name, start)
 

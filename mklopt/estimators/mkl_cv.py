@@ -9,6 +9,7 @@ import warnings
 from dataclasses import dataclass
 from functools import partial
 from itertools import combinations
+from typing import NamedTuple
 
 import numpy as np
 
@@ -24,7 +25,15 @@ from ..oracles import CompositeOracle, LogisticDual, SVMDual
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._checks import check_feature_names, check_is_fitted, check_X_y, check_y
 from ._core import EstimatorCore
-from ._ovo import class_indices, class_order, ovo_vote, pair_label, star_parents
+from ._ovo import (
+    class_indices,
+    class_order,
+    mean_weights,
+    ovo_vote,
+    pair_label,
+    relatives,
+    star_parents,
+)
 from ._params import check_estimator_client, resolve_standardize
 from ._path import _recording, c_path
 from ._precomputed import is_precomputed, precomputed_bank
@@ -218,6 +227,12 @@ def _problems(bank, y_idx, train, pairs, form):
     return out
 
 
+class _First(NamedTuple):
+    """A pair path's first weights, as :func:`~._ovo.mean_weights` reads a model's."""
+
+    weights: np.ndarray
+
+
 def _paths(problems, Cs, form, guide=None, where=(), on_point=None, pairs=None):
     """The C path of each binary problem, or one path of the shared problem.
 
@@ -225,10 +240,11 @@ def _paths(problems, Cs, form, guide=None, where=(), on_point=None, pairs=None):
     (see :func:`c_path`), or is None. Without it, each one-vs-one problem
     of ``pairs`` (the classes of each problem, in the order of
     :func:`itertools.combinations`) but the first starts its path from the
-    weights of a problem sharing a class at the first C (its parent in
-    :func:`~mklopt.estimators._ovo.star_parents`, solved before it): on
-    digits, about 1.2 oracle calls at the first C per problem instead of
-    6. ``where`` (a label per path) and ``on_point`` are handed to
+    mean weights at the first C of the problems solved before it that share
+    a class with it (its parent in
+    :func:`~mklopt.estimators._ovo.star_parents` among them): on digits,
+    about 1.2 oracle calls at the first C per problem instead of 6.
+    ``where`` (a label per path) and ``on_point`` are handed to
     :func:`c_path` for the progress lines.
     """
     progress = dict(verbose=form.verbose, name=form.name, on_point=on_point)
@@ -242,12 +258,16 @@ def _paths(problems, Cs, form, guide=None, where=(), on_point=None, pairs=None):
                        callback=form.callback, make_oracle=make, finish=_pair_offsets,
                        guide=guide[0], where=where[0] if where else "", **progress)]
     # Without another fold's guide (the first fold), a pair's path starts
-    # from the first point of a pair sharing a class, as MKLClassifier's
-    # pairs do (see its _pair_parents).
+    # from the mean first weights of the pairs solved before it that share
+    # a class, as MKLClassifier's pairs do (see its _pair_parents).
     parents = [-1] * len(problems) if pairs is None else star_parents(pairs)
     paths = []
     for p, ((_, y, view), g) in enumerate(zip(problems, guide, strict=True)):
-        start = paths[parents[p]][0].weights if g is None and parents[p] >= 0 else None
+        start = None
+        if g is None and parents[p] >= 0:
+            firsts = [_First(pts[0].weights) for pts in paths]
+            firsts += [None] * (len(problems) - len(firsts))
+            start = mean_weights(relatives(pairs, parents, firsts, p))
         paths.append(c_path(view, y, Cs, form.method_factory(), form.stop, form.inner_tol,
                             callback=form.callback,
                             make_oracle=functools.partial(_oracle_at, form, y), guide=g,

@@ -218,10 +218,11 @@ def test_the_bank_holds_the_samples_class_by_class(three_classes, monkeypatch):
 
 
 def test_first_fold_pairs_start_from_a_pair_sharing_a_class(three_classes, monkeypatch):
-    # The first fold has no other fold's path to follow: its pairs (0, 2)
-    # and (1, 2) start from the first point of (0, 1) and (0, 2), as
-    # MKLClassifier's pairs start from their parents; later folds follow
-    # the first fold's path of the same pair instead.
+    # The first fold has no other fold's path to follow: its pair (0, 2)
+    # starts from the first point of (0, 1), and (1, 2) from the mean of the
+    # first points of (0, 2) (its parent) and (0, 1) (which shares class 1),
+    # as MKLClassifier's pairs start; later folds follow the first fold's
+    # path of the same pair instead.
     import mklopt.estimators.mkl_cv as mkl_cv
 
     X, y = three_classes
@@ -239,8 +240,9 @@ def test_first_fold_pairs_start_from_a_pair_sharing_a_class(three_classes, monke
     assert len(runs) == 3 * 3  # folds x pairs
     first = runs[:3]
     assert first[0][0] is None and all(g is None for _, g, _ in first)
-    for pair, parent in ((1, 0), (2, 1)):
-        np.testing.assert_array_equal(first[pair][0], first[parent][2][0].weights)
+    np.testing.assert_array_equal(first[1][0], first[0][2][0].weights)
+    np.testing.assert_allclose(first[2][0], 0.5 * (first[0][2][0].weights
+                                                   + first[1][2][0].weights), rtol=0, atol=1e-15)
     for start, guide, _ in runs[3:]:
         assert start is None and guide is not None
     for _, _, points in runs:
