@@ -26,6 +26,7 @@ import warnings
 
 import numpy as np
 
+from .._jit.feasible import NO_ROOM, OFF_EQUALITY, OUTSIDE_BOX, repair_box_equality
 from .._jit.smo import smo_rho, smo_violation
 from .._types import OracleAnswer
 from .._validation import check_int, check_real, check_vector, check_weights
@@ -86,36 +87,27 @@ def repair_feasible(a, problem, name="warm_start"):
         problem (other labels, other bounds), and a silent cold start would
         hide that.
     """
-    s, U = problem.signs, problem.upper
-    scale = float(U.max())
-    slack = WARM_RTOL * scale
-    lo_bad = a < -slack
-    hi_bad = a > U + slack
-    if lo_bad.any() or hi_bad.any():
+    info = np.empty(2)
+    code = repair_box_equality(a, problem.upper, problem.signs, float(problem.total), WARM_RTOL,
+                               info)
+    if code == OUTSIDE_BOX:
         raise ValueError(
-            f"{name} must lie in the box 0 <= a <= upper (upper up to {scale:g}); got values in "
-            f"[{float(a.min()):.6g}, {float(a.max()):.6g}]. Pass the alpha of an oracle of the "
-            "same problem (same labels and C), or None for a cold start"
+            f"{name} must lie in the box 0 <= a <= upper (upper up to "
+            f"{float(problem.upper.max()):g}); got values in [{info[0]:.6g}, {info[1]:.6g}]. "
+            "Pass the alpha of an oracle of the same problem (same labels and C), or None for "
+            "a cold start"
         )
-    np.clip(a, 0.0, U, out=a)
-    r = float(s @ a) - problem.total
-    if abs(r) > WARM_RTOL * scale * a.shape[0]:
+    if code == OFF_EQUALITY:
         raise ValueError(
             f"{name} must satisfy the equality constraint (e.g. y'alpha = 0); it is off by "
-            f"{r:.6g}. Pass the alpha of an oracle of the same problem, or None for a cold start"
+            f"{info[0]:.6g}. Pass the alpha of an oracle of the same problem, or None for a "
+            "cold start"
         )
-    if r == 0.0:
-        return a
-    d = -np.sign(r) * s  # direction of each variable that lowers |r|
-    room = np.where(d > 0.0, U - a, a)
-    free = (a > 0.0) & (a < U)
-    for cand in (free, np.ones_like(free)):
-        total = float(room[cand].sum())
-        if total >= abs(r):
-            a[cand] += d[cand] * room[cand] * (abs(r) / total)
-            np.clip(a, 0.0, U, out=a)
-            return a
-    raise ValueError(f"{name} cannot be made feasible (no room to remove a residual of {r:.3g})")
+    if code == NO_ROOM:
+        raise ValueError(
+            f"{name} cannot be made feasible (no room to remove a residual of {info[0]:.3g})"
+        )
+    return a
 
 
 class DualOracle:
