@@ -53,6 +53,18 @@ class Domain:
         """Euclidean projection of ``x`` onto the set."""
         raise NotImplementedError
 
+    def retract(self, x):
+        """A point of the set to query in place of the weights ``x``.
+
+        What a run started from given weights (``solve(..., initial=x)``)
+        or a predicted step (a C path's guide) queries first. The Euclidean
+        projection (the default) for the sets that are convex in the
+        weights the oracle sees; a set that is not (:class:`GroupSimplex`)
+        maps ``x`` its own way. Either way a point of the set is left where
+        it is.
+        """
+        return self.project(x)
+
     def contains(self, w, tol=1e-8):
         """True when ``w`` lies in the set up to ``tol``."""
         raise NotImplementedError
@@ -516,6 +528,32 @@ class GroupSimplex(Domain):
         res = np.empty_like(x)
         res[self.order] = out
         return res
+
+    def retract(self, x):
+        """Effective weights for ``x``: its shares within each group, its groups' sizes.
+
+        The set of effective weights is not convex (the mean of two of its
+        points is in general outside it), and :meth:`project` works on
+        ``lam``. With ``s_j = sum_{G_j} max(x, 0)``, the point returned has
+        ``lam_j = x_{G_j} / s_j`` and ``gamma_j`` proportional to ``1 / s_j``
+        (as the mirror method reads a handed-over point), so a point of the
+        set is returned unchanged. A group without positive weight gets
+        uniform ``lam_j`` and the mean ``1 / s`` of the others; without any,
+        the uniform start.
+        """
+        x = np.maximum(check_vector(x, "x", size=self.n_kernels), 0.0)
+        s = self.group_sums(x)
+        live = s > 0.0
+        if not live.any():
+            return self.initial()
+        inv = np.zeros(self.n_groups)
+        inv[live] = 1.0 / s[live]
+        inv[~live] = inv[live].mean()
+        gamma = inv / inv.sum()
+        sizes = np.diff(self.offsets)
+        lam = np.where(live[self.group_of], x / np.where(live, s, 1.0)[self.group_of],
+                       1.0 / sizes[self.group_of])
+        return lam / gamma[self.group_of]
 
     def group_sums(self, v):
         """``sum_{k in G_j} v_k`` for each group."""

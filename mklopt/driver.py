@@ -382,7 +382,18 @@ def _initial_query(method, oracle, initial):
         raise ValueError(f"initial must have shape ({m},) (one weight per kernel), got {w.shape}")
     if not np.all(np.isfinite(w)):
         raise ValueError("initial weights must be finite (no NaN or inf)")
-    w = np.array(domain.project(w), dtype=np.float64)
+    retract = getattr(domain, "retract", None)
+    w = np.array(domain.project(w) if retract is None else retract(w), dtype=np.float64)
+    try:
+        outside = not domain.contains(w, tol=1e-6)
+    except NotImplementedError:  # a user's set without a membership test
+        outside = False
+    if outside:
+        # The first answer certifies a gap at this point: it must be feasible.
+        raise ValueError(
+            f"initial: {type(domain).__name__} maps the given weights to a point outside "
+            "itself, so no certified run can start there; leave initial=None"
+        )
     w.flags.writeable = False
     return w
 

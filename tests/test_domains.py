@@ -346,3 +346,31 @@ def test_elastic_net_projection_one_ulp_below_one_keeps_small_weights():
     assert d.contains(y, tol=0.0) and d.beta(y).sum() <= 1.0
     np.testing.assert_allclose(y, np.minimum(x, 1.0), atol=1e-12)
     np.testing.assert_array_equal(d.project(y), y)
+
+
+@given(grouped_points())
+def test_group_retract_keeps_points_of_the_set_and_lands_in_it(point):
+    groups, lam, q, x = point
+    m = lam.size
+    d = GroupSimplex(groups, m)
+    W = d.group_sums(lam * q)
+    w = d.effective(lam, np.sqrt(W) / np.sqrt(W).sum())
+    np.testing.assert_allclose(d.retract(w), w, rtol=1e-12)
+    # anything (negative entries, groups without weight, the mean of two
+    # points of the set, which the set does not contain in general) lands in it
+    for y in (x, 0.5 * (w + d.initial()), np.zeros(m)):
+        r = d.retract(y)
+        assert np.all(np.isfinite(r)) and d.contains(r)
+
+
+def test_group_retract_keeps_shares_within_groups():
+    d = GroupSimplex([[0, 1], [2, 3, 4]], 5)
+    r = d.retract(np.array([3.0, 1.0, 0.0, 0.0, 0.0]))
+    assert r[0] == pytest.approx(3.0 * r[1])  # the first group's shares
+    np.testing.assert_allclose(r[2:], r[2])  # the empty group: uniform
+    assert d.contains(r)
+
+
+def test_convex_sets_retract_by_projection():
+    x = np.array([0.7, -0.2, 0.9])
+    np.testing.assert_array_equal(Simplex(3).retract(x), Simplex(3).project(x))

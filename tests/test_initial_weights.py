@@ -77,7 +77,7 @@ def test_bad_initial_weights_are_refused(problem):
         run(K, y, "level", initial=["a", "b", "c", "d"])
 
 
-def test_star_parents_share_a_class_and_come_in_earliermake_waves():
+def test_star_parents_share_a_class_and_come_in_earlier_waves():
     for k in range(2, 12):
         pairs = np.array(list(combinations(range(k), 2)))
         parents = star_parents(pairs)
@@ -108,10 +108,48 @@ def test_warm_started_pairs_certify_the_optima_of_cold_pairs(monkeypatch):
         assert a.converged and b.converged
         slack = 1e-3 * abs(a.value)  # inner solves are accurate to a share of tol=1e-2
         assert a.lower <= b.value + slack and b.lower <= a.value + slack
-    # every pair but the root started from its parent's weights
+    # every pair but the root started from the mean weights of its parent and
+    # of the pairs of earlier waves sharing a class with it
     parents = star_parents(warm.pairs_)
+    depth = {p: d for d, wave in enumerate(make_waves(parents, len(parents))) for p in wave}
     for p, parent in enumerate(parents):
         if parent >= 0:
+            mates = [q for q in range(len(parents)) if depth[q] < depth[p]
+                     and set(warm.pairs_[q]) & set(warm.pairs_[p])]
+            assert parent in mates
             np.testing.assert_allclose(warm.result_[p].history[0].weights,
-                                       warm.weights_[parent], atol=1e-12)
+                                       np.mean(warm.weights_[mates], axis=0), atol=1e-12)
     assert np.mean(warm.predict(X) == cold.predict(X)) >= 0.99
+
+
+def test_a_start_outside_the_group_set_is_retracted_and_certified_honestly():
+    # The mixed-norm set of effective weights is not convex: the mean of two
+    # of its points lies outside it. The first query must be a point of the
+    # set (it was once the per-group projection of lam, outside it, and its
+    # answer certified a gap of 0 far from the optimum).
+    from mklopt.domains import GroupSimplex
+    from mklopt.kernels import KernelBank, rbf
+    from mklopt.methods import MirrorDescent
+    from mklopt.stopping import DualityGap, MaxIter
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 2))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=60) > 0, 1.0, -1.0)
+    specs = [rbf(s, features=[f]) for f in (0, 1) for s in (0.3, 1.0, 3.0)]
+    groups = [[0, 1, 2], [3, 4, 5]]
+    bank = KernelBank.from_specs(X, specs)
+    d = GroupSimplex(groups, 6)
+    a = d.effective(np.array([0.8, 0.1, 0.1, 0.1, 0.1, 0.8]), np.array([0.2, 0.8]))
+    b = d.effective(np.array([0.1, 0.1, 0.8, 0.8, 0.1, 0.1]), np.array([0.7, 0.3]))
+    start = 0.5 * (a + b)
+    assert d.contains(a) and d.contains(b) and not d.contains(start)
+
+    def run(initial):
+        return solve(SVMDual(bank, y, C=3.0, tol=1e-8), MirrorDescent(groups=groups),
+                     stop=DualityGap(1e-3) | MaxIter(3000), initial=initial)
+
+    warm, cold = run(start), run(None)
+    assert d.contains(warm.history[0].weights) and d.contains(warm.weights)
+    assert warm.converged and cold.converged
+    # two certified intervals of one optimum overlap
+    assert warm.lower <= cold.value * (1 + 1e-6) and cold.lower <= warm.value * (1 + 1e-6)

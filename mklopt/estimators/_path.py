@@ -320,7 +320,8 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
                 hw = prev.weights
                 if guide is not None and domain is not None:
                     step = np.asarray(guide[c_index]) - np.asarray(guide[c_index - 1])
-                    hw = np.asarray(domain.project(hw + step), dtype=np.float64)
+                    retract = getattr(domain, "retract", domain.project)
+                    hw = np.asarray(retract(hw + step), dtype=np.float64)
                 answer = oracle(hw, warm_start=a0)
                 extra_calls = 1
                 _line_before_run(callback_c, answer)

@@ -291,7 +291,9 @@ class MethodBase:
             run.domain, run.state = self._resume(oracle, handover)
         if handover is not None:
             run.dual = float(handover.lower)
-            self._mb_offer(handover.weights, handover.answer)
+            candidate = self._handover_candidate(run.state, handover)
+            if candidate is not None:
+                self._mb_offer(*candidate)
         run.report = self._mb_make_report()
 
     def ask(self):
@@ -381,6 +383,16 @@ class MethodBase:
     def _candidate(self, state, query, answer):
         """``(weights, answer)`` to offer as the best point, or None. Default: this answer."""
         return query, answer
+
+    def _handover_candidate(self, state, handover):
+        """The handed-over point to offer as the best point, or None.
+
+        Default: the handover's weights and answer, whose value is ``J`` at
+        those weights. A method whose ``J`` at a point is more than one
+        oracle answer there (the mixed-norm mirror method maximises over
+        ``gamma`` as well) offers it only where the answer gives ``J``.
+        """
+        return handover.weights, handover.answer
 
     def _lower(self, state):
         """A certified lower bound of the method's own (default: none).

@@ -230,6 +230,19 @@ class MirrorDescent(MethodBase):
         # value is J(lam) and its gap is not negative.
         return (query, answer) if s.offer else None
 
+    def _handover_candidate(self, s, handover):
+        # The handed-over answer is the SVM at one gamma; J(lam) maximises
+        # over gamma too, so the answer's value is only a lower bound of J
+        # unless its gamma is the best one for its alpha (settled, as the
+        # method's own points): otherwise it is not a candidate upper bound.
+        if not s.grouped or handover.answer is None or handover.answer.q is None:
+            return handover.weights, handover.answer
+        w = np.asarray(handover.weights, dtype=np.float64)
+        lam, gamma = _lam_gamma(w, s)
+        q = np.maximum(np.asarray(handover.answer.q, dtype=np.float64), 0.0)
+        settled = float(np.max(np.abs(self._gamma_step(s, lam, q) - gamma))) <= self.inner_tol
+        return (handover.weights, handover.answer) if settled else None
+
     def _extra(self, s):
         w = self.report().weights
         if w is None:
