@@ -527,7 +527,9 @@ def check_method(method_or_class, seeds=(0, 1), max_calls=150):
     one row per oracle call; the best value never increases and the gap is
     never negative; the reported weights reproduce the reported value; and
     with ``J*`` known for the method's formulation, ``lower <= J* <= upper``
-    at every call and ``value - J* <= gap`` at the end. A run reported
+    at every call and ``value - J* <= gap`` at the end; the same for a run
+    started from weights off the feasible set (``solve(..., initial=x)``),
+    when the method takes a hand-over. A run reported
     converged meets its gap target; a second run after ``start`` gives the
     same result as the first (``start`` resets everything); and the
     method's hyper-parameters (``get_params``) are the same after the runs.
@@ -607,6 +609,7 @@ def check_method(method_or_class, seeds=(0, 1), max_calls=150):
             raise AssertionError(
                 f"{where}: converged implies the gap target is met: rel_gap={res.rel_gap} > {tol}"
             )
+        _check_started_run(method, make, dom, res, exact, slack, tol, max_calls, where)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             second = solve(make(), method, stop=DualityGap(tol) | MaxOracleCalls(max_calls))
@@ -616,6 +619,41 @@ def check_method(method_or_class, seeds=(0, 1), max_calls=150):
                 f"{where}: start resets everything: two runs differ "
                 f"({res.n_oracle_calls} vs {second.n_oracle_calls} calls)"
             )
+
+
+def _check_started_run(method, make, dom, res, exact, slack, tol, max_calls, where):
+    """A run started from given weights keeps feasible queries and valid bounds.
+
+    The weights are off the feasible set on purpose (half-way between the
+    start and the optimum found, scaled by 1.5): the driver maps them onto
+    the set (``Domain.retract``) and the method resumes from the answer
+    there as from a hand-over, which it must offer as a best point only
+    where that answer gives ``J``.
+    """
+    from ..driver import _takes_handover, solve
+    from ..stopping import DualityGap, MaxOracleCalls
+
+    if dom is None or not getattr(method, "query_is_array", True) or not _takes_handover(method):
+        return
+    x = 0.75 * (np.asarray(dom.initial(), dtype=np.float64) + np.asarray(res.weights))
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        started = solve(make(), method, stop=DualityGap(tol) | MaxOracleCalls(max_calls),
+                        callback=rows.append, initial=x)
+    where = f"{where}, started from given weights"
+    for row in rows:
+        if not dom.contains(row.weights, tol=1e-7):
+            raise AssertionError(f"{where}: queries are feasible: {row.weights} is not in {dom}")
+        if exact is not None and not (row.lower <= exact + slack and exact <= row.upper + slack):
+            raise AssertionError(
+                f"{where}: bounds are valid (lower <= J* <= upper): "
+                f"lower={row.lower}, J*={exact}, upper={row.upper}"
+            )
+    if exact is not None and not started.value - exact <= started.gap + slack:
+        raise AssertionError(
+            f"{where}: value - J* <= gap: value={started.value}, J*={exact}, gap={started.gap}"
+        )
 
 
 def _same(a, b):

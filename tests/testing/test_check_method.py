@@ -56,7 +56,18 @@ class _Miscounted(CuttingPlane):
         return dataclasses.replace(rep, weights=rep.evaluated)
 
 
+class _TrustsItsStart(LevelBundle):
+    """Offers a handed-over answer as a best point with a value below J there."""
+
+    def _handover_candidate(self, state, handover):
+        import dataclasses
+
+        a = handover.answer
+        return handover.weights, dataclasses.replace(a, value=a.value - 1.0 - abs(a.value))
+
+
 @pytest.mark.parametrize("cls, message", [
+    (_TrustsItsStart, "started from given weights: bounds are valid"),
     (_Mutating, "hyper-parameters unchanged"),
     (_Miscounted, "reported weights reproduce the reported value"),
     (_Uphill, "never increases"),
