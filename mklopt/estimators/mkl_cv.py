@@ -353,6 +353,21 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, form, guide=None, where=(), o
     return decisions, stats, [[pt.weights for pt in points] for points in paths]
 
 
+def run_search(est, X, y):
+    """``est._search(X, y)`` as one stoppable run: a CV estimator's ``fit``.
+
+    Ctrl-C ends the whole search, whichever solve it lands in, with
+    ``KeyboardInterrupt`` and nothing fitted; ``time_limit`` stays a budget
+    per path point (no deadline for the run).
+    """
+    name = type(est).__name__
+    with fit_run(name, None, est.verbose):
+        try:
+            return est._search(X, y)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(f"{name}.fit interrupted; nothing was fitted") from None
+
+
 def _oracle_at(form, y, view, C, tol):
     return form.oracle(view, y, C, tol)
 
@@ -727,13 +742,7 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
             On Ctrl-C (in the main thread): the search is one stoppable
             run, and a search stopped part way chooses nothing.
         """
-        name = type(self).__name__
-        with fit_run(name, None, self.verbose):
-            try:
-                return self._search(X, y)
-            except KeyboardInterrupt:
-                # Whichever solve the signal stopped, the search as a whole ends.
-                raise KeyboardInterrupt(f"{name}.fit interrupted; nothing was fitted") from None
+        return run_search(self, X, y)
 
     def _search(self, X, y):
         """:meth:`fit`'s work, inside its stoppable run."""

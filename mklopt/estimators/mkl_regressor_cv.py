@@ -9,7 +9,6 @@ import warnings
 import numpy as np
 
 from .._constraints import NO_VALIDATION, Check, Options
-from .._interrupt import fit_run
 from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..kernels.factory import shared_storage
@@ -26,7 +25,7 @@ from ._sklearn import (
     RegressorMixin,
     SharedClientMixin,
 )
-from .mkl_cv import _map_folds, _splits, _StopFactory, check_Cs, set_cv_results
+from .mkl_cv import _map_folds, _splits, _StopFactory, check_Cs, run_search, set_cv_results
 from .mkl_tasks import MKLRegressor
 
 __all__ = ["MKLRegressorCV"]
@@ -283,13 +282,7 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
             On Ctrl-C (in the main thread): the search is one stoppable
             run, and a search stopped part way chooses nothing.
         """
-        name = type(self).__name__
-        with fit_run(name, None, self.verbose):
-            try:
-                return self._search(X, y)
-            except KeyboardInterrupt:
-                # Whichever solve the signal stopped, the search as a whole ends.
-                raise KeyboardInterrupt(f"{name}.fit interrupted; nothing was fitted") from None
+        return run_search(self, X, y)
 
     def _search(self, X, y):
         """:meth:`fit`'s work, inside its stoppable run."""

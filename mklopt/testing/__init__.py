@@ -575,10 +575,6 @@ def check_method(method_or_class, seeds=(0, 1), max_calls=150):
         exact, slack = ref if ref is not None else (None, 1e-9 * max(1.0, abs(res.value)))
         prev = math.inf
         for row in rows:
-            if dom is not None and not dom.contains(row.weights, tol=1e-7):
-                raise AssertionError(
-                    f"{where}: queries are feasible: {row.weights} is not in {dom}"
-                )
             if row.upper > prev + slack:
                 raise AssertionError(
                     f"{where}: the best value never increases: {prev} then {row.upper}"
@@ -586,17 +582,8 @@ def check_method(method_or_class, seeds=(0, 1), max_calls=150):
             prev = row.upper
             if row.gap < 0:
                 raise AssertionError(f"{where}: the gap is never negative: {row.gap}")
-            valid = row.lower <= exact + slack and exact <= row.upper + slack if exact is not None \
-                else True
-            if not valid:
-                raise AssertionError(
-                    f"{where}: bounds are valid (lower <= J* <= upper): "
-                    f"lower={row.lower}, J*={exact}, upper={row.upper}"
-                )
-        if exact is not None and not res.value - exact <= res.gap + slack:
-            raise AssertionError(
-                f"{where}: value - J* <= gap: value={res.value}, J*={exact}, gap={res.gap}"
-            )
+            _check_row(row, dom, exact, slack, where)
+        _check_final_gap(res, exact, slack, where)
         again = make()(res.weights).value
         if not _close(float(again), float(res.value), rtol=1e-9):
             raise AssertionError(
@@ -643,16 +630,25 @@ def _check_started_run(method, make, dom, res, exact, slack, tol, max_calls, whe
                         callback=rows.append, initial=x)
     where = f"{where}, started from given weights"
     for row in rows:
-        if not dom.contains(row.weights, tol=1e-7):
-            raise AssertionError(f"{where}: queries are feasible: {row.weights} is not in {dom}")
-        if exact is not None and not (row.lower <= exact + slack and exact <= row.upper + slack):
-            raise AssertionError(
-                f"{where}: bounds are valid (lower <= J* <= upper): "
-                f"lower={row.lower}, J*={exact}, upper={row.upper}"
-            )
-    if exact is not None and not started.value - exact <= started.gap + slack:
+        _check_row(row, dom, exact, slack, where)
+    _check_final_gap(started, exact, slack, where)
+
+
+def _check_row(row, dom, exact, slack, where):
+    """A history row's query is feasible and its bounds hold around ``J*`` (when known)."""
+    if dom is not None and not dom.contains(row.weights, tol=1e-7):
+        raise AssertionError(f"{where}: queries are feasible: {row.weights} is not in {dom}")
+    if exact is not None and not (row.lower <= exact + slack and exact <= row.upper + slack):
         raise AssertionError(
-            f"{where}: value - J* <= gap: value={started.value}, J*={exact}, gap={started.gap}"
+            f"{where}: bounds are valid (lower <= J* <= upper): "
+            f"lower={row.lower}, J*={exact}, upper={row.upper}"
+        )
+
+
+def _check_final_gap(res, exact, slack, where):
+    if exact is not None and not res.value - exact <= res.gap + slack:
+        raise AssertionError(
+            f"{where}: value - J* <= gap: value={res.value}, J*={exact}, gap={res.gap}"
         )
 
 
