@@ -201,6 +201,23 @@ def _certified_at_start(method, oracle, handover, stop):
     return _verdict(row, stop, rep.weights, rep.best, method.extra())
 
 
+def _on_domain(method, oracle, w):
+    """``w`` mapped onto the method's feasible set (:meth:`~mklopt.domains.Domain.retract`).
+
+    A start taken from another problem (a mean of other pairs' weights) may
+    lie outside a set that is not convex, such as the mixed-norm
+    formulation's effective weights; its answer would then certify nothing.
+    The method is started once to learn its set (``start`` resets it).
+    """
+    w = np.asarray(w, dtype=np.float64)
+    method.start(oracle)
+    domain = getattr(method, "domain", None)
+    if domain is None:
+        return w
+    retract = getattr(domain, "retract", domain.project)
+    return np.asarray(retract(w), dtype=np.float64)
+
+
 def _accepts_handover(method):
     # MethodBase.start(oracle, handover=None); a user's method may not have it.
     return _takes_handover(method)
@@ -302,7 +319,7 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
         callback_c = call_lines(verbose, name, oracle, callback, where=here)
         if prev is None and (guide is not None or start is not None) and (
                 _accepts_handover(method)):
-            w0 = np.asarray(guide[0] if guide is not None else start, dtype=np.float64)
+            w0 = _on_domain(method, oracle, guide[0] if guide is not None else start)
             answer = oracle(w0)
             extra_calls = 1
             _line_before_run(callback_c, answer)

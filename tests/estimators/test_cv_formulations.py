@@ -192,3 +192,31 @@ def test_guided_folds_are_certified_and_start_warm(three_classes):
     # The first fold's first point is the search's one cold start.
     assert np.all(calls[1:, 0] < calls[0, 0])
     _assert_path_matches_cold_fits(cv, X, y, folds, fold=2)
+
+
+def test_grouped_mirror_paths_query_only_points_of_their_set(monkeypatch):
+    # The first fold's pairs start from the mean weights of earlier pairs;
+    # the mixed-norm set of effective weights is not convex, so that mean
+    # must be mapped onto it before it is queried (its answer certifies).
+    import mklopt.oracles._base as base
+    from mklopt.domains import GroupSimplex
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 2))
+    y = np.array([0, 1, 2])[(X[:, 0] > 0).astype(int) + (X[:, 1] > 0.4).astype(int)]
+    specs = [rbf(s, features=[f]) for f in (0, 1) for s in (0.3, 1.0, 3.0)]
+    groups = [[0, 1, 2], [3, 4, 5]]
+    domain = GroupSimplex(groups, 6)
+    outside = []
+    real = base.DualOracle.__call__
+
+    def call(self, w, *args, **kw):
+        if not domain.contains(np.asarray(w), tol=1e-7):
+            outside.append(np.array(w))
+        return real(self, w, *args, **kw)
+
+    monkeypatch.setattr(base.DualOracle, "__call__", call)
+    cv = MKLClassifierCV(kernels=specs, method="mirror", groups=groups, Cs=[0.1, 1.0, 10.0],
+                         cv=3, tol=1e-3).fit(X, y)
+    assert outside == []
+    assert cv.path_rel_gap_.shape == (3, 3, 3)
