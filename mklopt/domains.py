@@ -546,10 +546,12 @@ class GroupSimplex(Domain):
         live = s > 0.0
         if not live.any():
             return self.initial()
-        inv = np.zeros(self.n_groups)
-        inv[live] = 1.0 / s[live]
-        inv[~live] = inv[live].mean()
-        gamma = inv / inv.sum()
+        # gamma_j proportional to 1 / s_j, scaled by the smallest s_j so that
+        # tiny sums cannot overflow the reciprocals
+        t = np.zeros(self.n_groups)
+        t[live] = s[live].min() / s[live]
+        t[~live] = t[live].mean()
+        gamma = t / t.sum()
         sizes = np.diff(self.offsets)
         lam = np.where(live[self.group_of], x / np.where(live, s, 1.0)[self.group_of],
                        1.0 / sizes[self.group_of])

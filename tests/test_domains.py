@@ -369,6 +369,10 @@ def test_group_retract_keeps_shares_within_groups():
     assert r[0] == pytest.approx(3.0 * r[1])  # the first group's shares
     np.testing.assert_allclose(r[2:], r[2])  # the empty group: uniform
     assert d.contains(r)
+    # sums at the smallest normal number: their reciprocals would overflow
+    tiny = GroupSimplex([[k] for k in range(5)], 5)
+    r = tiny.retract(np.full(5, np.finfo(float).tiny))
+    assert np.all(np.isfinite(r)) and tiny.contains(r)
 
 
 def test_convex_sets_retract_by_projection():
