@@ -35,7 +35,9 @@ def twin(a, U, s, total, rtol):
     room = np.where(d > 0.0, U - a, a)
     free = (a > 0.0) & (a < U)
     for cand in (free, np.ones_like(free)):
-        total_room = float(room[cand].sum())
+        total_room = 0.0
+        for v in room[cand]:  # in index order too: it decides free-first or all
+            total_room += float(v)
         if total_room >= abs(r):
             a[cand] += d[cand] * room[cand] * (abs(r) / total_room)
             np.clip(a, 0.0, U, out=a)
