@@ -37,7 +37,8 @@ from scipy.optimize import brentq
 from ._jit.projections import project_simplex, project_simplex_product
 from ._validation import check_int, check_real, check_vector
 
-__all__ = ["Domain", "Simplex", "LpBall", "ElasticNet", "GroupSimplex", "as_groups"]
+__all__ = ["Domain", "Simplex", "LpBall", "ElasticNet", "GroupSimplex", "as_groups",
+           "retract_onto"]
 
 
 class Domain:
@@ -80,6 +81,17 @@ class Domain:
     def gap(self, w, answer):
         """Duality gap ``J(w) - D(alpha) = (h(q) - w'q) / 2`` at an oracle answer."""
         return 0.5 * (self.support(answer.q) - float(np.dot(w, answer.q)))
+
+
+def retract_onto(domain, x):
+    """``domain.retract(x)``, or its projection for a set that has no ``retract``.
+
+    The one way the driver and the C path put given or predicted weights on
+    a method's set (a set written before :meth:`Domain.retract` existed, or
+    not derived from :class:`Domain`, has only ``project``).
+    """
+    retract = getattr(domain, "retract", None)
+    return np.asarray(domain.project(x) if retract is None else retract(x), dtype=np.float64)
 
 
 class Simplex(Domain):

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _interrupt
 from ._types import Handover, OracleAnswer, OracleRequest, Progress, Result
+from .domains import retract_onto
 from .oracles._warnings import ConvergenceWarning
 from .stopping import AnyOf, DualityGap, MaxIter, NoPointError, Stop, TimeLimit, as_criterion
 
@@ -382,8 +383,7 @@ def _initial_query(method, oracle, initial):
         raise ValueError(f"initial must have shape ({m},) (one weight per kernel), got {w.shape}")
     if not np.all(np.isfinite(w)):
         raise ValueError("initial weights must be finite (no NaN or inf)")
-    retract = getattr(domain, "retract", None)
-    w = np.array(domain.project(w) if retract is None else retract(w), dtype=np.float64)
+    w = retract_onto(domain, w)
     try:
         outside = not domain.contains(w, tol=1e-6)
     except NotImplementedError:  # a user's set without a membership test
@@ -405,10 +405,7 @@ def _takes_handover(method):
     if func is not None and getattr(start, "__self__", None) is method:
         # A method defined on the class: its signature, read once per function
         # (inspect.signature costs about 20 us, and every run asks).
-        try:
-            return _function_takes_handover(func)
-        except TypeError:  # an unhashable function object
-            pass
+        return _function_takes_handover(func)
     return _signature_has_handover(start)
 
 

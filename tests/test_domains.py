@@ -80,14 +80,18 @@ def grouped_points(draw):
     return groups, lam, q, x
 
 
+def _at_analytic_gamma(d, lam, q):
+    """``(W, w)``: the group sums ``W_j`` and the effective weights at Nath et al.'s eq. 6 gamma."""
+    W = d.group_sums(lam * q)
+    return W, d.effective(lam, np.sqrt(W) / np.sqrt(W).sum())
+
+
 @given(grouped_points())
 def test_group_gap_is_nonnegative_at_the_analytic_gamma(point):
     groups, lam, q, x = point
     m = lam.size
     d = GroupSimplex(groups, m)
-    W = d.group_sums(lam * q)
-    gamma = np.sqrt(W) / np.sqrt(W).sum()  # Nath et al. eq. 6
-    w = d.effective(lam, gamma)
+    W, w = _at_analytic_gamma(d, lam, q)
     assert d.contains(w)
     a = answer(w, q)
     # at the analytic gamma, w'q = (sum_j sqrt(W_j))^2 <= h(q)
@@ -353,8 +357,7 @@ def test_group_retract_keeps_points_of_the_set_and_lands_in_it(point):
     groups, lam, q, x = point
     m = lam.size
     d = GroupSimplex(groups, m)
-    W = d.group_sums(lam * q)
-    w = d.effective(lam, np.sqrt(W) / np.sqrt(W).sum())
+    _, w = _at_analytic_gamma(d, lam, q)
     np.testing.assert_allclose(d.retract(w), w, rtol=1e-12)
     # anything (negative entries, groups without weight, the mean of two
     # points of the set, which the set does not contain in general) lands in it

@@ -88,24 +88,22 @@ def star_parents(pairs):
     return parents
 
 
-def relatives(pairs, parents, models, p):
-    """The fitted models a one-vs-one problem starts from: its parent's, then its class-mates'.
+def relatives(pairs, parents, fitted, p):
+    """The problems a one-vs-one problem starts from: its parent, then its fitted class-mates.
 
-    ``models[q]`` is None for the problems not fitted yet; when problem
-    ``p`` runs (in its wave, see :func:`waves`) the fitted ones are exactly
-    those of the earlier waves, whatever ``n_jobs``. Returns the parent's
-    model followed by those of the other fitted problems that share a class
-    with ``p`` (in pair order), or ``[]`` for a root.
+    ``fitted[q]`` says whether problem ``q`` is fitted; when problem ``p``
+    runs (in its wave, see :func:`waves`) the fitted ones are exactly those
+    of the earlier waves, whatever ``n_jobs``. Returns the indices of the
+    parent and of the other fitted problems that share a class with ``p``
+    (in pair order), or ``[]`` for a root.
     """
     parent = parents[p]
     if parent < 0:
         return []
-    i, j = int(pairs[p][0]), int(pairs[p][1])
-    out = [models[parent]]
-    for q, (a, b) in enumerate(pairs):
-        if q != parent and models[q] is not None and {int(a), int(b)} & {i, j}:
-            out.append(models[q])
-    return out
+    pairs = np.asarray(pairs)
+    mates = np.isin(pairs, pairs[p]).any(axis=1) & np.asarray(fitted, dtype=bool)
+    mates[parent] = False
+    return [int(parent), *np.flatnonzero(mates).tolist()]
 
 
 def mean_weights(models):
@@ -451,8 +449,9 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
                 head = (label(p), plan, np.ascontiguousarray(X[rows]), y_pm1)
                 args = (*head, rows, *extras[p]) if takes_rows else (*head, *extras[p])
                 if parents is not None:
-                    fitted = relatives(pairs, parents, models, p)
-                    args = (*args, self._pair_start(fitted) if fitted else None)
+                    done = [m is not None for m in models]
+                    starts = [models[q] for q in relatives(pairs, parents, done, p)]
+                    args = (*args, self._pair_start(starts) if starts else None)
                 yield args
 
         unit = "problem" if len(pairs) == 1 else "pair"

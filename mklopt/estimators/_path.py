@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._types import Handover, Progress, Result
-from ..domains import Simplex
+from ..domains import Simplex, retract_onto
 from ..driver import _takes_handover, solve
 from ..oracles import SVMDual
 from ..stopping import as_criterion
@@ -209,18 +209,9 @@ def _on_domain(method, oracle, w):
     formulation's effective weights; its answer would then certify nothing.
     The method is started once to learn its set (``start`` resets it).
     """
-    w = np.asarray(w, dtype=np.float64)
     method.start(oracle)
     domain = getattr(method, "domain", None)
-    if domain is None:
-        return w
-    retract = getattr(domain, "retract", domain.project)
-    return np.asarray(retract(w), dtype=np.float64)
-
-
-def _accepts_handover(method):
-    # MethodBase.start(oracle, handover=None); a user's method may not have it.
-    return _takes_handover(method)
+    return np.asarray(w, dtype=np.float64) if domain is None else retract_onto(domain, w)
 
 
 def ray_scale(L, Q, ratio):
@@ -309,7 +300,7 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
     for c_index, C in enumerate(Cs):
         t0 = time.perf_counter()
         method = new_method()
-        resumable = prev is not None and _accepts_handover(method)
+        resumable = prev is not None and _takes_handover(method)
         record = bool(getattr(method, "uses_cuts", False))
         oracle = (make_oracle or _svm_oracle(y))(bank, C, inner_tol)
         if record:
@@ -318,7 +309,7 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
         here = f"{where} C={C:g}".strip()
         callback_c = call_lines(verbose, name, oracle, callback, where=here)
         if prev is None and (guide is not None or start is not None) and (
-                _accepts_handover(method)):
+                _takes_handover(method)):
             w0 = _on_domain(method, oracle, guide[0] if guide is not None else start)
             answer = oracle(w0)
             extra_calls = 1
@@ -337,8 +328,7 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
                 hw = prev.weights
                 if guide is not None and domain is not None:
                     step = np.asarray(guide[c_index]) - np.asarray(guide[c_index - 1])
-                    retract = getattr(domain, "retract", domain.project)
-                    hw = np.asarray(retract(hw + step), dtype=np.float64)
+                    hw = retract_onto(domain, hw + step)
                 answer = oracle(hw, warm_start=a0)
                 extra_calls = 1
                 _line_before_run(callback_c, answer)

@@ -280,8 +280,9 @@ def fit_precomputed(est, X, y):
 
         def tasks(wave):
             for k in wave:
-                fitted = [] if parents is None else relatives(pairs, parents, models, k)
-                start = mean_weights(fitted) if fitted else None
+                done = [m is not None for m in models]
+                starts = [] if parents is None else relatives(pairs, parents, done, k)
+                start = mean_weights([models[q] for q in starts]) if starts else None
                 yield (label(k), bank, all_rows[k], ys[k], est.normalize, plan, est._stop(plan),
                        est.callback, est.loss, name, start)
 

@@ -9,7 +9,6 @@ import warnings
 from dataclasses import dataclass
 from functools import partial
 from itertools import combinations
-from typing import NamedTuple
 
 import numpy as np
 
@@ -28,7 +27,6 @@ from ._core import EstimatorCore
 from ._ovo import (
     class_indices,
     class_order,
-    mean_weights,
     ovo_vote,
     pair_label,
     relatives,
@@ -227,12 +225,6 @@ def _problems(bank, y_idx, train, pairs, form):
     return out
 
 
-class _First(NamedTuple):
-    """A pair path's first weights, as :func:`~._ovo.mean_weights` reads a model's."""
-
-    weights: np.ndarray
-
-
 def _paths(problems, Cs, form, guide=None, where=(), on_point=None, pairs=None):
     """The C path of each binary problem, or one path of the shared problem.
 
@@ -265,9 +257,9 @@ def _paths(problems, Cs, form, guide=None, where=(), on_point=None, pairs=None):
     for p, ((_, y, view), g) in enumerate(zip(problems, guide, strict=True)):
         start = None
         if g is None and parents[p] >= 0:
-            firsts = [_First(pts[0].weights) for pts in paths]
-            firsts += [None] * (len(problems) - len(firsts))
-            start = mean_weights(relatives(pairs, parents, firsts, p))
+            done = np.arange(len(problems)) < len(paths)  # the paths solved so far
+            start = np.mean([paths[q][0].weights for q in relatives(pairs, parents, done, p)],
+                            axis=0)
         paths.append(c_path(view, y, Cs, form.method_factory(), form.stop, form.inner_tol,
                             callback=form.callback,
                             make_oracle=functools.partial(_oracle_at, form, y), guide=g,

@@ -138,15 +138,15 @@ def solve_ecos(data, attempts, what):
                 raise
             log.debug("ECOS raised %s on %s", exc, what)
             continue
-        if out["info"]["exitFlag"] in _ECOS_EARLY_EXITS:
+        flag = out["info"]["exitFlag"]
+        if flag in _ECOS_EARLY_EXITS:
             _restore_sigint()
-        caught = out["info"]["exitFlag"] == _ECOS_SIGINT
-        if caught or (_CHECK_CTRLC is not None and _CHECK_CTRLC()):
+        if flag == _ECOS_SIGINT or (_CHECK_CTRLC is not None and _CHECK_CTRLC()):
             _pass_on_sigint()
             return None
-        if out["info"]["exitFlag"] in _ECOS_OK and np.isfinite(out["x"]).all():
+        if flag in _ECOS_OK and np.isfinite(out["x"]).all():
             return out
-        log.debug("ECOS exit flag %s on %s", out["info"]["exitFlag"], what)
+        log.debug("ECOS exit flag %s on %s", flag, what)
     return None
 
 

@@ -23,10 +23,11 @@ def test_relatives_are_the_parent_then_fitted_class_mates():
     models = [_M([k, 1.0]) for k in range(len(pairs))]
     models[4] = models[5] = None  # (1, 3) and (2, 3) not fitted yet
     # (2, 3): parent (0, 3), then (0, 2) and (1, 2) (class 2); (1, 3) is not fitted.
-    got = relatives(pairs, parents, models, 5)
-    assert [m.weights[0] for m in got] == [2, 1, 3]
-    assert relatives(pairs, parents, models, 0) == []  # the root
-    np.testing.assert_allclose(mean_weights(got), [2.0, 1.0])
+    done = [m is not None for m in models]
+    got = relatives(pairs, parents, done, 5)
+    assert got == [2, 1, 3]
+    assert relatives(pairs, parents, done, 0) == []  # the root
+    np.testing.assert_allclose(mean_weights([models[q] for q in got]), [2.0, 1.0])
 
 
 def _four_classes(n=160, seed=0):
