@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn import svm
@@ -47,6 +47,24 @@ def libsvm_answer(oracle, Kw):
     return a, float(ref.intercept_[0]) / scale, -0.5 * a @ Kw @ a
 
 
+def _rho_interval(oracle, Kw, a):
+    """``(lb, ub, n_free)``: the offsets ``rho`` that satisfy KKT at ``a`` (libsvm's rule).
+
+    ``G = Q a + p`` with ``Q_tu = s_t s_u Kw[rows_t, rows_u]``; a variable at
+    its upper bound bounds ``s_t G_t`` on one side, one at zero on the other.
+    """
+    P = oracle.problem
+    s, U = P.signs, P.upper
+    G = s * (Kw[np.ix_(P.rows, P.rows)] @ (s * a)) + P.linear
+    yg = s * G
+    up, lo = a >= U * (1 - 1e-9), a <= 1e-12 * U
+    upper_side = (up & (s < 0)) | (lo & (s > 0))
+    lower_side = (up & (s > 0)) | (lo & (s < 0))
+    ub = yg[upper_side].min() if upper_side.any() else np.inf
+    lb = yg[lower_side].max() if lower_side.any() else -np.inf
+    return lb, ub, int(np.sum(~up & ~lo))
+
+
 # ------------------------------------------------------------------ libsvm
 @st.composite
 def regression_data(draw):
@@ -57,9 +75,15 @@ def regression_data(draw):
     return X, t
 
 
+_NO_FREE = np.array([[0, 0, 0], [0, 0, 3], [0, 0, -1], [0, 0, 0.5], [0, 0, 1], [0, 1, 0],
+                     [0, 0, 3], [0, 0, 0], [0, 0, 3], [0, 0, -1.0]])
+
+
 @settings(max_examples=25, deadline=None)
 @given(data_=regression_data(), w=simplex_points(3), C=log_uniform(0.1, 10.0),
        eps=st.one_of(st.just(0.0), st.floats(0.0, 0.5)), nu=st.floats(0.05, 0.95))
+# one-class, every variable at a bound: rho is an interval, libsvm takes its end
+@example(data_=(_NO_FREE, np.zeros(10)), w=np.array([1.0, 0.0, 0.0]), C=1.0, eps=0.0, nu=0.8)
 def test_agree_with_libsvm_at_fixed_weights(data_, w, C, eps, nu):
     X, t = data_
     n = t.size
@@ -72,7 +96,13 @@ def test_agree_with_libsvm_at_fixed_weights(data_, w, C, eps, nu):
         np.testing.assert_allclose(ans.alpha, a, atol=1e-4 * scale)
         # libsvm keeps Q in float32: values agree to ~1e-6 relative
         assert ans.value == pytest.approx(value, rel=1e-5, abs=1e-7 * scale * n)
-        assert ans.bias == pytest.approx(bias, abs=1e-3 * max(1.0, abs(bias)))
+        lb, ub, n_free = _rho_interval(oracle, Kw, oracle.to_variables(ans.alpha))
+        slack = 1e-3 * max(1.0, abs(bias))
+        if n_free:  # rho is the free variables' s_t G_t: one value
+            assert ans.bias == pytest.approx(bias, abs=slack)
+        else:  # no free variable: any rho in [lb, ub] satisfies KKT (ours the midpoint)
+            for b in (ans.bias, bias):
+                assert lb - slack <= -b <= ub + slack
         # the value is the linear term minus half of w'q, and q_k = v'K_k v
         v = ans.alpha
         np.testing.assert_allclose(ans.q, [v @ Kk @ v for Kk in K], rtol=1e-9, atol=1e-12)
