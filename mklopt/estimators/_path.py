@@ -29,10 +29,38 @@ order, each solve can start from the previous one's answer:
 None of this changes what is certified: every point of the path stops at
 the relative duality gap of its own problem, computed from its own
 oracle's answers.
+
+**Points that need no call.** Once ``C`` is large enough that no dual
+variable of the previous solution sits at its upper bound (every support
+vector is free: a separable pair at large ``C``), the previous point *is*
+the next one's solution, certificate included, and the path carries it
+over without an oracle call (:func:`_carried_over`). Write ``J_C(w)`` for
+the inner maximum at weights ``w`` of the min-max problem (Xu et al. 2008,
+eq. (1): ``max`` over ``Q = {alpha : y'alpha = 0, 0 <= alpha <= C}``):
+
+* *lower bound.* The box only grows with ``C`` and nothing else changes,
+  so ``J_C1(w) >= J_C0(w)`` for every ``w``: a lower bound on ``min_w
+  J_C0`` is one on ``min_w J_C1``;
+* *upper bound.* The previous answer ``alpha`` at the previous weights is
+  feasible under ``C1``; with no variable at its bound under ``C0`` the
+  index sets of SMO's optimality test (which variables may move up or
+  down) are the same under ``C1``, so its maximal KKT violation, and with
+  it the accuracy of the value ``f(w, alpha)`` as an estimate of ``J(w)``,
+  is exactly what a call under ``C1`` warm-started at ``alpha`` would
+  report before taking a step.
+
+So the previous upper and lower bounds, and hence the previous gap, hold
+for the new ``C``; the stopping criterion is asked again on them. The
+check is on the problems themselves, not on the oracle class: the new
+oracle's dual must have the same signs, rows, linear term and total as the
+previous one's, and upper bounds no smaller. Smooth losses (logistic,
+squared), whose dual objective depends on ``C`` beyond its box, are never
+carried.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import time
@@ -78,6 +106,13 @@ class PathPoint:
         Seconds spent on this point.
     extra : object
         What ``c_path``'s ``finish`` returned for this point (None without it).
+    lower : float
+        The certified lower bound on the optimum, ``value`` less the
+        certified gap (``nan`` where the formulation has no dual value).
+    carried : bool
+        True when the point is the previous one carried over without an
+        oracle call (see the module notes): the same weights, dual vector,
+        offset, value and bounds.
     """
 
     C: float
@@ -92,6 +127,8 @@ class PathPoint:
     n_oracle_calls: int
     fit_time: float
     extra: object = None
+    lower: float = -math.inf
+    carried: bool = False
 
 
 @functools.cache
@@ -201,6 +238,53 @@ def _certified_at_start(method, oracle, handover, stop):
     return _verdict(row, stop, rep.weights, rep.best, method.extra())
 
 
+def _same_but_larger_box(old, new, alpha):
+    """Whether ``new``'s dual is ``old``'s with upper bounds no smaller, and ``alpha`` is free.
+
+    ``alpha`` (an answer of ``old``) must have no variable at ``old``'s
+    upper bound. Oracles without a box-constrained problem (smooth losses)
+    give False; composites are checked part by part.
+    """
+    if type(old) is not type(new):
+        return False
+    parts = getattr(old, "parts", None)
+    if parts is not None:
+        return len(parts) == len(new.parts) and all(
+            _same_but_larger_box(o, n, a)
+            for o, n, a in zip(parts, new.parts, old.split(alpha), strict=True))
+    p0, p1 = getattr(old, "problem", None), getattr(new, "problem", None)
+    if p0 is None or p1 is None or p0.n_variables != p1.n_variables:
+        return False
+    same = (p0.total == p1.total and p0.n_samples == p1.n_samples
+            and np.array_equal(p0.signs, p1.signs) and np.array_equal(p0.rows, p1.rows)
+            and np.array_equal(p0.linear, p1.linear) and bool(np.all(p1.upper >= p0.upper)))
+    return same and bool(np.all(old.to_variables(alpha) < p0.upper))
+
+
+def _carried_over(prev, old, new, C, stop):
+    """``prev`` as the solution under ``new``'s ``C``, when it is one (module notes), else None.
+
+    ``old`` is the oracle ``prev`` was solved with. The previous bounds are
+    checked by a fresh stopping criterion, as the driver checks a run's
+    first row.
+    """
+    if not prev.converged or old is None or not _same_but_larger_box(old, new, prev.alpha):
+        return None
+    gap = prev.value - prev.lower
+    if not gap >= 0.0:  # nan: no dual value to certify with
+        return None
+    row = Progress(iteration=0, elapsed=0.0, n_oracle_calls=0, value=prev.value,
+                   lower=prev.lower, upper=prev.value, gap=gap, rel_gap=prev.rel_gap,
+                   weights=prev.weights)
+    criterion = as_criterion(stop())
+    criterion.reset()
+    verdict = criterion(row)
+    if verdict is None or not verdict.converged:
+        return None
+    return dataclasses.replace(prev, C=float(C), n_iter=0, n_oracle_calls=0, fit_time=0.0,
+                               carried=True)
+
+
 def _on_domain(method, oracle, w):
     """``w`` mapped onto the method's feasible set (:meth:`~mklopt.domains.Domain.retract`).
 
@@ -295,18 +379,28 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
     """
     points = []
     prev = None
+    prev_oracle = None  # the oracle the latest solved (not carried) point was solved with
     prev_cuts = ()
     domain = None
     for c_index, C in enumerate(Cs):
         t0 = time.perf_counter()
+        here = f"{where} C={C:g}".strip()
+        oracle = (make_oracle or _svm_oracle(y))(bank, C, inner_tol)
+        carried = None if prev is None else _carried_over(prev, prev_oracle, oracle, C, stop)
+        if carried is not None:
+            carried.fit_time = time.perf_counter() - t0
+            points.append(carried)
+            prev = carried
+            if on_point is not None:
+                on_point(here, f"rel. gap {prev.rel_gap:.2e}, no oracle call (the previous "
+                         "solution: no dual variable at its bound)")
+            continue
         method = new_method()
         resumable = prev is not None and _takes_handover(method)
         record = bool(getattr(method, "uses_cuts", False))
-        oracle = (make_oracle or _svm_oracle(y))(bank, C, inner_tol)
         if record:
             oracle.cuts = []
         extra_calls = 0
-        here = f"{where} C={C:g}".strip()
         callback_c = call_lines(verbose, name, oracle, callback, where=here)
         if prev is None and (guide is not None or start is not None) and (
                 _takes_handover(method)):
@@ -347,6 +441,7 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
                 # A method without handovers: only SMO is warm-started.
                 res = solve(oracle, method, stop=stop(), callback=callback_c, warm_start=a0)
         prev_cuts = tuple(oracle.cuts) if record else ()
+        prev_oracle = oracle
         if domain is None:
             # The feasible set is the problem's, the same at every C.
             domain = getattr(method, "domain", None)
@@ -363,6 +458,9 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
             n_oracle_calls=int(res.n_oracle_calls) + extra_calls,
             fit_time=0.0,
             extra=None if finish is None else finish(oracle, res),
+            # The certified lower bound: the best value less the certified gap
+            # (a method's own bound, or the best answer's dual value).
+            lower=float(res.value) - float(res.gap),
         )
         prev.fit_time = time.perf_counter() - t0
         points.append(prev)

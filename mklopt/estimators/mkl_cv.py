@@ -326,6 +326,9 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, form, guide=None, where=(), o
     paths = _paths(problems, Cs, form, guide, where, on_point, pairs)
     if form.shared and n_p > 1:
         for c, pt in enumerate(paths[0]):
+            if pt.carried:  # the previous point's model (see c_path)
+                decisions[c] = decisions[c - 1]
+                continue
             for p, ((rows, y, view), (alpha, bias)) in enumerate(
                     zip(problems, pt.extra, strict=True)):
                 decisions[c, :, p] = _decision(bank, view, rows, y, test, pt.weights, alpha,
@@ -333,6 +336,9 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, form, guide=None, where=(), o
     else:
         for p, ((rows, y, view), points) in enumerate(zip(problems, paths, strict=True)):
             for c, pt in enumerate(points):
+                if pt.carried:
+                    decisions[c, :, p] = decisions[c - 1, :, p]
+                    continue
                 decisions[c, :, p] = _decision(bank, view, rows, y, test, pt.weights,
                                                pt.alpha, pt.bias, form.threshold)
     stats = {name: np.zeros((n_c, len(paths))) for name in _STATS}

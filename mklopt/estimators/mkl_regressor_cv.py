@@ -74,6 +74,12 @@ def _fit_fold(bank, t, train, test, Cs, epsilon, loss, normalize, new_method, st
     stats = {name: np.zeros((len(Cs), 1)) for name in names}
     stats["converged"] = np.zeros((len(Cs), 1), dtype=bool)
     for c, pt in enumerate(points):
+        for name in names:
+            stats[name][c, 0] = getattr(pt, name)
+        stats["converged"][c, 0] = pt.converged
+        if pt.carried:  # the previous point's model (see c_path)
+            preds[c] = preds[c - 1]
+            continue
         sv = np.flatnonzero(pt.alpha != 0.0)  # beta = alpha - alpha*
         w = pt.weights
         ks = np.flatnonzero(w > threshold * w.max()).astype(np.int64)
@@ -82,9 +88,6 @@ def _fit_fold(bank, t, train, test, Cs, epsilon, loss, normalize, new_method, st
             blocks = bank.blocks(ks, test, train[sv])
             d += np.einsum("k,kij,j->i", w[ks] * factors[ks], blocks, pt.alpha[sv])
         preds[c] = d
-        for name in names:
-            stats[name][c, 0] = getattr(pt, name)
-        stats["converged"][c, 0] = pt.converged
     return preds, stats, [pt.weights for pt in points]
 
 
