@@ -255,10 +255,12 @@ def _same_but_larger_box(old, new, alpha):
     p0, p1 = getattr(old, "problem", None), getattr(new, "problem", None)
     if p0 is None or p1 is None or p0.n_variables != p1.n_variables:
         return False
-    same = (p0.total == p1.total and p0.n_samples == p1.n_samples
-            and np.array_equal(p0.signs, p1.signs) and np.array_equal(p0.rows, p1.rows)
-            and np.array_equal(p0.linear, p1.linear) and bool(np.all(p1.upper >= p0.upper)))
-    return same and bool(np.all(old.to_variables(alpha) < p0.upper))
+    # the test that fails along most of a path (small C) first
+    if not np.all(old.to_variables(alpha) < p0.upper):
+        return False
+    return bool(p0.total == p1.total and p0.n_samples == p1.n_samples
+                and np.array_equal(p0.signs, p1.signs) and np.array_equal(p0.rows, p1.rows)
+                and np.array_equal(p0.linear, p1.linear) and np.all(p1.upper >= p0.upper))
 
 
 def _carried_over(prev, old, new, C, stop):

@@ -185,16 +185,47 @@ class _Formulation:
         return m
 
 
-def _decision(bank, view, rows, y, test, w, alpha, bias, threshold):
-    """Decision values on ``test`` of one binary problem solved on ``view`` (rows of ``bank``)."""
-    sv = np.flatnonzero(alpha > 0.0)
-    ks = np.flatnonzero(w > threshold * w.max()).astype(np.int64)
-    d = np.full(test.size, float(bias))
-    if sv.size and ks.size:
-        factors = bank.scales / view.scales
-        blocks = bank.blocks(ks, test, rows[sv])
-        d += np.einsum("k,kij,j->i", w[ks] * factors[ks], blocks, alpha[sv] * y[sv])
-    return d
+#: Bytes of kernel blocks one pass of :func:`_decisions` gathers.
+_DECISION_BLOCK_BYTES = 32 * 2**20
+
+
+def _decisions(bank, view, rows, y, test, models, threshold):
+    """Decision values on ``test`` of one binary problem at several of its solutions.
+
+    ``models`` holds ``(w, alpha, bias)`` per solution (the points of a C
+    path) of the problem solved on ``view`` (rows ``rows`` of ``bank``,
+    labels ``y``). Each solution's decision is ``bias + sum_k w_k f_k
+    sum_j K_k(x, x_j) alpha_j y_j`` over its kernels above ``threshold``
+    times its largest weight and its support vectors, ``f_k`` the view's
+    normalisation of kernel ``k`` relative to the bank's. The bank's blocks
+    for the union of those kernels and support vectors are gathered once
+    for all the solutions (in passes over the test points of at most
+    :data:`_DECISION_BLOCK_BYTES`) instead of once per solution.
+
+    Returns
+    -------
+    ndarray of shape (len(models), len(test))
+    """
+    out = np.empty((len(models), test.size))
+    W = np.zeros((len(models), bank.n_kernels))
+    A = np.zeros((len(models), rows.size))
+    for c, (w, alpha, bias) in enumerate(models):
+        out[c] = float(bias)
+        ks = w > threshold * w.max()
+        W[c, ks] = w[ks]
+        sv = alpha > 0.0
+        A[c, sv] = alpha[sv] * y[sv]
+    ks = np.flatnonzero(W.any(axis=0)).astype(np.int64)
+    sv = np.flatnonzero(A.any(axis=0))
+    if not (ks.size and sv.size and test.size):
+        return out
+    Wf = W[:, ks] * (bank.scales / view.scales)[ks]
+    As = np.ascontiguousarray(A[:, sv].T)
+    step = max(1, _DECISION_BLOCK_BYTES // (8 * ks.size * sv.size))
+    for t0 in range(0, test.size, step):
+        blocks = bank.blocks(ks, test[t0:t0 + step], rows[sv])
+        out[:, t0:t0 + step] += np.einsum("ck,ktc->ct", Wf, blocks @ As)
+    return out
 
 
 def _pair_offsets(oracle, res):
@@ -325,22 +356,21 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, form, guide=None, where=(), o
     problems = _problems(bank, y_idx, train, pairs, form)
     paths = _paths(problems, Cs, form, guide, where, on_point, pairs)
     if form.shared and n_p > 1:
-        for c, pt in enumerate(paths[0]):
-            if pt.carried:  # the previous point's model (see c_path)
-                decisions[c] = decisions[c - 1]
-                continue
-            for p, ((rows, y, view), (alpha, bias)) in enumerate(
-                    zip(problems, pt.extra, strict=True)):
-                decisions[c, :, p] = _decision(bank, view, rows, y, test, pt.weights, alpha,
-                                               bias, form.threshold)
+        # each pair's (alpha, bias) at every point of the one shared path
+        models = [[(pt.weights, *pt.extra[p]) for pt in paths[0]] for p in range(n_p)]
+        carried = [pt.carried for pt in paths[0]]
     else:
-        for p, ((rows, y, view), points) in enumerate(zip(problems, paths, strict=True)):
-            for c, pt in enumerate(points):
-                if pt.carried:
-                    decisions[c, :, p] = decisions[c - 1, :, p]
-                    continue
-                decisions[c, :, p] = _decision(bank, view, rows, y, test, pt.weights,
-                                               pt.alpha, pt.bias, form.threshold)
+        models = [[(pt.weights, pt.alpha, pt.bias) for pt in points] for points in paths]
+        carried = None
+    for p, (rows, y, view) in enumerate(problems):
+        marks = carried if carried is not None else [pt.carried for pt in paths[p]]
+        # a carried point is its predecessor's model (see c_path)
+        solved = [c for c, m in enumerate(marks) if not m]
+        decisions[solved, :, p] = _decisions(bank, view, rows, y, test,
+                                             [models[p][c] for c in solved], form.threshold)
+        for c, m in enumerate(marks):
+            if m:
+                decisions[c, :, p] = decisions[c - 1, :, p]
     stats = {name: np.zeros((n_c, len(paths))) for name in _STATS}
     stats["converged"] = np.zeros((n_c, len(paths)), dtype=bool)
     for p, points in enumerate(paths):

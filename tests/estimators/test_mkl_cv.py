@@ -277,3 +277,35 @@ def test_c_path_evaluates_its_start_first(binary):
                     make_oracle=make, start=w0)
     np.testing.assert_array_equal(queries[0], w0)
     assert all(pt.converged and pt.rel_gap <= 1e-3 for pt in points)
+
+
+@pytest.mark.parametrize("block_bytes", [None, 8 * 5 * 7 * 3])
+def test_path_decisions_equal_each_models_own(binary, monkeypatch, block_bytes):
+    # One gather for all the points of a path (union of kernels and support
+    # vectors, in passes over the test points) gives each model's decision
+    # as its own kernels and support vectors alone give it.
+    import mklopt.estimators.mkl_cv as mkl_cv
+
+    if block_bytes is not None:
+        monkeypatch.setattr(mkl_cv, "_DECISION_BLOCK_BYTES", block_bytes)
+    X, y = binary
+    bank = KernelBank.from_specs(X, SPECS)
+    rng = np.random.default_rng(3)
+    rows, test = np.sort(rng.choice(len(y), 60, replace=False)), np.arange(40)
+    view = bank.view(rows, normalize="trace")
+    yy = np.where(y[rows] == y[0], 1.0, -1.0)
+    models = []
+    for _ in range(4):
+        w = rng.dirichlet(np.ones(len(SPECS)) * 0.3)
+        alpha = np.where(rng.random(60) < 0.4, rng.random(60), 0.0)
+        models.append((w, alpha, float(rng.normal())))
+    models.append((np.eye(len(SPECS))[1], np.zeros(60), 0.5))  # no support vector
+    got = mkl_cv._decisions(bank, view, rows, yy, test, models, 1e-3)
+    factors = bank.scales / view.scales
+    for c, (w, alpha, bias) in enumerate(models):
+        ks = np.flatnonzero(w > 1e-3 * w.max())
+        sv = np.flatnonzero(alpha > 0)
+        ref = np.full(test.size, bias)
+        for k in ks:
+            ref += w[k] * factors[k] * (bank.blocks([k], test, rows[sv])[0] @ (alpha * yy)[sv])
+        np.testing.assert_allclose(got[c], ref, rtol=1e-12, atol=1e-12)
