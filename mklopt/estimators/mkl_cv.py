@@ -531,7 +531,12 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
       the level and cutting-plane methods with the previous cuts, which
       stay valid lower bounds under a larger ``C``. Every point of the path
       still stops at a certified relative duality gap ``tol``, as
-      :class:`MKLClassifier` does.
+      :class:`MKLClassifier` does. Once no dual variable of a solution is
+      at its bound ``C`` (hinge loss; a separable pair at large ``C``) a
+      larger box changes nothing, and the point is carried over to the
+      next ``C`` with its certificate and without an oracle call (the
+      objective only grows with ``C``, so the lower bound holds, and the
+      dual vector passes SMO's optimality test as before).
     * **folds that share their steps.** The first fold's path is solved
       alone; the others start from its weights at the first ``C`` and
       follow its steps from one ``C`` to the next (their training sets
@@ -628,7 +633,7 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         For every fold, ``C`` and binary problem: the certified relative
         duality gap, the objective ``J(w)`` and the SVM solves of the path
         point (including the one that evaluates the previous weights under
-        the new ``C``).
+        the new ``C``; 0 for a point carried over from the previous ``C``).
     path_converged_ : ndarray of bool, same shape
         Whether the point reached ``tol``.
     classes_, n_features_in_, feature_names_in_
