@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mklopt._jit.boost import weak_svm_round
@@ -55,6 +55,44 @@ def _gap(K, coef, bias, yu, upper):
     return max(0.0, ww + float(upper @ xi) - float(np.abs(coef).sum()))
 
 
+def _violation(K, coef, yu, upper):
+    """The maximal KKT violation ``m(a) - M(a)`` of ``alpha = coef * yu``, gradient recomputed.
+
+    The gradient is ``G = yu * (K @ coef) - 1`` from scratch, not the one
+    SMO updates step by step, so it tells whether the violation a solver
+    reports is that of the coefficients it returns. ``-inf`` when I_up or
+    I_low is empty, as :func:`mklopt._jit.smo.smo_violation`.
+    """
+    a = coef * yu
+    F = yu - K @ coef  # -yu * G
+    up = np.where(yu > 0, a < upper, a > 0)
+    low = np.where(yu > 0, a > 0, a < upper)
+    if not (up.any() and low.any()):
+        return -np.inf
+    return float(F[up].max() - F[low].min())
+
+
+#: A round whose third weak SVM (RBF of width 2) SMO cannot solve to tol =
+#: 1e-10 in 100,000 iterations, found by a hypothesis search steered towards
+#: long solves. Ten points on a line, two of them each drawn with both labels,
+#: 18 draws, C = 5. The kernel is nearly singular (eigenvalues 2e-9, 2.5e-7,
+#: 5.5e-5, ... 7.7), and so is the block of the variables that are free from
+#: 10,000 iterations on: restricted to y'a = 0 its curvatures run from 9e-8
+#: to 1.4. SMO converges linearly at a rate that conditioning sets: the
+#: violation is 8.1e-6 at 10,000 iterations and 4.8e-6 at 100,000. Near
+#: 120,000 one of those variables reaches its bound, the rest of the block is
+#: better conditioned (from 2.6e-6), and the violation falls below tol at
+#: 204,706. libsvm (scikit-learn 1.9's, the same C per point through
+#: sample_weight) needs 105,370 iterations on the same problem. Along the
+#: way the updated gradient stays within 1.1e-13 of one computed afresh.
+NEAR_SINGULAR = dict(
+    X=np.array([0.672, 0.869, -1.522, 0.0, 0.0, -0.95, -3.0, 1.22, -0.213, -1.522])[:, None],
+    y=np.array([-1.0, 1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0]),
+    sample=[1, 4, 9, 0, 9, 3, 7, 9, 0, 9, 6, 8, 4, 6, 2, 0, 0, 5],
+    C=5.0,
+)
+
+
 @st.composite
 def rounds(draw, n=30):
     """Drawn points and labels, and a sample of 4 to 20 rows with copies; both
@@ -69,6 +107,8 @@ def rounds(draw, n=30):
 
 @settings(max_examples=25)
 @given(problem=rounds(), C=log_uniform(0.05, 50.0))
+@example(problem=round_of(NEAR_SINGULAR["X"], NEAR_SINGULAR["y"], NEAR_SINGULAR["sample"]),
+         C=NEAR_SINGULAR["C"])
 def test_round_matches_the_numpy_twin(problem, C):
     B, uniq, sample, ys, yu = problem
     s = sample.size
@@ -99,10 +139,39 @@ def test_round_matches_the_numpy_twin(problem, C):
         assert np.all(np.sign(coef[j][nz]) == yu[nz])
         # equality constraint y'alpha = 0 survives the merge
         assert abs(coef[j].sum()) <= 1e-9 * max(1.0, C * s)
-    # Converged, or (a nearly singular kernel at tol 1e-10, below the
-    # gradient's rounding) out of budget with the violation it reports small.
-    assert np.all((viol == -np.inf) | ((n_iter == 100_000) & (viol <= 1e-7)))
+    # Converged, or out of budget. At tol 1e-10 a nearly singular kernel can
+    # need more than 100,000 iterations: SMO, as libsvm's, converges linearly
+    # at a rate the conditioning of the free variables' block sets (see
+    # NEAR_SINGULAR, 4.8e-6 when its budget runs out). The violation left
+    # then depends on the draw (up to 6e-5 in 12,000 draws of a search steered
+    # towards large ones), so no bound near tol holds. What does: the
+    # violation reported is that of the coefficients returned, to well within
+    # tol (5e-13 at most in searches steered towards the largest difference),
+    # and it meets the oracle's default tol, 1e-3.
     assert np.all(n_iter >= 0)
+    for j in np.flatnonzero(viol != -np.inf):
+        assert n_iter[j] == 100_000
+        assert abs(viol[j] - _violation(B[j][:, uniq], coef[j], yu, C * copies)) <= 1e-10
+        assert viol[j] <= 1e-3
+
+
+def test_a_nearly_singular_svm_is_slow_not_stuck():
+    # NEAR_SINGULAR's third SVM: the budget runs out above tol and the
+    # violation reported is that of the coefficients returned; a larger
+    # budget reaches tol, so the solver progresses (no cycle between pairs).
+    case = NEAR_SINGULAR
+    B, uniq, sample, _, yu = round_of(case["X"], case["y"], case["sample"])
+    upper = case["C"] * np.bincount(np.searchsorted(uniq, sample), minlength=uniq.size)
+    K = B[2][:, uniq]
+    coef, _, _, n_iter, viol = run(B, uniq, sample, yu, case["C"])
+    assert n_iter[2] == 100_000 and 1e-6 < viol[2] <= 1e-3
+    assert abs(viol[2] - _violation(K, coef[2], yu, upper)) <= 1e-12
+    coef2, _, _, n_iter2, viol2 = run(B, uniq, sample, yu, case["C"], max_iter=10**6)
+    assert viol2[2] == -np.inf and 100_000 < n_iter2[2] < 10**6
+    assert _violation(K, coef2[2], yu, upper) <= 1e-10
+    # the other two converge within the first budget, to the same SVMs
+    assert viol[0] == viol[1] == -np.inf
+    np.testing.assert_array_equal(coef[:2], coef2[:2])
 
 
 def test_budget_is_reported_and_py_func_agrees():
