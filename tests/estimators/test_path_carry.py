@@ -130,3 +130,35 @@ def test_regressor_cv_carries_only_the_box_constrained_loss():
     # variable of C = 1e4's solution is at its bound
     assert np.all(eps.path_n_oracle_calls_[:, -1] == 0)
     assert np.all(eps.path_rel_gap_ <= 1e-2) and np.all(eps.path_converged_)
+
+
+def test_shared_multiclass_points_carried_are_the_fold_optimum():
+    # One weight vector for all pairs (a composite of SVM duals): a point is
+    # carried only when every pair's dual is free, and its value is then the
+    # fold problem's optimum at the new C within the certified gap, as a
+    # direct fit at that C finds it.
+    from sklearn.datasets import load_iris
+
+    from mklopt import MKLClassifier
+
+    X, y = load_iris(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    specs = [rbf(1.0), rbf(8.0), poly(2), linear()]
+    folds = list(StratifiedKFold(3).split(X, y))
+    Cs = [1.0, 1e2, 1e4, 1e6]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cv = MKLClassifierCV(Cs=Cs, cv=folds, multiclass="shared", kernels=specs,
+                             tol=1e-3).fit(X, y)
+        calls = cv.path_n_oracle_calls_[:, :, 0]
+        assert np.any(calls == 0) and np.all(calls[:, 0] > 0)
+        for k, (train, _) in enumerate(folds):
+            for c in np.flatnonzero(calls[k] == 0):
+                value = cv.path_value_[k, c, 0]
+                gap = cv.path_rel_gap_[k, c, 0] * abs(value)
+                direct = MKLClassifier(C=Cs[c], multiclass="shared", kernels=specs,
+                                       tol=1e-7).fit(X[train], y[train]).result_
+                assert value - gap - 1e-6 * abs(value) <= direct.value
+                assert direct.lower <= value + 1e-6 * abs(value)
+                scores = cv.cv_results_[f"split{k}_test_score"]
+                assert scores[c] == scores[c - 1]
