@@ -495,6 +495,12 @@ def as_groups(groups, n_kernels):
     return order, offsets
 
 
+#: The smallest ``gamma_j`` relative to the largest that
+#: :meth:`GroupSimplex.retract` gives: its effective weights stay below
+#: ``n_groups * 1e300``, finite.
+_GAMMA_RATIO_MIN = 1e-300
+
+
 class GroupSimplex(Domain):
     """Effective weights of the mixed (l-inf, l1) formulation (Nath et al. 2009).
 
@@ -549,9 +555,10 @@ class GroupSimplex(Domain):
         ``lam``. With ``s_j = sum_{G_j} max(x, 0)``, the point returned has
         ``lam_j = x_{G_j} / s_j`` and ``gamma_j`` proportional to ``1 / s_j``
         (as the mirror method reads a handed-over point), so a point of the
-        set is returned unchanged. A group without positive weight gets
-        uniform ``lam_j`` and the mean ``1 / s`` of the others; without any,
-        the uniform start.
+        set is returned unchanged (unless its ``gamma_j`` are more than
+        ``1e300`` apart, where ``gamma`` is floored so that the weights stay
+        finite). A group without positive weight gets uniform ``lam_j`` and
+        the mean ``1 / s`` of the others; without any, the uniform start.
         """
         x = np.maximum(check_vector(x, "x", size=self.n_kernels), 0.0)
         s = self.group_sums(x)
@@ -559,9 +566,13 @@ class GroupSimplex(Domain):
         if not live.any():
             return self.initial()
         # gamma_j proportional to 1 / s_j, scaled by the smallest s_j so that
-        # tiny sums cannot overflow the reciprocals
+        # tiny sums cannot overflow the reciprocals; and no gamma_j below
+        # _GAMMA_RATIO_MIN times the largest, so that the effective weights
+        # lam / gamma stay finite when the sums are more than ~1e308 apart
+        # (3 against the smallest normal number; a point of the set is that
+        # far from uniform only in name)
         t = np.zeros(self.n_groups)
-        t[live] = s[live].min() / s[live]
+        t[live] = np.maximum(s[live].min() / s[live], _GAMMA_RATIO_MIN)
         t[~live] = t[live].mean()
         gamma = t / t.sum()
         sizes = np.diff(self.offsets)

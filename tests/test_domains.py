@@ -376,6 +376,11 @@ def test_group_retract_keeps_shares_within_groups():
     tiny = GroupSimplex([[k] for k in range(5)], 5)
     r = tiny.retract(np.full(5, np.finfo(float).tiny))
     assert np.all(np.isfinite(r)) and tiny.contains(r)
+    # found by hypothesis: sums 1.3e308 apart (and an empty group) would put
+    # an effective weight at 2e308, past the largest double; gamma is floored
+    r = GroupSimplex([[0], [1], [2]], 3).retract(np.array([np.finfo(float).tiny, 3.0, 0.0]))
+    assert np.all(np.isfinite(r)) and GroupSimplex([[0], [1], [2]], 3).contains(r)
+    assert r[1] > 1e299  # the heavy group keeps a weight near the floor's limit
 
 
 def test_convex_sets_retract_by_projection():
