@@ -50,7 +50,11 @@ eq. (1): ``max`` over ``Q = {alpha : y'alpha = 0, 0 <= alpha <= C}``):
   report before taking a step.
 
 So the previous upper and lower bounds, and hence the previous gap, hold
-for the new ``C``; the stopping criterion is asked again on them. The
+for the new ``C``; the stopping criterion is asked again on them. The same
+holds for every feasible set of weights (Lp, elastic-net, grouped): their
+objective is this inner maximum at the effective weights, plus terms of
+the weights alone where the formulation has them, none of which depends
+on ``C``. The
 check is on the problems themselves, not on the oracle class: the new
 oracle's dual must have the same signs, rows, linear term and total as the
 previous one's, and upper bounds no smaller. Smooth losses (logistic,
