@@ -54,12 +54,11 @@ for the new ``C``; the stopping criterion is asked again on them. The same
 holds for every feasible set of weights (Lp, elastic-net, grouped): their
 objective is this inner maximum at the effective weights, plus terms of
 the weights alone where the formulation has them, none of which depends
-on ``C``. The
-check is on the problems themselves, not on the oracle class: the new
-oracle's dual must have the same signs, rows, linear term and total as the
-previous one's, and upper bounds no smaller. Smooth losses (logistic,
-squared), whose dual objective depends on ``C`` beyond its box, are never
-carried.
+on ``C``. The check is on the problems themselves, not on the oracle
+class: the new oracle's dual must have the same signs, rows, linear term
+and total as the previous one's, and upper bounds no smaller. Smooth
+losses (logistic, squared), whose dual objective depends on ``C`` beyond
+its box, are never carried.
 """
 
 from __future__ import annotations
@@ -208,12 +207,18 @@ def _certified_point(domain, weights, answer, stop):
                     stop, weights, answer, {})
 
 
-def _verdict(row, stop, weights, answer, extra):
-    """A one-point :class:`Result` when ``stop`` holds at ``row`` as converged, else None."""
+def _converged_at(row, stop):
+    """The verdict of a fresh ``stop()`` on ``row`` when it is a convergence, else None."""
     criterion = as_criterion(stop())
     criterion.reset()
     verdict = criterion(row)
-    if verdict is None or not verdict.converged:
+    return verdict if verdict is not None and verdict.converged else None
+
+
+def _verdict(row, stop, weights, answer, extra):
+    """A one-point :class:`Result` when ``stop`` holds at ``row`` as converged, else None."""
+    verdict = _converged_at(row, stop)
+    if verdict is None:
         return None
     return Result(
         weights=np.array(weights, dtype=np.float64), alpha=answer.alpha,
@@ -282,10 +287,7 @@ def _carried_over(prev, old, new, C, stop):
     row = Progress(iteration=0, elapsed=0.0, n_oracle_calls=0, value=prev.value,
                    lower=prev.lower, upper=prev.value, gap=gap, rel_gap=prev.rel_gap,
                    weights=prev.weights)
-    criterion = as_criterion(stop())
-    criterion.reset()
-    verdict = criterion(row)
-    if verdict is None or not verdict.converged:
+    if _converged_at(row, stop) is None:
         return None
     return dataclasses.replace(prev, C=float(C), n_iter=0, n_oracle_calls=0, fit_time=0.0,
                                carried=True)

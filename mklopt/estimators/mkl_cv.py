@@ -27,6 +27,7 @@ from ._core import EstimatorCore
 from ._ovo import (
     class_indices,
     class_order,
+    mean_weights,
     ovo_vote,
     pair_label,
     relatives,
@@ -189,18 +190,20 @@ class _Formulation:
 _DECISION_BLOCK_BYTES = 32 * 2**20
 
 
-def _decisions(bank, view, rows, y, test, models, threshold):
-    """Decision values on ``test`` of one binary problem at several of its solutions.
+def _decisions(bank, view, rows, test, models, threshold):
+    """Decision values on ``test`` of one problem at several of its solutions.
 
-    ``models`` holds ``(w, alpha, bias)`` per solution (the points of a C
-    path) of the problem solved on ``view`` (rows ``rows`` of ``bank``,
-    labels ``y``). Each solution's decision is ``bias + sum_k w_k f_k
-    sum_j K_k(x, x_j) alpha_j y_j`` over its kernels above ``threshold``
-    times its largest weight and its support vectors, ``f_k`` the view's
-    normalisation of kernel ``k`` relative to the bank's. The bank's blocks
-    for the union of those kernels and support vectors are gathered once
-    for all the solutions (in passes over the test points of at most
-    :data:`_DECISION_BLOCK_BYTES`) instead of once per solution.
+    ``models`` holds ``(w, coef, bias)`` per solution (the points of a C
+    path) of the problem solved on ``view`` (rows ``rows`` of ``bank``);
+    ``coef`` are the dual coefficients times the labels (``alpha * y`` for
+    an SVM, ``beta = alpha - alpha*`` for an SVR). Each solution's decision
+    is ``bias + sum_k w_k f_k sum_j K_k(x, x_j) coef_j`` over its kernels
+    above ``threshold`` times its largest weight and its non-zero
+    coefficients, ``f_k`` the view's normalisation of kernel ``k`` relative
+    to the bank's. The bank's blocks for the union of those kernels and
+    points are gathered once for all the solutions (in passes over the test
+    points of at most :data:`_DECISION_BLOCK_BYTES`) instead of once per
+    solution.
 
     Returns
     -------
@@ -209,12 +212,11 @@ def _decisions(bank, view, rows, y, test, models, threshold):
     out = np.empty((len(models), test.size))
     W = np.zeros((len(models), bank.n_kernels))
     A = np.zeros((len(models), rows.size))
-    for c, (w, alpha, bias) in enumerate(models):
+    for c, (w, coef, bias) in enumerate(models):
         out[c] = float(bias)
         ks = w > threshold * w.max()
         W[c, ks] = w[ks]
-        sv = alpha > 0.0
-        A[c, sv] = alpha[sv] * y[sv]
+        A[c] = coef
     ks = np.flatnonzero(W.any(axis=0)).astype(np.int64)
     sv = np.flatnonzero(A.any(axis=0))
     if not (ks.size and sv.size and test.size):
@@ -225,6 +227,22 @@ def _decisions(bank, view, rows, y, test, models, threshold):
     for t0 in range(0, test.size, step):
         blocks = bank.blocks(ks, test[t0:t0 + step], rows[sv])
         out[:, t0:t0 + step] += np.einsum("ck,ktc->ct", Wf, blocks @ As)
+    return out
+
+
+def path_decisions(bank, view, rows, test, models, carried, threshold):
+    """:func:`_decisions` at every point of a C path; a carried point repeats its predecessor's.
+
+    ``carried[c]`` marks a point :func:`~mklopt.estimators._path.c_path`
+    carried over from point ``c - 1`` (the same model). Returns an array of
+    shape (len(models), len(test)).
+    """
+    out = np.empty((len(models), test.size))
+    solved = [c for c, m in enumerate(carried) if not m]
+    out[solved] = _decisions(bank, view, rows, test, [models[c] for c in solved], threshold)
+    for c, m in enumerate(carried):
+        if m:
+            out[c] = out[c - 1]
     return out
 
 
@@ -289,8 +307,7 @@ def _paths(problems, Cs, form, guide=None, where=(), on_point=None, pairs=None):
         start = None
         if g is None and parents[p] >= 0:
             done = np.arange(len(problems)) < len(paths)  # the paths solved so far
-            start = np.mean([paths[q][0].weights for q in relatives(pairs, parents, done, p)],
-                            axis=0)
+            start = mean_weights([paths[q][0] for q in relatives(pairs, parents, done, p)])
         paths.append(c_path(view, y, Cs, form.method_factory(), form.stop, form.inner_tol,
                             callback=form.callback,
                             make_oracle=functools.partial(_oracle_at, form, y), guide=g,
@@ -355,22 +372,16 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, form, guide=None, where=(), o
     decisions = np.empty((n_c, test.size, n_p))
     problems = _problems(bank, y_idx, train, pairs, form)
     paths = _paths(problems, Cs, form, guide, where, on_point, pairs)
-    if form.shared and n_p > 1:
-        # each pair's (alpha, bias) at every point of the one shared path
-        models = [[(pt.weights, *pt.extra[p]) for pt in paths[0]] for p in range(n_p)]
-        carried = [pt.carried for pt in paths[0]]
-    else:
-        models = [[(pt.weights, pt.alpha, pt.bias) for pt in points] for points in paths]
-        carried = None
     for p, (rows, y, view) in enumerate(problems):
-        marks = carried if carried is not None else [pt.carried for pt in paths[p]]
-        # a carried point is its predecessor's model (see c_path)
-        solved = [c for c, m in enumerate(marks) if not m]
-        decisions[solved, :, p] = _decisions(bank, view, rows, y, test,
-                                             [models[p][c] for c in solved], form.threshold)
-        for c, m in enumerate(marks):
-            if m:
-                decisions[c, :, p] = decisions[c - 1, :, p]
+        if form.shared and n_p > 1:
+            # the pair's (alpha, bias) at every point of the one shared path
+            points = paths[0]
+            models = [(pt.weights, pt.extra[p][0] * y, pt.extra[p][1]) for pt in points]
+        else:
+            points = paths[p]
+            models = [(pt.weights, pt.alpha * y, pt.bias) for pt in points]
+        decisions[:, :, p] = path_decisions(bank, view, rows, test, models,
+                                            [pt.carried for pt in points], form.threshold)
     stats = {name: np.zeros((n_c, len(paths))) for name in _STATS}
     stats["converged"] = np.zeros((n_c, len(paths)), dtype=bool)
     for p, points in enumerate(paths):

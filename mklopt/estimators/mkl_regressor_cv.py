@@ -25,7 +25,16 @@ from ._sklearn import (
     RegressorMixin,
     SharedClientMixin,
 )
-from .mkl_cv import _map_folds, _splits, _StopFactory, check_Cs, run_search, set_cv_results
+from .mkl_cv import (
+    _STATS,
+    _map_folds,
+    _splits,
+    _StopFactory,
+    check_Cs,
+    path_decisions,
+    run_search,
+    set_cv_results,
+)
 from .mkl_tasks import MKLRegressor
 
 __all__ = ["MKLRegressorCV"]
@@ -68,26 +77,16 @@ def _fit_fold(bank, t, train, test, Cs, epsilon, loss, normalize, new_method, st
     points = c_path(view, t[train], Cs, new_method, stop, inner_tol, callback=callback,
                     make_oracle=make, guide=guide, verbose=verbose, name=name, where=where,
                     on_point=on_point)
-    factors = bank.scales / view.scales
-    preds = np.empty((len(Cs), test.size))
-    names = ("rel_gap", "value", "n_oracle_calls", "n_iter", "fit_time")
-    stats = {name: np.zeros((len(Cs), 1)) for name in names}
+    # beta = alpha - alpha* are the coefficients of the decision
+    preds = path_decisions(bank, view, train, test,
+                           [(pt.weights, pt.alpha, pt.bias) for pt in points],
+                           [pt.carried for pt in points], threshold)
+    stats = {name: np.zeros((len(Cs), 1)) for name in _STATS}
     stats["converged"] = np.zeros((len(Cs), 1), dtype=bool)
     for c, pt in enumerate(points):
-        for name in names:
+        for name in _STATS:
             stats[name][c, 0] = getattr(pt, name)
         stats["converged"][c, 0] = pt.converged
-        if pt.carried:  # the previous point's model (see c_path)
-            preds[c] = preds[c - 1]
-            continue
-        sv = np.flatnonzero(pt.alpha != 0.0)  # beta = alpha - alpha*
-        w = pt.weights
-        ks = np.flatnonzero(w > threshold * w.max()).astype(np.int64)
-        d = np.full(test.size, pt.bias)
-        if sv.size and ks.size:
-            blocks = bank.blocks(ks, test, train[sv])
-            d += np.einsum("k,kij,j->i", w[ks] * factors[ks], blocks, pt.alpha[sv])
-        preds[c] = d
     return preds, stats, [pt.weights for pt in points]
 
 

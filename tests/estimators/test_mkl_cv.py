@@ -283,7 +283,8 @@ def test_c_path_evaluates_its_start_first(binary):
 def test_path_decisions_equal_each_models_own(binary, monkeypatch, block_bytes):
     # One gather for all the points of a path (union of kernels and support
     # vectors, in passes over the test points) gives each model's decision
-    # as its own kernels and support vectors alone give it.
+    # as its own kernels and support vectors alone give it; a carried point
+    # repeats its predecessor's.
     import mklopt.estimators.mkl_cv as mkl_cv
 
     if block_bytes is not None:
@@ -298,14 +299,19 @@ def test_path_decisions_equal_each_models_own(binary, monkeypatch, block_bytes):
     for _ in range(4):
         w = rng.dirichlet(np.ones(len(SPECS)) * 0.3)
         alpha = np.where(rng.random(60) < 0.4, rng.random(60), 0.0)
-        models.append((w, alpha, float(rng.normal())))
+        models.append((w, alpha * yy, float(rng.normal())))
     models.append((np.eye(len(SPECS))[1], np.zeros(60), 0.5))  # no support vector
-    got = mkl_cv._decisions(bank, view, rows, yy, test, models, 1e-3)
+    # a path whose points 2 and 5 are carried over (their predecessors' models)
+    path = [models[0], models[1], models[1], models[2], models[3], models[3], models[4]]
+    carried = [False, False, True, False, False, True, False]
+    got = mkl_cv.path_decisions(bank, view, rows, test, path, carried, 1e-3)
     factors = bank.scales / view.scales
-    for c, (w, alpha, bias) in enumerate(models):
+    for c, (w, coef, bias) in enumerate(path):
         ks = np.flatnonzero(w > 1e-3 * w.max())
-        sv = np.flatnonzero(alpha > 0)
+        sv = np.flatnonzero(coef != 0)
         ref = np.full(test.size, bias)
         for k in ks:
-            ref += w[k] * factors[k] * (bank.blocks([k], test, rows[sv])[0] @ (alpha * yy)[sv])
+            ref += w[k] * factors[k] * (bank.blocks([k], test, rows[sv])[0] @ coef[sv])
+        if carried[c]:
+            np.testing.assert_array_equal(got[c], got[c - 1])
         np.testing.assert_allclose(got[c], ref, rtol=1e-12, atol=1e-12)
