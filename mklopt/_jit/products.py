@@ -251,6 +251,37 @@ def source_fill(bank, w, kernels, gidx, ri, rf, idx, K, stop):
     return idx.shape[0]
 
 
+@njit(**JIT_PARALLEL)
+def source_fill_par(bank, w, kernels, gidx, ri, rf, idx, K, filled, n_tasks, stop):
+    """:func:`source_fill` on threads: row ``idx[t]`` dealt to task ``t % n_tasks``.
+
+    Each row is computed by the code :func:`source_fill` runs for it
+    (:func:`product_fill`'s rows from stored products, :func:`view_row`
+    from a dense bank), so its bits are the same whatever the number of
+    tasks. Each written row is marked ``filled[idx[t]] = 1`` ((N,) uint8);
+    a set ``stop[0]`` ends each task between rows, so the rows written
+    are those marked (not necessarily a prefix of ``idx``). Returns
+    ``filled``.
+    """
+    r = idx.shape[0]
+    for task in prange(n_tasks):
+        if ri.shape[1] != 0:
+            order = _eval_order(ri, kernels)
+            work = _work(kernels.shape[0], CHUNK)
+            for t in range(task, r, n_tasks):
+                if stopped(stop):
+                    break
+                _row_into(bank, ri, rf, w, kernels, gidx, idx[t], K[idx[t]], order, work)
+                filled[idx[t]] = 1
+        else:
+            for t in range(task, r, n_tasks):
+                if stopped(stop):
+                    break
+                view_row(bank, w, kernels, gidx, idx[t], K[idx[t]])
+                filled[idx[t]] = 1
+    return filled
+
+
 @njit(**JIT)
 def source_diag(bank, w, kernels, gidx, ri, diag_raw, out):
     """The diagonal that :func:`source_row`'s rows hold, bit for bit.

@@ -51,11 +51,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from .._heartbeat import Beat
 from .._interrupt import Stopped, check, current_flag
-from .._jit.products import NO_DIAG, NO_RF, NO_RI, source_diag
+from .._jit.products import NO_DIAG, NO_RF, NO_RI, source_diag, source_fill_par
 from .._jit.smo import (
     accumulate_rows,
     gather_block,
@@ -81,6 +82,26 @@ BLOCK_SIZE = 256
 #: call whose blocks added up to it (see ``DualSolver._remote_reads``).
 MATRIX_CALLS_AFTER_CAP = 4
 
+
+#: Kernel entries (rows x columns x kernels with a weight) from which the
+#: rows a warm start's gradient reads are combined on threads: about a
+#: millisecond of work from stored products, against tens of microseconds
+#: to start the threads (benchmarks/README.md, "A warm start's rows on two
+#: threads").
+FILL_PARALLEL_MIN = 2**18
+
+
+def fill_tasks(n_rows, n_cols, n_kernels):
+    """Tasks for a batch of ``n_rows`` combined rows (1: combine them serially).
+
+    Examples
+    --------
+    >>> fill_tasks(10, 100, 17)
+    1
+    """
+    if n_rows * n_cols * n_kernels < FILL_PARALLEL_MIN or numba.get_num_threads() < 2:
+        return 1
+    return int(min(n_rows, 8 * numba.get_num_threads()))
 
 @dataclass
 class SolveStats:
@@ -241,6 +262,14 @@ class DualSolver:
         # of the whole-matrix path on the same matrix.
         dvar = source_diag(bank, wv, ks, gidx, ri, diag_raw, np.empty(gidx.shape[0]))[P.rows]
         if np.any(a != 0.0):
+            # The warm start's gradient reads the rows of the support. A large
+            # batch is combined on threads first (the same rows, bit for bit);
+            # the gradient then only sums them.
+            need = np.unique(P.rows[a != 0.0])
+            tasks = fill_tasks(need.size, gidx.shape[0], ks.size)
+            if tasks > 1:
+                source_fill_par(bank, wv, ks, gidx, ri, rf, need, K, filled, tasks, stop)
+                check(stop)
             grad = smo_gradient_src(K, filled, bank, wv, ks, gidx, ri, rf, P.rows, P.signs,
                                     P.linear, a, np.empty(a.shape[0]), stop)
             check(stop)

@@ -303,3 +303,87 @@ def test_lazy_gradient_stopped_writes_nothing():
     smo_gradient_src(np.empty((n, n)), filled, P, wv, ks, gidx, ri, rf, np.arange(n),
                      np.ones(n), -np.ones(n), a, grad, stop)
     assert np.all(grad == 7.0) and not filled.any()
+
+
+# ------------------------------------------------- a warm start's rows on threads
+def _sources(n=70, seed=3, dtype=np.float64):
+    """Row sources of a products view and a dense view (``dtype``) of the same points."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n + 10, 3))
+    rows = rng.permutation(n + 10)[:n].astype(np.int64)  # a subset, in any order
+    w = rng.random(len(SPECS))
+    w[[1, 7]] = 0.0
+    out = {}
+    for storage in ("products", "dense"):
+        bank = KernelBank.from_specs(X, SPECS, normalize=None, storage=storage,
+                                     dtype=dtype if storage == "dense" else np.float64)
+        src = bank.view(rows, "trace").storage.row_source(w)
+        bank_, wv, ks, gidx = src[:4]
+        ri, rf = src[4:6] if len(src) == 7 else (jp.NO_RI, jp.NO_RF)
+        out[storage] = (bank_, wv, ks, gidx, ri, rf)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n_tasks", [1, 2, 3, 7])
+def test_parallel_fill_gives_the_serial_rows(dtype, n_tasks):
+    n = 70
+    idx = np.array([5, 69, 0, 33, 34, 12, 60, 1, 2], dtype=np.int64)  # unsorted, a few
+    for name, (bank, wv, ks, gidx, ri, rf) in _sources(n, dtype=dtype).items():
+        want = np.full((n, n), np.nan)
+        assert jp.source_fill(bank, wv, ks, gidx, ri, rf, idx, want, GO) == idx.size
+        for fill in (jp.source_fill_par, jp.source_fill_par.py_func):
+            got = np.full((n, n), np.nan)
+            filled = np.zeros(n, dtype=np.uint8)
+            fill(bank, wv, ks, gidx, ri, rf, idx, got, filled, n_tasks, GO)
+            assert np.array_equal(got[idx], want[idx]), name  # the same bits
+            assert np.array_equal(np.flatnonzero(filled), np.sort(idx))
+            others = np.setdiff1d(np.arange(n), idx)
+            assert np.isnan(got[others]).all()  # no other row written
+
+
+def test_parallel_fill_stopped_writes_nothing():
+    for name, (bank, wv, ks, gidx, ri, rf) in _sources().items():
+        K = np.full((70, 70), 7.0)
+        filled = np.zeros(70, dtype=np.uint8)
+        jp.source_fill_par(bank, wv, ks, gidx, ri, rf, np.arange(70, dtype=np.int64), K,
+                           filled, 4, np.ones(1, dtype=np.int64))
+        assert np.all(K == 7.0) and not filled.any(), name
+
+
+@pytest.mark.parametrize("storage", ["products", "dense"])
+def test_warm_start_rows_on_threads_give_the_serial_answers(storage, monkeypatch):
+    """An oracle whose warm starts combine their rows on threads answers as one that does not."""
+    from mklopt.oracles import SVMDual
+    from mklopt.oracles import _solver
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((160, 3))
+    y = np.where(X[:, 0] + 0.5 * rng.standard_normal(160) > 0, 1.0, -1.0)
+    bank = KernelBank.from_specs(X, SPECS, storage=storage)
+    rows = np.argsort(y, kind="stable").astype(np.int64)
+    view = bank.view(rows)
+    w1 = np.full(len(SPECS), 1.0 / len(SPECS))
+    w2 = rng.dirichlet(np.ones(len(SPECS)))
+    w2[[0, 4]] = 0.0
+    w2 /= w2.sum()
+    calls = []
+    real = _solver.source_fill_par
+
+    def counted(*args):
+        calls.append(args[6].size)
+        return real(*args)
+
+    answers = {}
+    for tasks in (1, 3):
+        monkeypatch.setattr(_solver, "fill_tasks", lambda r, n, m, t=tasks: t)
+        monkeypatch.setattr(_solver, "source_fill_par", counted)
+        oracle = SVMDual(view, y[rows], C=2.0, tol=1e-6)
+        first = oracle(w1)
+        second = oracle(w2, warm_start=first.alpha)
+        answers[tasks] = (first, second)
+    assert calls and all(c > 0 for c in calls)  # the threaded batch ran (warm calls only)
+    for a, b in zip(answers[1], answers[3], strict=True):
+        assert np.array_equal(a.alpha, b.alpha)
+        assert np.array_equal(a.q, b.q)
+        assert a.value == b.value and a.bias == b.bias
