@@ -24,6 +24,7 @@ from mklopt._jit.smo import smo_gradient_src, smo_solve_src
 from mklopt.kernels import KernelFamily, grid, linear, poly, rbf, register_kernel_family
 from mklopt.kernels import products as kp
 from mklopt.kernels.factory import shared_storage
+from mklopt.oracles import SVMDual, _solver
 from tests._spies import spy_from_specs
 
 GO = np.zeros(1, dtype=np.int64)
@@ -354,9 +355,6 @@ def test_parallel_fill_stopped_writes_nothing():
 @pytest.mark.parametrize("storage", ["products", "dense"])
 def test_warm_start_rows_on_threads_give_the_serial_answers(storage, monkeypatch):
     """An oracle whose warm starts combine their rows on threads answers as one that does not."""
-    from mklopt.oracles import SVMDual
-    from mklopt.oracles import _solver
-
     rng = np.random.default_rng(4)
     X = rng.standard_normal((160, 3))
     y = np.where(X[:, 0] + 0.5 * rng.standard_normal(160) > 0, 1.0, -1.0)
