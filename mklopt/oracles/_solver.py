@@ -103,6 +103,7 @@ def fill_tasks(n_rows, n_cols, n_kernels):
         return 1
     return int(min(n_rows, 8 * numba.get_num_threads()))
 
+
 @dataclass
 class SolveStats:
     """What one solve did.
