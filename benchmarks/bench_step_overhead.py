@@ -72,23 +72,20 @@ def _instrument():
         real_csolve = cm._ecos.csolve
         cm._ecos = types.SimpleNamespace(csolve=_timed("ecos", real_csolve),
                                          __file__=cm._ecos.__file__)
-    call = OracleBase.__call__
+    for cls in (OracleBase, SmoothQuadraticOracle):
+        _count_calls(cls)
 
-    def counted(self, *args, **kwargs):
+
+def _count_calls(cls):
+    """Count and time the calls of ``cls`` (an oracle class) that no other oracle made."""
+    timed = _timed("oracle", cls.__call__)
+
+    def call(self, *args, **kwargs):
         if not _depth[0]:
             CLOCK["calls"] += 1
-        return _timed("oracle", call)(self, *args, **kwargs)
+        return timed(self, *args, **kwargs)
 
-    OracleBase.__call__ = counted
-    real_toy = SmoothQuadraticOracle.__call__
-
-    def toy(self, *args, **kwargs):
-        if not _depth[0]:
-            CLOCK["calls"] += 1
-        return _timed("oracle", real_toy)(self, *args, **kwargs)
-
-    SmoothQuadraticOracle.__call__ = toy
-
+    cls.__call__ = call
 
 def _toys(m):
     for seed in range(10):

@@ -262,15 +262,19 @@ class DualSolver:
         # The diagonal summed as the rows are, so that the iterates are those
         # of the whole-matrix path on the same matrix.
         dvar = source_diag(bank, wv, ks, gidx, ri, diag_raw, np.empty(gidx.shape[0]))[P.rows]
-        if np.any(a != 0.0):
+        support = a != 0.0
+        n_support = int(np.count_nonzero(support))
+        if n_support:
             # The warm start's gradient reads the rows of the support. A large
             # batch is combined on threads first (the same rows, bit for bit);
-            # the gradient then only sums them.
-            need = np.unique(P.rows[a != 0.0])
-            tasks = fill_tasks(need.size, gidx.shape[0], ks.size)
-            if tasks > 1:
-                source_fill_par(bank, wv, ks, gidx, ri, rf, need, K, filled, tasks, stop)
-                check(stop)
+            # the gradient then only sums them. (The count bounds the distinct
+            # rows: the small batches of most calls skip the np.unique.)
+            if fill_tasks(n_support, gidx.shape[0], ks.size) > 1:
+                need = np.unique(P.rows[support])
+                tasks = fill_tasks(need.size, gidx.shape[0], ks.size)
+                if tasks > 1:
+                    source_fill_par(bank, wv, ks, gidx, ri, rf, need, K, filled, tasks, stop)
+                    check(stop)
             grad = smo_gradient_src(K, filled, bank, wv, ks, gidx, ri, rf, P.rows, P.signs,
                                     P.linear, a, np.empty(a.shape[0]), stop)
             check(stop)
