@@ -503,7 +503,11 @@ def _eta(history, target):
     g = np.log(np.array([p[1] for p in pts]))
     if np.ptp(t) <= 0:
         return None
-    slope = np.polyfit(t, g, 1)[0]
+    # The least-squares slope in closed form: a flat gap gives exactly 0
+    # (g - mean(g) is 0), where a solver's fit can leave a -1e-17 that would
+    # read as "closing" with an ETA of 1e17 seconds.
+    tc = t - t.mean()
+    slope = float(tc @ (g - g.mean())) / float(tc @ tc)
     if not slope < 0:
         return None
     return max(0.0, (math.log(target) - g[-1]) / slope)
