@@ -118,13 +118,14 @@ class Simplex(Domain):
         return bool(np.all(w >= -tol) and abs(w.sum() - 1.0) <= tol * max(1, len(w)))
 
     def support(self, q):
-        return float(np.max(q))
+        return float(np.asarray(q).max())
 
     def gap(self, w, answer):
         # sum_k w_k (max q - q_k) is a sum of non-negative terms, so rounding
         # cannot make the gap negative (w'q <= max q only up to rounding).
-        q = answer.q
-        return 0.5 * float(np.dot(w, q.max() - q)) / max(float(np.sum(w)), 1e-300)
+        q = np.asarray(answer.q)
+        w = np.asarray(w)
+        return 0.5 * float(w @ (q.max() - q)) / max(float(w.sum()), 1e-300)
 
 
 class LpBall(Domain):

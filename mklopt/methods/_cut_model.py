@@ -47,6 +47,14 @@ except ImportError:  # pragma: no cover - depends on the ecos build
     _ecos = None
 
 from .. import _interrupt
+from .._jit.cuts import (
+    kkt_grow,
+    level_socp,
+    model_value,
+    price_kernels,
+    renormalise,
+    scatter_normalised,
+)
 from .._jit.projections import project_simplex
 from . import _highs
 
@@ -218,6 +226,8 @@ class CutModel:
         self._rows_of_s = {}  # s_j -> the cuts with that s (finds repeated answers)
         # The LP kept in one HiGHS model across steps (rows added per cut).
         self._lp = _highs.CutLP(self.n_kernels)
+        # The projection's A, b and c, which depend on the working set's size only.
+        self._socp_fixed = {}
 
     # ---- storage ---------------------------------------------------------------
     @property
@@ -271,7 +281,7 @@ class CutModel:
         """The model ``g(w) = max_j f(w, alpha_j)`` (``-inf`` without cuts)."""
         if self.n_cuts == 0:
             return -np.inf
-        return float(self.cut_values(w).max())
+        return model_value(self.Q, self.s, np.ascontiguousarray(w, dtype=np.float64))
 
     # ---- the LP: min_{w in simplex} g(w) -------------------------------------------
     def minimize(self, precision=0.0):
@@ -344,14 +354,10 @@ class CutModel:
             if sol is None:
                 return None
             fun, x, lam = sol
-            tot = lam.sum()
-            if not tot > 0:
-                break
-            lam_n = lam / tot
-            u = Q.T @ lam_n
-            thr = u[W].max()
-            viol = ((u > thr + 1e-10 * max(1.0, abs(thr))) & ~inW).nonzero()[0]
-            if viol.size == 0:
+            # sum(lam), the dual value at lam / sum(lam), Q'lam / sum(lam) and
+            # the kernels outside W that it prices in, in one jitted pass
+            tot, lower, u, viol = price_kernels(Q, self.s, np.ascontiguousarray(lam), inW)
+            if not tot > 0 or viol.size == 0:
                 break
             add = viol[np.argsort(u[viol])[::-1][: max(8, W.size // 4)]]
             inW[add] = True
@@ -364,11 +370,9 @@ class CutModel:
             w = _onto_simplex(w)
         on = W[w[W] > 0]
         self._W = on if on.size else W
-        if tot > 0:
-            # dual_value(lam_n), reusing u = Q'lam_n from the last pricing
-            lower = float(lam_n @ self.s) - 0.5 * float(u.max())
-        else:  # no multipliers (a degenerate solve): the model's minimum, rounded down
+        if not tot > 0:  # no multipliers (a degenerate solve): the model's minimum, rounded down
             lower = min(fun, self.value(w))
+        # else lower is dual_value(lam / tot), from the last pricing
         return lower, w
 
     def dual_value(self, lam):
@@ -476,7 +480,7 @@ class CutModel:
             A point of the simplex (exactly, up to rounding) whose model value
             is at most ``max(level, g(fallback))`` up to rounding.
         """
-        w0 = np.asarray(w0, dtype=np.float64)
+        w0 = np.ascontiguousarray(w0, dtype=np.float64)
         fallback = np.asarray(fallback, dtype=np.float64)
         if self.value(w0) <= level:
             return _onto_simplex(w0)  # already in the level set: its own projection
@@ -495,18 +499,15 @@ class CutModel:
                 log.info("level projection failed in ECOS; using the model minimiser instead")
                 return _onto_simplex(fallback)
             x, mu = sol
-            if W.size == self.n_kernels:
+            if W.size == self.n_kernels or not kkt_grow(Q, mu, w0, inW):
                 break
-            kkt = project_simplex(w0 + 0.5 * (Q.T @ mu), 1.0, np.empty(self.n_kernels))
-            new = (kkt > 1e-12) & ~inW
-            if not new.any():
-                break
-            inW |= new
             W = inW.nonzero()[0]
-        x = _clear_interior(x)
-        w = np.zeros(self.n_kernels)
-        w[W] = x
-        return self._repair(_onto_simplex(w / w.sum()), level, fallback)
+        # ECOS's near-zeros cleared (as _clear_interior does), scattered, summing to 1
+        w = scatter_normalised(np.ascontiguousarray(x), W, self.n_kernels)
+        if not w.any():
+            log.info("level projection gave no positive weight; using the model minimiser")
+            return _onto_simplex(fallback)
+        return self._repair(_onto_simplex(w), level, fallback)
 
     def _solve_level_socp(self, W, w0, level):
         """ECOS on eq. 8 restricted to the kernels ``W``.
@@ -532,40 +533,27 @@ class CutModel:
 
         Variables ``x = (w_W, t)``. Cone ``h - Gx``: ``m`` rows ``w >= 0``,
         ``J`` cut rows (each scaled to unit max-norm), then the second-order
-        cone ``(t, w - w0)``. Returns the data and the cut scales.
+        cone ``(t, w - w0)``. Returns the data and the cut scales. ``G`` and
+        ``h`` come from one jitted call (:func:`mklopt._jit.cuts.level_socp`);
+        ``A``, ``b`` and ``c`` depend on ``len(W)`` only: they are kept, and
+        ECOS gets fresh copies (its set-up scales the data it is given).
         """
         m, J = W.size, self.n_cuts
-        QW = self.Q[:, W].T  # (m, J): column k of G holds row k of it
-        scale = 0.5 * np.abs(QW).max(axis=0)
-        scale[scale <= 0.0] = 1.0
-        # Build G column-wise (CSC) straight into ECOS's arrays: column k < m
-        # holds -1 at row k (w_k >= 0), the scaled cut coefficients
-        # -q_jk / (2 scale_j) at rows m..m+J-1 and -1 at row m+J+1+k (cone);
-        # column m (t) holds -1 at row m+J (cone head).
-        nnz_col = J + 2
-        nnz = m * nnz_col + 1
-        indptr = np.arange(0, (m + 1) * nnz_col + 1, nnz_col, dtype=np.int64)
-        indptr[m + 1] = nnz
-        indices = np.empty(nnz, dtype=np.int64)
-        data = np.full(nnz, -1.0)  # the -1 entries; the cut block is written below
-        blk_i = indices[:-1].reshape(m, nnz_col)
-        k = np.arange(m)
-        blk_i[:, 0] = k
-        blk_i[:, 1 : J + 1] = np.arange(m, m + J)
-        blk_i[:, J + 1] = k + (m + J + 1)
-        indices[-1] = m + J
-        np.multiply(QW, -0.5 / scale, out=data[:-1].reshape(m, nnz_col)[:, 1 : J + 1])
-        n_rows = m + J + 1 + m
-        G = Csc(data, indices, indptr, (n_rows, m + 1))
-        h = np.zeros(n_rows)
-        h[m : m + J] = (level - self.s) / scale
-        h[m + J + 1 :] = -w0[W]
-        indptr_a = np.arange(m + 2, dtype=np.int64)
-        indptr_a[m + 1] = m
-        A = Csc(np.ones(m), np.zeros(m, dtype=np.int64), indptr_a, (1, m + 1))
-        b = np.ones(1)
-        c = np.zeros(m + 1)
-        c[m] = 1.0
+        data, indices, indptr, h, scale = level_socp(
+            self.Q, self.s, np.ascontiguousarray(W, dtype=np.int64), w0, float(level))
+        G = Csc(data, indices, indptr, (m + J + 1 + m, m + 1))
+        fixed = self._socp_fixed.get(m)
+        if fixed is None:
+            indptr_a = np.arange(m + 2, dtype=np.int64)
+            indptr_a[m + 1] = m
+            c = np.zeros(m + 1)
+            c[m] = 1.0
+            fixed = (Csc(np.ones(m), np.zeros(m, dtype=np.int64), indptr_a, (1, m + 1)),
+                     np.ones(1), c)
+            self._socp_fixed[m] = fixed
+        A, b, c = fixed
+        A = Csc(A.data.copy(), A.indices, A.indptr, A.shape)
+        b, c = b.copy(), c.copy()
         dims = {"l": m + J, "q": [m + 1], "e": 0}
         return G, h, A, b, c, dims, scale
 
@@ -610,12 +598,13 @@ def _onto_simplex(x):
     combine every kernel). Anything farther off is projected.
     """
     x = np.ascontiguousarray(x, dtype=np.float64)
+    near = 1e-9 * max(1, x.size)
+    on, y = renormalise(x, near)  # the usual case, in one jitted pass
+    if on:
+        return y  # on the simplex by construction (non-negative, sum 1 to rounding)
     total = float(x.sum())
     if not math.isfinite(total) and not np.isfinite(x).all():  # one sum finds NaN and inf
         raise FloatingPointError("a sub-problem returned a non-finite point")
-    near = 1e-9 * max(1, x.size)
-    if x.min() >= 0.0 and abs(total - 1.0) <= near and total > 0:
-        return x / total  # on the simplex by construction (non-negative, sum 1 to rounding)
     w = np.maximum(x, 0.0)
     total = w.sum()
     if abs(total - 1.0) <= near and total > 0:

@@ -35,10 +35,11 @@ path.
 
 from __future__ import annotations
 
-import math
 import weakref
 
 import numpy as np
+
+from .._jit.cuts import check_cut_lp
 
 try:  # SciPy >= 1.15 vendors HiGHS's bindings here (private to SciPy)
     from scipy.optimize._highspy import _core as _h
@@ -307,32 +308,18 @@ class CutLP:
                 raise RuntimeError("no optimum")
             sol = hs.getSolution()
             x = np.array(sol.col_value, dtype=np.float64)
-            lam = np.array(sol.row_dual[1:], dtype=np.float64)
+            row_dual = np.array(sol.row_dual[1:], dtype=np.float64)
             value = float(hs.getObjectiveValue())
         except Exception:  # a changed private API or a failed solve: one-shot path
             return self._fail()
-        # The check of solve_dense_lp on this LP's structure, in few array
-        # operations: finite, 1'w = 1, w >= 0, every cut <= t, multipliers
-        # of the right sign (to 1e-9 of the problem's scale), and the value
-        # equal to t.
-        w = x[:m]
-        w *= mask  # kernels outside W sit at their bound 0 (exactly, unless basic)
-        t = float(x[m])
-        np.negative(lam, out=lam)  # HiGHS's duals of "<=" rows are <= 0
-        w_sum = float(w.sum())
-        if not math.isfinite(w_sum + float(lam.sum()) + t + value):  # a NaN or inf anywhere
+        # The check of solve_dense_lp on this LP's structure, in one jitted
+        # pass: finite, 1'w = 1, w >= 0, every cut <= t, multipliers of the
+        # right sign (to 1e-9 of the problem's scale), and the value equal to
+        # t. Kernels outside W sit at their bound 0 (exactly, unless basic).
+        ok, w, _, lam = check_cut_lp(x, row_dual, mask, Q, s, float(q_max), float(s_max), value,
+                                     _CHECK_TOL)
+        if not ok:
             return self._fail()
-        w_min = float(w.min())
-        w_abs = w_sum if w_min >= 0.0 else float(np.abs(w).sum())
-        tol = _CHECK_TOL * (1.0 + max(0.5 * q_max, 1.0) * (w_abs + abs(t)) + s_max)
-        cut = Q @ w
-        cut *= -0.5
-        cut += s
-        if not (w_min >= -tol and abs(w_sum - 1.0) <= tol and float(cut.max()) <= t + tol
-                and float(lam.min()) >= -tol
-                and abs(t - value) <= _CHECK_TOL * (1.0 + abs(value))):
-            return self._fail()
-        np.maximum(lam, 0.0, out=lam)
         return value, w, lam
 
     def _add_rows(self, s, Q, k):
