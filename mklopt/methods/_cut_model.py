@@ -152,7 +152,7 @@ def solve_ecos(data, attempts, what):
         if flag == _ECOS_SIGINT or (_CHECK_CTRLC is not None and _CHECK_CTRLC()):
             _pass_on_sigint()
             return None
-        if flag in _ECOS_OK and np.isfinite(out["x"]).all():
+        if flag in _ECOS_OK and (math.isfinite(out["x"].sum()) or np.isfinite(out["x"]).all()):
             return out
         log.debug("ECOS exit flag %s on %s", flag, what)
     return None
@@ -350,7 +350,7 @@ class CutModel:
         inW[self._top[: self.n_cuts]] = True
         W = inW.nonzero()[0]
         for _ in range(self.n_kernels + 1):
-            sol = lp(W)
+            sol = lp(W, inW)
             if sol is None:
                 return None
             fun, x, lam = sol
@@ -369,7 +369,10 @@ class CutModel:
             w[W] = x
             w = _onto_simplex(w)
         on = W[w[W] > 0]
-        self._W = on if on.size else W
+        # The next seed: this round's working set while it is small next to
+        # the support (a kernel that just left the support often comes back,
+        # and pricing it in again costs a second LP), else the support.
+        self._W = W if W.size <= max(2 * on.size, 8) else (on if on.size else W)
         if not tot > 0:  # no multipliers (a degenerate solve): the model's minimum, rounded down
             lower = min(fun, self.value(w))
         # else lower is dual_value(lam / tot), from the last pricing
@@ -382,8 +385,10 @@ class CutModel:
         """
         return float(lam @ self.s) - 0.5 * float(np.max(self.Q.T @ lam))
 
-    def _restricted_lp_ecos(self, W):
+    def _restricted_lp_ecos(self, W, inW=None):
         """ECOS on the LP restricted to the kernels ``W``: ``(value, w_W, lam)`` or None.
+
+        ``inW`` (``W`` as a mask) is not used here; the HiGHS solve takes it.
 
         Variables ``(w_W, t)``; rows ``h - Gx >= 0``: ``w >= 0``, then the
         cuts ``s_j - q_j'w / 2 - t <= 0``, each scaled to unit max-norm.
@@ -411,8 +416,10 @@ class CutModel:
         lam = np.maximum(np.asarray(out["z"][mw:]) / scale, 0.0)
         return float(out["x"][mw]), x, lam
 
-    def _restricted_lp_highs(self, W):
+    def _restricted_lp_highs(self, W, inW=None):
         """HiGHS on the LP restricted to the kernels ``W``: ``(value, w_W, lam)``.
+
+        ``inW``, the same set as a mask over the kernels, saves building it.
 
         ``lam >= 0`` are the cut multipliers; only their direction matters
         (the bound is recomputed from them in :meth:`dual_value`). From the
@@ -421,7 +428,7 @@ class CutModel:
         """
         # The model kept across steps first: no set-up, a warm basis. Its
         # weights cover every kernel (0 outside W).
-        warm = self._lp.solve(self.s, self.Q, W, float(self._qmax[W].max()), self._smax)
+        warm = self._lp.solve(self.s, self.Q, W, float(self._qmax[W].max()), self._smax, inW)
         if warm is not None:
             return warm
         mw, J = W.size, self.n_cuts

@@ -261,8 +261,9 @@ class CutLP:
         self._open[:] = False
         self._index = np.arange(n, dtype=np.int32)
         self._start1 = np.zeros(1, dtype=np.int32)
+        self._minus_inf1 = np.full(1, -_h.kHighsInf)
 
-    def solve(self, s, Q, W, q_max, s_max):
+    def solve(self, s, Q, W, q_max, s_max, mask=None):
         """The LP on the cuts ``(s, Q)`` restricted to the kernels ``W``.
 
         Parameters
@@ -274,6 +275,9 @@ class CutLP:
             The working set, without repeats.
         q_max, s_max : float
             ``max |Q[:, W]|`` and ``max |s|``, the scale of the answer's check.
+        mask : ndarray of bool, optional
+            ``W`` as a mask over the kernels, when the caller has it (it is
+            not modified).
 
         Returns
         -------
@@ -295,14 +299,15 @@ class CutLP:
             k = J - self._rows
             if k > 0:
                 self._add_rows(s, Q, k)
-            mask = np.zeros(m, dtype=bool)
-            mask[W] = True
+            if mask is None:
+                mask = np.zeros(m, dtype=bool)
+                mask[W] = True
             if not np.array_equal(mask, self._open):
                 changed = (mask != self._open).nonzero()[0]
                 up = np.where(mask[changed], _h.kHighsInf, 0.0)
                 hs.changeColsBounds(changed.size, changed.astype(np.int32), np.zeros(changed.size),
                                     up)
-                self._open = mask
+                self._open = mask.copy()
             hs.run()
             if hs.getModelStatus() != _h.HighsModelStatus.kOptimal:
                 raise RuntimeError("no optimum")
@@ -334,8 +339,8 @@ class CutLP:
         else:
             starts = np.arange(0, k * (m + 1), m + 1, dtype=np.int32)
             index = np.tile(self._index, k)
-        self._hs.addRows(k, np.full(k, -_h.kHighsInf), -s[J - k :], k * (m + 1), starts, index,
-                         vals.ravel())
+        lower = self._minus_inf1 if k == 1 else np.full(k, -_h.kHighsInf)
+        self._hs.addRows(k, lower, -s[J - k :], k * (m + 1), starts, index, vals.ravel())
         self._rows = J
 
     def _fail(self):
