@@ -141,11 +141,12 @@ def test_exact_maps_give_the_dense_oracle(problem):
     b = SVMDual(fm, y, C=C, tol=1e-12)(w)
     assert abs(b.value - a.value) <= 1e-10 * abs(a.value)
     assert rel(b.q, a.q) <= 1e-10
-    # The same SMO path on kernels equal to rounding: alpha and bias agree to
-    # rounding amplified by the condition number (<= 1e5 here; the BLAS kernel
-    # in use decides the rounding, so the bound scales with it).
+    # Kernels equal to rounding: both SMO runs stop at a KKT violation of at
+    # most tol = 1e-12, possibly one step apart, so alpha agrees to that
+    # tolerance amplified by the condition number (<= 1e5 here). A bound of
+    # 1e-13 * cond was seen to miss by 10 % once in a randomised run.
     cond = lam[-1] / lam[0]
-    np.testing.assert_allclose(b.alpha, a.alpha, rtol=0, atol=1e-13 * cond * C)
+    np.testing.assert_allclose(b.alpha, a.alpha, rtol=0, atol=1e-12 * cond * C)
     # The offset is unique when a multiplier is free; with every multiplier
     # at a bound (up to rounding) any offset of an interval is optimal, and
     # which one the rule picks can flip on a multiplier 1e-15 off its bound.
