@@ -17,6 +17,10 @@ from numba import njit
 from ._options import JIT
 from .projections import project_simplex
 
+#: An interior-point solver's weight at or below this share of the largest
+#: weight is its rendering of an exact zero (the rule of every clearing).
+INTERIOR_ZERO = 1e-9
+
 
 @njit(**JIT)
 def level_socp(Q, s, W, w0, level):
@@ -124,15 +128,15 @@ def kkt_grow(Q, mu, w0, in_w):
 def scatter_normalised(x, W, m):
     """The weights ``x`` of the kernels ``W`` as a vector of length ``m`` summing to 1.
 
-    Weights at or below ``1e-9`` of the largest are an interior-point
-    solver's rendering of zeros and are set to 0 first; the others are
+    Weights at or below ``INTERIOR_ZERO`` (1e-9) of the largest are an
+    interior-point solver's rendering of zeros and are set to 0 first; the others are
     divided by their sum. Returns a zero vector when no weight is positive.
     """
     top = 1e-300
     for k in range(x.shape[0]):
         if x[k] > top:
             top = x[k]
-    thr = 1e-9 * top
+    thr = INTERIOR_ZERO * top
     w = np.zeros(m)
     total = 0.0
     for k in range(x.shape[0]):

@@ -48,6 +48,7 @@ except ImportError:  # pragma: no cover - depends on the ecos build
 
 from .. import _interrupt
 from .._jit.cuts import (
+    INTERIOR_ZERO,
     kkt_grow,
     level_socp,
     model_value,
@@ -226,8 +227,6 @@ class CutModel:
         self._rows_of_s = {}  # s_j -> the cuts with that s (finds repeated answers)
         # The LP kept in one HiGHS model across steps (rows added per cut).
         self._lp = _highs.CutLP(self.n_kernels)
-        # The projection's A, b and c, which depend on the working set's size only.
-        self._socp_fixed = {}
 
     # ---- storage ---------------------------------------------------------------
     @property
@@ -273,10 +272,6 @@ class CutModel:
         return True
 
     # ---- evaluation --------------------------------------------------------------
-    def cut_values(self, w):
-        """``f(w, alpha_j)`` for every cut, shape ``(n_cuts,)``."""
-        return self.s - 0.5 * (self.Q @ w)
-
     def value(self, w):
         """The model ``g(w) = max_j f(w, alpha_j)`` (``-inf`` without cuts)."""
         if self.n_cuts == 0:
@@ -541,26 +536,18 @@ class CutModel:
         Variables ``x = (w_W, t)``. Cone ``h - Gx``: ``m`` rows ``w >= 0``,
         ``J`` cut rows (each scaled to unit max-norm), then the second-order
         cone ``(t, w - w0)``. Returns the data and the cut scales. ``G`` and
-        ``h`` come from one jitted call (:func:`mklopt._jit.cuts.level_socp`);
-        ``A``, ``b`` and ``c`` depend on ``len(W)`` only: they are kept, and
-        ECOS gets fresh copies (its set-up scales the data it is given).
+        ``h`` come from one jitted call (:func:`mklopt._jit.cuts.level_socp`).
         """
         m, J = W.size, self.n_cuts
         data, indices, indptr, h, scale = level_socp(
             self.Q, self.s, np.ascontiguousarray(W, dtype=np.int64), w0, float(level))
         G = Csc(data, indices, indptr, (m + J + 1 + m, m + 1))
-        fixed = self._socp_fixed.get(m)
-        if fixed is None:
-            indptr_a = np.arange(m + 2, dtype=np.int64)
-            indptr_a[m + 1] = m
-            c = np.zeros(m + 1)
-            c[m] = 1.0
-            fixed = (Csc(np.ones(m), np.zeros(m, dtype=np.int64), indptr_a, (1, m + 1)),
-                     np.ones(1), c)
-            self._socp_fixed[m] = fixed
-        A, b, c = fixed
-        A = Csc(A.data.copy(), A.indices, A.indptr, A.shape)
-        b, c = b.copy(), c.copy()
+        indptr_a = np.arange(m + 2, dtype=np.int64)
+        indptr_a[m + 1] = m
+        A = Csc(np.ones(m), np.zeros(m, dtype=np.int64), indptr_a, (1, m + 1))
+        b = np.ones(1)
+        c = np.zeros(m + 1)
+        c[m] = 1.0
         dims = {"l": m + J, "q": [m + 1], "e": 0}
         return G, h, A, b, c, dims, scale
 
@@ -592,7 +579,7 @@ def _clear_interior(x):
     largest are zeros of the exact solution. Clearing them keeps later
     oracle calls from combining every kernel.
     """
-    return np.where(x > 1e-9 * max(float(x.max()), 1e-300), x, 0.0)
+    return np.where(x > INTERIOR_ZERO * max(float(x.max()), 1e-300), x, 0.0)
 
 
 def _onto_simplex(x):

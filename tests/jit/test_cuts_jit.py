@@ -36,6 +36,13 @@ def cut_sets(draw, max_m=12, max_cuts=15):
     return Q, s, W, w0, level
 
 
+def _mask(W, m):
+    """The kernels ``W`` as a boolean mask over ``m`` kernels."""
+    mask = np.zeros(m, dtype=bool)
+    mask[W] = True
+    return mask
+
+
 def _level_socp_numpy(Q, s, W, w0, level):
     """The NumPy construction ``CutModel._level_socp`` used before the jitted one."""
     m, J = W.size, s.size
@@ -99,8 +106,7 @@ def test_kkt_grow_marks_the_kkt_points_new_kernels(problem, seed):
     Q, s, W, w0, _ = problem
     rng = np.random.default_rng(seed)
     mu = rng.exponential(1.0, size=s.size) * (rng.random(s.size) < 0.7)
-    in_w = np.zeros(w0.size, dtype=bool)
-    in_w[W] = True
+    in_w = _mask(W, w0.size)
     kkt = ref.project_simplex(w0 + 0.5 * (Q.T @ mu))
     want = (kkt > 1e-12) & ~in_w
     for fn in (kkt_grow, kkt_grow.py_func):
@@ -228,8 +234,7 @@ def test_price_kernels_matches_numpy(problem, seed):
     Q, s, W, _, _ = problem
     rng = np.random.default_rng(seed)
     lam = rng.exponential(1.0, size=s.size) * (rng.random(s.size) < 0.7)
-    in_w = np.zeros(Q.shape[1], dtype=bool)
-    in_w[W] = True
+    in_w = _mask(W, Q.shape[1])
     for fn in (price_kernels, price_kernels.py_func):
         total, d, u, viol = fn(Q, s, lam, in_w)
         assert total == pytest.approx(lam.sum(), rel=1e-14)
