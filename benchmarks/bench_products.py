@@ -18,6 +18,12 @@ Two measurements, each repeated with the storages alternated:
 Usage::
 
     python benchmarks/bench_products.py --repeats 5
+    python benchmarks/bench_products.py --build --repeats 7   # the build alone
+
+``--build`` times ``ProductStorage.build`` alone on each case's training
+points (scaled and with the kernels ``MKLClassifier()`` uses): the first
+build of the process, then the median of ``--repeats`` more. Run it with
+``PYTHONPATH=<another tree>`` to time another commit's build.
 """
 
 import argparse
@@ -101,11 +107,49 @@ def warm(name, frac, storage, repeats):
     return secs[1:]  # the first fit of the process touches fresh memory
 
 
+def build_times(repeats):
+    from bench_multiclass import load
+
+    import mklopt
+    from mklopt.datasets import _scaling
+    from mklopt.estimators._params import resolve_kernel_specs
+    from mklopt.kernels.functions import KernelFunctions
+    from mklopt.kernels.products import ProductStorage
+
+    print(f"<!-- mklopt from {os.path.dirname(mklopt.__file__)} -->")
+    print("| data | n | matrices | MB | first build s | build s: median (each) |")
+    print("|---|---|---|---|---|---|")
+    for name, frac in CASES:
+        X = load(name, frac)[0]
+        mean, scale = _scaling(X)
+        X = (X - mean) / scale
+        specs = resolve_kernel_specs("all_features", X.shape[1], protocol="level2008")
+        functions = KernelFunctions.from_data(X, specs, normalize=None)
+        secs = []
+        for _ in range(repeats + 1):
+            t0 = time.perf_counter()
+            storage = ProductStorage.build(functions)
+            secs.append(time.perf_counter() - t0)
+            count, mb = storage.P.shape[0], storage.P.nbytes / 2**20
+            del storage
+        each = ", ".join(f"{t:.3f}" for t in secs[1:])
+        print(f"| {name} ({int(100 * frac)} %) | {X.shape[0]:,} | {count} | {mb:.0f} | "
+              f"{secs[0]:.3f} | {np.median(secs[1:]):.3f} ({each}) |", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--child", nargs=3, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--build", action="store_true",
+                    help="time ProductStorage.build alone (see the module notes)")
     args = ap.parse_args(argv)
+    if args.build:
+        from bench_multiclass import warm_up
+
+        warm_up()
+        build_times(args.repeats)
+        return
     if args.child:
         name, frac, storage = args.child
         _child(name, float(frac), storage)

@@ -402,6 +402,11 @@ def product_blocks(P, ri, rf, kernels, rows, cols, out):
 
 
 # ---------------------------------------------------------------- the build
+#: Rows of one block of :func:`products_sym`: their lower-triangle writes
+#: (rows ``b`` of a column chunk, columns of the block) stay in cache.
+SYM_BLOCK = 32
+
+
 @njit(**JIT_PARALLEL)
 def products_sym(X, XT, feat_ptr, feat_idx, groups, mat_d, mat_g, P, stop):
     """Squared distances and inner products of narrow groups on one point set, symmetric.
@@ -409,41 +414,58 @@ def products_sym(X, XT, feat_ptr, feat_idx, groups, mat_d, mat_g, P, stop):
     For group ``groups[t]``, ``P[mat_d[g]]`` gets the squared distances and
     ``P[mat_g[g]]`` the inner products (a negative index: not stored),
     summed by :func:`mklopt._jit.groups._pairs` exactly as the dense build
-    sums them. The upper triangle is evaluated, rows dealt to threads in
-    pairs ``(r, n-1-r)``; the caller mirrors it. ``stop`` as in
+    sums them. Each pair ``a <= b`` is evaluated once and written to both
+    ``(a, b)`` and ``(b, a)``, so the matrices come out whole and exactly
+    symmetric. The rows go in blocks of :data:`SYM_BLOCK`, dealt to threads
+    in pairs ``(r, n_blocks-1-r)`` (equal shares of the triangle); within a
+    block, one column chunk of :data:`~mklopt._jit.groups.CHUNK` at a time,
+    so that the lower-triangle writes of a chunk (``CHUNK`` rows, the
+    block's columns) stay in cache. ``stop`` as in
     :mod:`mklopt._jit.groups`.
     """
     n = X.shape[0]
-    half = (n + 1) // 2
+    nb = (n + SYM_BLOCK - 1) // SYM_BLOCK
+    half = (nb + 1) // 2
     for r in prange(half):
         if stopped(stop):
             continue
         d2 = np.empty(CHUNK)
         g2 = np.empty(CHUNK)
-        rr = np.int64(r)
         for side in range(2):
-            a = rr if side == 0 else n - 1 - rr
-            if side == 1 and a == rr:
+            blk = r if side == 0 else nb - 1 - r
+            if side == 1 and blk == r:
                 break
-            xa = X[a]
-            for b0 in range(a, n, CHUNK):
+            a0 = blk * SYM_BLOCK
+            a1 = min(n, a0 + SYM_BLOCK)
+            for b0 in range(a0, n, CHUNK):
                 b1 = min(n, b0 + CHUNK)
-                L = b1 - b0
-                for gi in range(groups.shape[0]):
-                    g = groups[gi]
-                    md = mat_d[g]
-                    mg = mat_g[g]
-                    _pairs(xa, XT, feat_idx, feat_ptr[g], feat_ptr[g + 1], b0, b1, md >= 0,
-                           mg >= 0, d2, g2)
-                    if md >= 0:
-                        od = P[md, a, b0:b1]
-                        for j in range(L):
-                            od[j] = d2[j]
-                    if mg >= 0:
-                        og = P[mg, a, b0:b1]
-                        for j in range(L):
-                            og[j] = g2[j]
+                for a in range(a0, a1):
+                    lo = max(a, b0)
+                    if lo >= b1:
+                        continue
+                    L = b1 - lo
+                    xa = X[a]
+                    for gi in range(groups.shape[0]):
+                        g = groups[gi]
+                        md = mat_d[g]
+                        mg = mat_g[g]
+                        _pairs(xa, XT, feat_idx, feat_ptr[g], feat_ptr[g + 1], lo, b1, md >= 0,
+                               mg >= 0, d2, g2)
+                        if md >= 0:
+                            _both_triangles(P[md], a, lo, L, d2)
+                        if mg >= 0:
+                            _both_triangles(P[mg], a, lo, L, g2)
     return P
+
+
+@njit(**JIT)
+def _both_triangles(M, a, lo, L, vals):
+    """``M[a, lo:lo+L] = vals[:L]`` and the same values down column ``a`` from row ``lo``."""
+    row = M[a]
+    for j in range(L):
+        row[lo + j] = vals[j]
+    for j in range(L):
+        M[lo + j, a] = vals[j]
 
 
 @njit(**JIT)

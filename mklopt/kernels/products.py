@@ -202,13 +202,12 @@ class ProductStorage(_IndexView):
             "max_memory=<bytes> to raise the limit.",
         )
         P = np.empty((count, n, n))
-        # The fresh pages are first written here, from one thread, and only
-        # then by the parallel build. On the machine of benchmarks/README.md
-        # (satellite, 166 MB) the parallel build's own first writes took
-        # 0.15-0.22 s in a process's first fits, this fill 0.01 s and the
-        # build into written pages 0.02 s (its section "the products' first
-        # writes").
-        P.fill(0.0)
+        # No fill first: every entry is written once by the build below
+        # (NumPy advises huge pages for an array this size, so the first
+        # writes fault in a few hundred pages). With the lower triangle
+        # written beside the upper one, the build took 0.197 s at satellite
+        # 80 % (two 5,148 x 5,148 matrices) where fill, build and mirror took
+        # 0.25 s (benchmarks/README.md, "Both triangles in one pass").
         stop = current_flag()
         groups = np.arange(plan.n_groups, dtype=np.int64)
         narrow, wide = plan.split(groups)
@@ -230,8 +229,11 @@ class ProductStorage(_IndexView):
                 else:
                     _products.products_block(Pb, Qb, C.Xc, C.sq, r0, c0, mat_d[g], mat_g[g], P)
         check(stop)
-        if count:
-            _gram.mirror_slices(P, np.arange(count, dtype=np.int64))
+        # The narrow groups' matrices come out whole; the wide groups' blocks
+        # are upper-triangle ones.
+        upper = [int(m) for g in wide.tolist() for m in (mat_d[g], mat_g[g]) if m >= 0]
+        if upper:
+            _gram.mirror_slices(P, np.array(upper, dtype=np.int64))
         ri, rf = _recipes(plan, 1.0 / functions.scales)
         ar = np.arange(n, dtype=np.int64)
         diag_raw = _products.product_diagonals(P, ri, rf, ar, np.empty((plan.n_kernels, n)))

@@ -172,6 +172,73 @@ def test_primitives_match_numpy_twins():
         jp.product_row.py_func(p.P, p.ri, p.rf, w[act], act, gidx, 3, np.empty(50)), got[3])
 
 
+def _products_twin(X, plan, mat_d, mat_g, count):
+    """The narrow groups' products by NumPy, each entry summed over features in plan order."""
+    n = X.shape[0]
+    P = np.zeros((count, n, n))
+    for g in range(plan.n_groups):
+        for f in plan.feat_idx[plan.feat_ptr[g]:plan.feat_ptr[g + 1]]:
+            col = X[:, f]
+            if mat_d[g] >= 0:
+                t = col[:, None] - col[None, :]
+                P[mat_d[g]] += t * t
+            if mat_g[g] >= 0:
+                P[mat_g[g]] += col[:, None] * col[None, :]
+    return P
+
+
+#: Three groups: distances and products (all features), distances only, products only.
+SYM_SPECS = [rbf(1.0), poly(2), rbf(0.5, features=[0, 2]), linear(features=[1])]
+
+
+@pytest.mark.parametrize("n", [1, 2, jp.SYM_BLOCK - 1, jp.SYM_BLOCK, jp.SYM_BLOCK + 1, 97, 600])
+def test_products_sym_writes_both_triangles_as_numpy_sums_them(n):
+    """Every entry of every narrow matrix, both triangles: the twin's bits, one thread or two.
+
+    600 points span two column chunks and 19 row blocks (an odd count: the
+    middle block has no partner thread).
+    """
+    import numba
+
+    rng = np.random.default_rng(n)
+    X = rng.standard_normal((n, 3))
+    X[n // 2] = X[0]  # a duplicate: distance exactly 0 off the diagonal
+    f = KernelBank.from_specs(X, SYM_SPECS, normalize=None, storage="products").storage.functions
+    plan = f.plan
+    mat_d, mat_g, count = kp.product_matrices(plan)
+    groups = np.arange(plan.n_groups, dtype=np.int64)
+    want = _products_twin(f.X, plan, mat_d, mat_g, count)
+    runs = {}
+    threads = numba.get_num_threads()
+    try:
+        for t in sorted({1, threads}):
+            numba.set_num_threads(t)
+            P = np.full((count, n, n), np.nan)
+            runs[t] = jp.products_sym(f.X, f.XT, plan.feat_ptr, plan.feat_idx, groups, mat_d,
+                                      mat_g, P, GO)
+    finally:
+        numba.set_num_threads(threads)
+    for t, P in runs.items():
+        assert np.array_equal(P, want), t
+        assert all(np.array_equal(M, M.T) for M in P)
+    if n <= jp.SYM_BLOCK + 1:  # the interpreted body too
+        P = np.full((count, n, n), np.nan)
+        jp.products_sym.py_func(f.X, f.XT, plan.feat_ptr, plan.feat_idx, groups, mat_d, mat_g,
+                                P, GO)
+        assert np.array_equal(P, want)
+
+
+def test_products_sym_stopped_writes_nothing():
+    X = np.random.default_rng(1).standard_normal((80, 3))
+    f = KernelBank.from_specs(X, SYM_SPECS, normalize=None, storage="products").storage.functions
+    plan = f.plan
+    mat_d, mat_g, count = kp.product_matrices(plan)
+    P = np.full((count, 80, 80), 7.0)
+    jp.products_sym(f.X, f.XT, plan.feat_ptr, plan.feat_idx, np.arange(plan.n_groups),
+                    mat_d, mat_g, P, np.ones(1, dtype=np.int64))
+    assert np.all(P == 7.0)
+
+
 def test_lazy_smo_reads_the_same_rows_from_products():
     rng = np.random.default_rng(1)
     X = rng.standard_normal((120, 3))
