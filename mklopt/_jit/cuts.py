@@ -189,14 +189,7 @@ def check_cut_lp(x, row_dual, open_, Q, s, q_max, s_max, value, rel_tol):
     if not np.isfinite(w_sum + lam_sum + t + value):  # a NaN or inf anywhere
         return False, w, t, lam
     tol = rel_tol * (1.0 + max(0.5 * q_max, 1.0) * (w_abs + abs(t)) + s_max)
-    cut_max = -np.inf
-    for j in range(J):
-        acc = 0.0
-        for k in range(m):
-            acc += Q[j, k] * w[k]
-        c = s[j] - 0.5 * acc
-        if c > cut_max:
-            cut_max = c
+    cut_max = model_value(Q, s, w)  # the largest cut at w (-inf without cuts)
     ok = (w_min >= -tol and abs(w_sum - 1.0) <= tol and cut_max <= t + tol
           and (J == 0 or lam_min >= -tol)
           and abs(t - value) <= rel_tol * (1.0 + abs(value)))

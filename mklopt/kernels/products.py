@@ -202,9 +202,9 @@ class ProductStorage(_IndexView):
             "max_memory=<bytes> to raise the limit.",
         )
         P = np.empty((count, n, n))
-        # No fill first: every entry is written once by the build below
-        # (NumPy advises huge pages for an array this size, so the first
-        # writes fault in a few hundred pages). With the lower triangle
+        # No fill first: every entry is written once by the build below, on
+        # its threads (where the system grants NumPy's huge-page advice, the
+        # first writes fault in a few hundred pages). With the lower triangle
         # written beside the upper one, the build took 0.197 s at satellite
         # 80 % (two 5,148 x 5,148 matrices) where fill, build and mirror took
         # 0.25 s (benchmarks/README.md, "Both triangles in one pass").
