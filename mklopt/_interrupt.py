@@ -22,6 +22,14 @@ estimators' ``fit``):
   at once, so the watcher sets the flag while the jitted call is running;
 * :func:`mklopt.solve`, when a ``callback`` asks to stop.
 
+The watcher is one daemon thread for the whole process, started by the
+first run that needs it and then kept: a run registers its deadline (or
+its SIGINT handling) with it on entering and withdraws it on leaving, which
+costs a few microseconds, where starting and joining a thread per run cost
+about 100 µs of the caller's CPU time (a program that calls
+:func:`mklopt.solve` many times on small problems paid it on every call).
+A process forked from one holding the watcher starts its own when needed.
+
 Runs nest (an estimator's fit holds a run; each ``solve`` inside it opens
 its own, with its own deadline): setting an outer run's flag sets the
 flags of the runs inside it as well. The current run is held in a
@@ -33,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
+import os
 import select
 import signal
 import socket
@@ -50,8 +59,9 @@ CALLBACK = 3
 REASONS = {INTERRUPT: "interrupted", TIME_LIMIT: "time_limit", CALLBACK: "callback"}
 
 _CURRENT = contextvars.ContextVar("mklopt_run", default=None)
-#: Byte written to the watcher's socket to end it (signal numbers are >= 1).
-_QUIT = b"\x00"
+#: Byte written to the watcher's socket to make it read the deadlines again
+#: (signal numbers are >= 1).
+_WAKE = b"\x00"
 
 
 class Stopped(Exception):
@@ -110,9 +120,10 @@ class Run:
     Notes
     -----
     Entering installs the SIGINT handler and the wakeup socket (main
-    thread, outermost run only) and starts the watcher thread (only when
-    there is a deadline or a handler); leaving stops the thread and
-    restores the previous handler and wakeup fd, whatever happened inside.
+    thread, outermost run only) and registers the deadline and the handler
+    with the process's watcher thread (started by the first run that needs
+    it, then kept); leaving withdraws them and restores the previous handler
+    and wakeup fd, whatever happened inside.
     """
 
     def __init__(self, deadline=None, sigint=True):
@@ -123,8 +134,7 @@ class Run:
         self._lock = threading.Lock()
         self._parent = None
         self._token = None
-        self._thread = None
-        self._socks = None
+        self._watched = False
         self._old_handler = None
         self._old_fd = None
         self._handled = False
@@ -175,65 +185,158 @@ class Run:
         return False
 
     def _start(self, want_sigint):
-        r, w = socket.socketpair()
-        r.setblocking(False)
-        w.setblocking(False)
-        self._socks = (r, w)
         if want_sigint:
+            fd = _WATCHER.sigint_fd()
             try:
-                self._old_fd = signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
+                self._old_fd = signal.set_wakeup_fd(fd, warn_on_full_buffer=False)
                 self._old_handler = signal.signal(signal.SIGINT, self._on_sigint)
                 self._handled = True
             except ValueError:  # not the main thread after all (embedded interpreters)
                 self._handled = False
-        self._thread = threading.Thread(target=self._watch, name="mklopt-stop-watcher",
-                                        daemon=True)
-        self._thread.start()
+            if self._handled:
+                _WATCHER.handle_sigint(self)
+        if self.deadline is not None:
+            _WATCHER.add_deadline(self)
+        self._watched = True
 
     def _stop_watching(self):
-        if self._socks is None:
+        if not self._watched:
             return
-        r, w = self._socks
+        self._watched = False
         try:
             if self._handled:
                 signal.signal(signal.SIGINT, self._old_handler)
                 signal.set_wakeup_fd(self._old_fd)
-                self._handled = False
         finally:
-            try:
-                w.send(_QUIT)
-            except OSError:  # pragma: no cover - the buffer is full of signal bytes
-                pass
-            self._thread.join()
-            r.close()
-            w.close()
-            self._socks = None
+            if self._handled:
+                _WATCHER.handle_sigint(None)
+                self._handled = False
+            if self.deadline is not None:
+                _WATCHER.remove_deadline(self)
 
     def _on_sigint(self, signum, frame):
         # Never raises: the jitted loops see the flag (set here or, sooner,
         # by the watcher) and the run ends at a clean point.
         self.set(INTERRUPT)
 
-    def _watch(self):
-        r = self._socks[0]
-        while True:
-            timeout = None
-            if self.deadline is not None:
-                timeout = self.deadline - time.time()
-                if timeout <= 0.0:
-                    self.set(TIME_LIMIT)
-                    timeout = None  # only the quit byte is left to wait for
-            ready, _, _ = select.select([r], [], [], timeout)
-            if not ready:
-                continue
+
+class _Watcher:
+    """The thread that sets runs' flags while the main thread is in jitted code.
+
+    One per process, started by the first run that has a deadline or
+    catches SIGINT, and kept for the next ones (a daemon thread: it never
+    holds the interpreter's exit). It sleeps in :func:`select.select` on
+    two sockets until the earliest registered deadline: the interpreter's
+    C-level SIGINT handler writes the signal number to the first (see
+    :func:`signal.set_wakeup_fd`), and :meth:`add_deadline` writes
+    :data:`_WAKE` to the second, so that a new, earlier deadline is seen at
+    once.
+
+    A signal byte is read and given to the run catching SIGINT in one step
+    under the lock, and that run, when it leaves, empties the signal socket
+    under the lock after giving the wakeup fd back: a byte is never read
+    after its run has ended, so a Ctrl-C cannot stop the next run (the
+    thread may wait for the GIL for milliseconds while the main thread goes
+    on).
+    """
+
+    def __init__(self):
+        self._reset()
+
+    def _reset(self):
+        # Also the child's state after a fork: the thread did not follow.
+        self.lock = threading.Lock()
+        self.deadlines = []
+        self.sigint_run = None
+        self.sig = None
+        self.wake = None
+        self.thread = None
+        self.pid = None
+
+    def _ensure(self):
+        """Start the thread if this process has none (call with the lock held)."""
+        if self.thread is not None and self.pid == os.getpid():
+            return
+        self.sig = socket.socketpair()
+        self.wake = socket.socketpair()
+        for sock in (*self.sig, *self.wake):
+            sock.setblocking(False)
+        self.pid = os.getpid()
+        self.thread = threading.Thread(target=self._watch, args=(self.sig[0], self.wake[0]),
+                                       name="mklopt-stop-watcher", daemon=True)
+        self.thread.start()
+
+    def sigint_fd(self):
+        """The socket the interpreter is to write signal numbers to."""
+        with self.lock:
+            self._ensure()
+            return self.sig[1].fileno()
+
+    def handle_sigint(self, run):
+        """``run`` catches the SIGINTs read from now on; None when it leaves.
+
+        Leaving (the wakeup fd already given back) empties the signal
+        socket: its run has ended, and its own handler has had the signal.
+        """
+        with self.lock:
+            if run is None and self.sig is not None:
+                _drain(self.sig[0])
+            self.sigint_run = run
+
+    def add_deadline(self, run):
+        with self.lock:
+            self._ensure()
+            self.deadlines.append(run)
             try:
-                data = r.recv(256)
-            except BlockingIOError:  # pragma: no cover - spurious wakeup
-                continue
-            if _QUIT in data or not data:
-                return
-            if self._handled and bytes([signal.SIGINT]) in data:
-                self.set(INTERRUPT)
+                self.wake[1].send(_WAKE)
+            except OSError:  # pragma: no cover - full of unread bytes: it wakes anyway
+                pass
+
+    def remove_deadline(self, run):
+        # The thread may still wake at this deadline; it then finds nothing due.
+        with self.lock:
+            if run in self.deadlines:
+                self.deadlines.remove(run)
+
+    def _watch(self, sig, wake):
+        while True:
+            with self.lock:
+                now = time.time()
+                due = [run for run in self.deadlines if run.deadline <= now]
+                for run in due:
+                    self.deadlines.remove(run)
+                nxt = min((run.deadline for run in self.deadlines), default=None)
+            for run in due:
+                run.set(TIME_LIMIT)
+            timeout = None if nxt is None else max(0.0, nxt - time.time())
+            ready, _, _ = select.select([sig, wake], [], [], timeout)
+            if wake in ready:
+                _drain(wake)
+            if sig in ready:
+                with self.lock:
+                    run = self.sigint_run
+                    if bytes([signal.SIGINT]) not in _drain(sig):
+                        run = None
+                if run is not None:
+                    run.set(INTERRUPT)
+
+
+def _drain(sock):
+    """Every byte waiting on the non-blocking ``sock``."""
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(256)
+        except (BlockingIOError, InterruptedError):
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
+_WATCHER = _Watcher()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WATCHER._reset)
 
 
 def _sigint_caught(run):

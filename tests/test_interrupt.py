@@ -462,3 +462,80 @@ def test_the_handler_is_back_after_an_early_ecos_exit(flag, monkeypatch):
             signal.raise_signal(signal.SIGINT)
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# ---- the process's one watcher thread ----------------------------------------
+def _watchers():
+    return [t for t in threading.enumerate() if t.name == "mklopt-stop-watcher"]
+
+
+def test_one_watcher_thread_serves_every_run():
+    # Runs register with the process's watcher instead of starting their own.
+    for i in range(5):
+        with Run(time.time() + 60.0):
+            with Run(time.time() + 30.0 + i):
+                pass
+        solve(_toy_oracle(), LevelBundle(), stop=MaxIter(3))
+    assert len(_watchers()) == 1
+
+
+def test_a_deadline_added_while_the_watcher_sleeps_is_kept():
+    # The outer run catches SIGINT only: the watcher sleeps without a timeout
+    # until the inner run's deadline wakes it.
+    with Run() as outer:
+        time.sleep(0.05)
+        with Run(time.time() + 0.2) as inner:
+            t0 = time.perf_counter()
+            while inner.reason is None and time.perf_counter() - t0 < 5.0:
+                time.sleep(0.01)
+            assert inner.reason == "time_limit"
+            assert time.perf_counter() - t0 < 0.2 + SLACK
+        assert outer.reason is None
+
+
+def test_the_earliest_of_several_deadlines_fires_first():
+    late = Run(time.time() + 60.0)
+    with late:
+        with Run(time.time() + 0.1, sigint=False) as early:
+            time.sleep(0.6)
+            assert early.reason == "time_limit"
+        assert late.reason is None
+    with Run(time.time() + 0.1) as again:  # a deadline after the late one was withdrawn
+        time.sleep(0.6)
+        assert again.reason == "time_limit"
+
+
+def test_a_sigint_does_not_stop_the_next_run():
+    # The signal's byte reaches the watcher's socket when the run's own
+    # handler has already stopped it; the next run must not read it.
+    for _ in range(5):
+        with Run() as first:
+            signal.raise_signal(signal.SIGINT)
+        assert first.reason == "interrupted"
+        with Run() as second:
+            time.sleep(0.05)  # the watcher gets the GIL
+            assert second.reason is None
+    assert _handler_is_default()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_process_starts_its_own_watcher():
+    with Run(time.time() + 60.0):  # the parent's watcher is running
+        pass
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit code
+        code = 1
+        try:
+            with Run(time.time() + 0.1, sigint=False) as run:
+                time.sleep(0.6)
+                code = 0 if run.reason == "time_limit" else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def _toy_oracle():
+    from mklopt.testing import SmoothQuadraticOracle
+
+    return SmoothQuadraticOracle.random(3, dim=4, seed=0)
