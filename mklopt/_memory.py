@@ -10,11 +10,15 @@ how much is needed, what the limit is, and what would work instead.
 from __future__ import annotations
 
 import math
+import mmap
 import numbers
 import os
 import time
 
-__all__ = ["MEMORY_FRACTION", "available_memory", "memory_limit", "check_memory", "fmt_bytes"]
+import numpy as np
+
+__all__ = ["MEMORY_FRACTION", "available_memory", "memory_limit", "check_memory", "fmt_bytes",
+           "empty_by_rows"]
 
 #: Fraction of the currently available memory used when no ``max_memory`` is given.
 MEMORY_FRACTION = 0.8
@@ -116,3 +120,47 @@ def check_memory(needed, max_memory, what, advice):
             f"{what} needs {fmt_bytes(needed)} but the limit is {fmt_bytes(limit)} "
             f"({source}). {advice}"
         )
+
+
+#: Arrays from this many bytes on are allocated by :func:`empty_by_rows`
+#: itself (NumPy marks them for transparent huge pages from 4 MiB on).
+BY_ROWS_MIN_BYTES = 4 * 2**20
+
+
+def empty_by_rows(shape, dtype=np.float64):
+    """An uninitialised array for work space that is written a few rows at a time.
+
+    As :func:`numpy.empty`, but a large array (at least
+    :data:`BY_ROWS_MIN_BYTES`) is given its own anonymous private memory
+    map, marked ``MADV_NOHUGEPAGE``. NumPy asks the kernel for transparent
+    huge pages on large arrays; where the system then compacts memory to
+    find one at the first write of each 2 MiB (``defrag`` set to
+    ``madvise``, the default of many Linux distributions), a matrix of which
+    SMO writes a few hundred scattered rows paid for up to the whole of it:
+    the first oracle call of a satellite pair (2,312 points, 193 rows
+    combined) took 95-110 ms instead of 14 ms (benchmarks/README.md, "Work
+    matrices without huge pages"). Plain pages cost a fault per 4 KiB
+    actually written. Where ``madvise`` is unavailable this is
+    :func:`numpy.empty`.
+
+    Parameters
+    ----------
+    shape : tuple of int
+    dtype : data-type, default=float64
+
+    Returns
+    -------
+    ndarray
+        C-contiguous, writable; its memory is unmapped with it.
+    """
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    advise = getattr(mmap, "MADV_NOHUGEPAGE", None)
+    if nbytes < BY_ROWS_MIN_BYTES or advise is None or not hasattr(mmap, "MAP_ANONYMOUS"):
+        return np.empty(shape, dtype=dtype)
+    buf = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        buf.madvise(advise)
+    except OSError:  # pragma: no cover - a kernel without transparent huge pages
+        pass
+    return np.frombuffer(buf, dtype=dtype).reshape(shape)

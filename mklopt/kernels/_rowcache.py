@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit.smo import accumulate_rows, gather_block
+from .._memory import empty_by_rows
 
 __all__ = ["GRAD_CHUNK", "RowCache", "cached_block", "cached_dot"]
 
@@ -40,7 +41,8 @@ class RowCache:
     def __init__(self, n_samples, capacity):
         self.n = int(n_samples)
         self.capacity = int(max(0, capacity))
-        self.data = np.empty((self.capacity, self.n))
+        # Filled a few rows at a time: plain pages (see empty_by_rows).
+        self.data = empty_by_rows((self.capacity, self.n))
         self.slot_of = np.full(self.n, -1, dtype=np.int64)
         self.row_of = np.full(self.capacity, -1, dtype=np.int64)
         self.stamp = np.full(self.capacity, -1, dtype=np.int64)

@@ -65,6 +65,7 @@ from .._jit.smo import (
     smo_solve,
     smo_solve_src,
 )
+from .._memory import empty_by_rows
 from ..kernels._rowcache import RowCache, cached_dot
 
 __all__ = ["RowCache", "DualSolver", "SolveStats"]
@@ -191,7 +192,8 @@ class DualSolver:
             not self.remote and n <= FULL_MAX_SAMPLES and n * n * 8 <= budget
         )
         self.block_size = int(block_size)
-        self._K = np.empty((n, n)) if self.whole_matrix else None
+        # Written a row at a time on the lazy path: plain pages (see empty_by_rows).
+        self._K = empty_by_rows((n, n)) if self.whole_matrix else None
         self.cache = (
             None if self.whole_matrix or self.remote else RowCache(n, budget // (8 * n))
         )
