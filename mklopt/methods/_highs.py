@@ -302,8 +302,8 @@ class CutLP:
             if mask is None:
                 mask = np.zeros(m, dtype=bool)
                 mask[W] = True
-            if not np.array_equal(mask, self._open):
-                changed = (mask != self._open).nonzero()[0]
+            changed = (mask != self._open).nonzero()[0]
+            if changed.size:
                 up = np.where(mask[changed], _h.kHighsInf, 0.0)
                 hs.changeColsBounds(changed.size, changed.astype(np.int32), np.zeros(changed.size),
                                     up)
