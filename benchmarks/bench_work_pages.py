@@ -29,7 +29,6 @@ before this change, patched in); ``by_rows`` is the package as it is.
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -67,6 +66,7 @@ def child_rows(mode):
 def child_fit(mode):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from bench_multiclass import load, warm_up
+    from bench_products import _peak_mb
 
     import mklopt.kernels._rowcache as rc
     import mklopt.oracles._solver as sv
@@ -92,7 +92,7 @@ def child_fit(mode):
     t0 = time.perf_counter()
     MKLClassifier().fit(X_tr, y_tr)
     fit = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    peak = _peak_mb()
     return {"fit": fit, "firsts": float(np.sum(firsts)), "n_pairs": len(firsts), "peak": peak}
 
 

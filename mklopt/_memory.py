@@ -139,7 +139,7 @@ def empty_by_rows(shape, dtype=np.float64):
     SMO writes a few hundred scattered rows paid for up to the whole of it:
     the first oracle call of a satellite pair (2,312 points, 193 rows
     combined) took 95-110 ms instead of 14 ms (benchmarks/README.md, "Work
-    matrices without huge pages"). Plain pages cost a fault per 4 KiB
+    matrices on plain pages"). Plain pages cost a fault per 4 KiB
     actually written. Where ``madvise`` is unavailable this is
     :func:`numpy.empty`.
 

@@ -43,6 +43,12 @@ def _mask(W, m):
     return mask
 
 
+def _sparse_multipliers(seed, size):
+    """Cut multipliers ``>= 0``, about 30 % of them zero (from ``seed``)."""
+    rng = np.random.default_rng(seed)
+    return rng.exponential(1.0, size=size) * (rng.random(size) < 0.7)
+
+
 def _level_socp_numpy(Q, s, W, w0, level):
     """The NumPy construction ``CutModel._level_socp`` used before the jitted one."""
     m, J = W.size, s.size
@@ -104,8 +110,7 @@ def test_model_value_matches_numpy(problem):
 @given(cut_sets(), st.integers(0, 2**32 - 1))
 def test_kkt_grow_marks_the_kkt_points_new_kernels(problem, seed):
     Q, s, W, w0, _ = problem
-    rng = np.random.default_rng(seed)
-    mu = rng.exponential(1.0, size=s.size) * (rng.random(s.size) < 0.7)
+    mu = _sparse_multipliers(seed, s.size)
     in_w = _mask(W, w0.size)
     kkt = ref.project_simplex(w0 + 0.5 * (Q.T @ mu))
     want = (kkt > 1e-12) & ~in_w
@@ -232,8 +237,7 @@ def test_scatter_normalised_threshold_is_1e_9_of_the_largest(fn):
 @given(cut_sets(), st.integers(0, 2**32 - 1))
 def test_price_kernels_matches_numpy(problem, seed):
     Q, s, W, _, _ = problem
-    rng = np.random.default_rng(seed)
-    lam = rng.exponential(1.0, size=s.size) * (rng.random(s.size) < 0.7)
+    lam = _sparse_multipliers(seed, s.size)
     in_w = _mask(W, Q.shape[1])
     for fn in (price_kernels, price_kernels.py_func):
         total, d, u, viol = fn(Q, s, lam, in_w)
