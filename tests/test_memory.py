@@ -1,6 +1,9 @@
-"""The memory policy's reading of the available memory (mklopt._memory)."""
+"""The memory policy's reading of the available memory, and work space by rows (mklopt._memory)."""
 
 import math
+
+import numpy as np
+import pytest
 
 from mklopt import _memory
 
@@ -31,9 +34,6 @@ def test_the_reading_is_a_positive_byte_count():
 
 
 # ---- work space written a few rows at a time ----------------------------------
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
 
 
 def _thp_eligible(arr):

@@ -286,9 +286,7 @@ class MirrorDescent(MethodBase):
             return gamma_new
         ratio = n_step / n_prev
         s.last_step = None  # the next plain step starts a new pair
-        gamma = np.maximum(gamma_new + min(ratio / (1.0 - ratio), _MAX_EXTRAPOLATION) * step,
-                           _GAMMA_FLOOR)
-        return gamma / gamma.sum()
+        return _floored(gamma_new + min(ratio / (1.0 - ratio), _MAX_EXTRAPOLATION) * step)
 
     @staticmethod
     def _gamma_step(s, lam, q):
@@ -298,8 +296,13 @@ class MirrorDescent(MethodBase):
         total = r.sum()
         if not total > 0.0:
             return np.full(r.size, 1.0 / r.size)
-        gamma = np.maximum(r / total, _GAMMA_FLOOR)
-        return gamma / gamma.sum()
+        return _floored(r / total)
+
+
+def _floored(gamma):
+    """``gamma`` raised to :data:`_GAMMA_FLOOR` where below it, then summing to one."""
+    gamma = np.maximum(gamma, _GAMMA_FLOOR)
+    return gamma / gamma.sum()
 
 
 def _lam_gamma(w, s):

@@ -124,6 +124,25 @@ def test_grouped_alternation_settles_on_a_slowly_contracting_problem():
     assert res.gap >= 0 and -slack <= res.value - exact <= res.gap + slack
 
 
+@given(arrays(np.float64, st.integers(2, 6), elements=st.floats(-0.5, 1.0)))
+def test_gamma_is_floored_and_sums_to_one(raw):
+    """Both gamma updates (the step and its extrapolation) end on the floored simplex."""
+    from mklopt.methods.mirror_descent import _GAMMA_FLOOR, _floored
+
+    gamma = _floored(raw)
+    assert np.all(gamma > 0.0)
+    assert abs(gamma.sum() - 1.0) <= 1e-12
+    low = raw < _GAMMA_FLOOR
+    if low.any():
+        # every entry raised to the floor ends equal, and below all the others
+        assert np.ptp(gamma[low]) == 0.0
+        assert not (~low).any() or gamma[low].max() <= gamma[~low].min()
+    if (~low).sum() >= 2:
+        # the entries above the floor keep their ratios
+        a, b = np.flatnonzero(~low)[:2]
+        assert gamma[a] * raw[b] == pytest.approx(gamma[b] * raw[a], rel=1e-12)
+
+
 def test_grouped_point_is_settled_when_offered():
     oracle = SmoothQuadraticOracle.random(6, 4, seed=7)
     method = MirrorDescent(groups=GROUPS, inner_tol=1e-9)
