@@ -9,6 +9,7 @@ up on a small fit first. Accuracy is measured on the held-out part.
     python benchmarks/bench_multiclass.py --curve satellite  # ratio against training size
     python benchmarks/bench_multiclass.py --profile digits satellite
     python benchmarks/bench_multiclass.py --profile satellite --warm  # the second fit
+    python benchmarks/bench_multiclass.py --profile satellite --fraction 0.8
     python benchmarks/bench_multiclass.py --tiled 649              # digits, features tiled to d
 
 ``--profile`` runs one fit under cProfile and sums its time into the parts
@@ -44,7 +45,7 @@ _PARTS = [
                            "products_sym", "products_block")),
     ("combine (matrix or rows)", ("combine_kernels", "combine_view", "view_rows",
                                   "combine_rows", "storage.py:", "smo_gradient",
-                                  "product_rows", "product_combine", "source_diag")),
+                                  "product_rows", "product_combine", "source_diag", "source_fill")),
     ("SMO", ("smo_solve", "_jit/smo.py")),
     ("outer method (master step)", ("mklopt/methods/", "_highspy", "_ecos", "scipy/optimize",
                                     "scipy/sparse")),
@@ -187,7 +188,9 @@ def main(argv=None):
                     help="fit-time ratio against training size on this bundled set")
     ap.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000, 3000, 4000, 5148])
     ap.add_argument("--profile", nargs="+", metavar="DATA", default=None,
-                    help="profile one 50 %% fit of each set")
+                    help="profile one fit of each set (the --fraction split)")
+    ap.add_argument("--fraction", type=float, default=0.5,
+                    help="with --profile: the training fraction of the split (default 0.5)")
     ap.add_argument("--warm", action="store_true",
                     help="with --profile: profile the second fit of the process")
     ap.add_argument("--tiled", type=int, default=None,
@@ -198,7 +201,7 @@ def main(argv=None):
     warm_up()
     if args.profile:
         for name in args.profile:
-            profile(name, 0.5, warm=args.warm)
+            profile(name, args.fraction, warm=args.warm)
     elif args.curve:
         curve(args.curve, args.sizes, args.repeats)
     elif args.fill_sweep:

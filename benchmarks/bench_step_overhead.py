@@ -32,6 +32,18 @@ Cases:
     python benchmarks/bench_step_overhead.py --repeats 5
     python benchmarks/bench_step_overhead.py --repeats 5 --phases   # where the rest goes
 
+``--whole-fit`` looks at the digits fit as a whole instead: every jitted
+function that Python calls in mklopt (numba dispatchers at module level)
+is timed as well, and so is each pair's run of the driver
+(``mklopt.driver._run``). It prints the Python per oracle call inside the
+runs (the oracle's own Python included: its jitted work, HiGHS and ECOS
+taken out), the Python per pair outside them (the pair's bank view,
+method, model, and the estimator around it) and the fit's Python per call
+in all. Each timed jitted call adds its wrapper's cost (about a µs) to
+the Python.
+
+    python benchmarks/bench_step_overhead.py --repeats 5 --whole-fit
+
 ``--phases`` splits the rest further, solver time taken out of each part:
 Level's projection (``CutModel.project_level``), the LP's column generation
 (``CutModel._column_generation``), the best point and the report
@@ -227,14 +239,111 @@ def measure(case, repeats, timer_cost):
     return np.median(rows, axis=0)
 
 
+JIT = {"seconds": 0.0, "depth": 0}
+RUNS = {"seconds": 0.0, "inside": 0.0}
+
+
+def _jit_clock():
+    return JIT["seconds"] + _solver_clock()
+
+
+def _timed_jit(fn):
+    def run(*args, **kwargs):
+        if JIT["depth"]:
+            return fn(*args, **kwargs)
+        JIT["depth"] += 1
+        t0 = time.thread_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            JIT["seconds"] += time.thread_time() - t0
+            JIT["depth"] -= 1
+    return run
+
+
+def _instrument_whole_fit():
+    """Time every Python-to-numba call of mklopt, and each run of the driver."""
+    import importlib
+    import pkgutil
+
+    from numba.core.registry import CPUDispatcher
+
+    import mklopt
+    import mklopt.driver as driver
+
+    for info in pkgutil.walk_packages(mklopt.__path__, "mklopt."):
+        if info.name.endswith("__main__"):
+            continue
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:  # an optional extra's module
+            continue
+        for name, value in list(vars(module).items()):
+            if isinstance(value, CPUDispatcher):
+                setattr(module, name, _timed_jit(value))
+    real_run = driver._run
+
+    def run(*args, **kwargs):
+        t0, j0 = time.thread_time(), _jit_clock()
+        try:
+            return real_run(*args, **kwargs)
+        finally:
+            RUNS["seconds"] += time.thread_time() - t0
+            RUNS["inside"] += _jit_clock() - j0
+
+    driver._run = run
+
+
+def whole_fit(repeats):
+    """The digits fit's Python per call inside the runs, per pair outside them, per call in all."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    _instrument_whole_fit()
+    X, y = load_digits(return_X_y=True)
+    X_tr, _, y_tr, _ = train_test_split(X, y, train_size=0.5, random_state=0, stratify=y)
+
+    def fit():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            MKLClassifier().fit(X_tr, y_tr)
+
+    fit()  # warm-up
+    rows = []
+    for _ in range(repeats):
+        for k in CLOCK:
+            CLOCK[k] = 0
+        JIT["seconds"] = 0.0
+        RUNS.update(seconds=0.0, inside=0.0)
+        t0 = time.thread_time()
+        fit()
+        total = time.thread_time() - t0
+        n = CLOCK["calls"]
+        runs_python = RUNS["seconds"] - RUNS["inside"]
+        rows.append((1e3 * total, n, 1e6 * runs_python / n,
+                     1e6 * ((total - RUNS["seconds"]) - (_jit_clock() - RUNS["inside"])) / 45,
+                     1e6 * (total - _jit_clock()) / n))
+    print("| case | fit ms (thread CPU) | oracle calls | Python per call inside the runs µs "
+          "| Python outside the runs, per pair µs | the fit's Python per call µs |")
+    print("|---|---|---|---|---|---|")
+    ms, n, inside, pair, every = np.median(np.array(rows), axis=0)
+    print(f"| digits fit (45 pairs) | {ms:.1f} | {n:.0f} | **{inside:.0f}** | {pair:.0f} "
+          f"| {every:.0f} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--cases", nargs="+", default=["toy m=17", "toy m=50", "digits fit"])
     ap.add_argument("--phases", action="store_true",
                     help="split the rest into the projection, the LP, the report and the rest")
+    ap.add_argument("--whole-fit", action="store_true",
+                    help="the digits fit's Python per call with every jitted call taken out")
     args = ap.parse_args()
     _instrument()
+    if args.whole_fit:
+        whole_fit(args.repeats)
+        return
     if args.phases:
         _instrument_phases()
     timer_cost = _timer_cost()
