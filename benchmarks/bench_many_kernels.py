@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -29,14 +30,8 @@ import warnings
 
 import numpy as np
 
-
-def _peak_rss_mb():
-    """This process's resident high-water mark (``VmHWM``), in MB."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_products import _peak_mb  # noqa: E402  (VmHWM, as the other memory figures)
 
 
 def one(m, method, seed):
@@ -72,7 +67,7 @@ def one(m, method, seed):
         "calls": int(res.n_oracle_calls),
         "active": int(np.count_nonzero(np.asarray(est.weights_) > 0)),
         "acc": float(est.score(X_te, y_te)), "svc_acc": float(svc.score(X_te, y_te)),
-        "peak_mb": _peak_rss_mb(),
+        "peak_mb": _peak_mb(),
     }
 
 
