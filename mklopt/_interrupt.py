@@ -28,7 +28,9 @@ its SIGINT handling) with it on entering and withdraws it on leaving, which
 costs a few microseconds, where starting and joining a thread per run cost
 about 100 µs of the caller's CPU time (a program that calls
 :func:`mklopt.solve` many times on small problems paid it on every call).
-A process forked from one holding the watcher starts its own when needed.
+A process forked from one holding the watcher starts its own when needed,
+and one forked during a run that catches SIGINT writes its signals to no
+stale descriptor.
 
 Runs nest (an estimator's fit holds a run; each ``solve`` inside it opens
 its own, with its own deadline): setting an outer run's flag sets the
@@ -335,8 +337,31 @@ def _drain(sock):
 
 
 _WATCHER = _Watcher()
+
+
+def _after_fork_in_child():
+    """A forked child's stop machinery: its own watcher, and no wakeup fd of the parent's.
+
+    A run catching SIGINT at the fork had pointed the interpreter's wakeup
+    fd at the watcher's socket. In the child the watcher's state is reset
+    and its copies of the sockets are closed, so that fd number would be
+    stale: the next SIGINT's byte would go to a closed descriptor (an error
+    printed as ignored) or into whatever file the child opened under the
+    same number. The wakeup fd is cleared first. The child keeps the run's
+    Python-level handler, so a Ctrl-C still stops its copy of the run
+    between two jitted calls; its own runs set up their own watcher.
+    """
+    caught = _WATCHER.sigint_run is not None
+    if caught:
+        try:
+            signal.set_wakeup_fd(-1)
+        except ValueError:  # pragma: no cover - not the child's main thread
+            pass
+    _WATCHER._reset()
+
+
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_WATCHER._reset)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _sigint_caught(run):
