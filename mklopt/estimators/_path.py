@@ -417,7 +417,11 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
             extra_calls = 1
             _line_before_run(callback_c, answer)
             handover = Handover(weights=w0, answer=answer, lower=-math.inf, cuts=())
-            res = _certified_at_start(method, oracle, handover, stop)
+            # The start's own answer first, as at later points: no master problem
+            # when it certifies the gap by itself (most pairs on digits).
+            res = _certified_point(getattr(method, "domain", None), w0, answer, stop)
+            if res is None:
+                res = _certified_at_start(method, oracle, handover, stop)
             if res is None:
                 res = solve(oracle, _Started(method), stop=stop(), callback=callback_c,
                             warm_start=answer.alpha)

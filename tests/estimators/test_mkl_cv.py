@@ -279,6 +279,36 @@ def test_c_path_evaluates_its_start_first(binary):
     assert all(pt.converged and pt.rel_gap <= 1e-3 for pt in points)
 
 
+def test_a_first_point_certified_by_its_start_starts_no_master_problem(binary, monkeypatch):
+    # Started at the optimal weights of the same problem (another path's
+    # first point), the first point's own answer certifies the gap: one
+    # oracle call, and the method is started only to learn its feasible set
+    # (the master problem, LevelBundle's LP with a handover, is not built).
+    from mklopt.estimators._path import c_path
+    from mklopt.methods import LevelBundle
+    from mklopt.stopping import DualityGap
+
+    X, y = binary
+    y = np.where(y == np.unique(y)[0], -1.0, 1.0)
+    bank = KernelBank.from_specs(X, SPECS)
+    stop = lambda: DualityGap(1e-3)  # noqa: E731
+    (ref,) = c_path(bank, y, [1.0], LevelBundle, stop, 1e-6)
+    assert ref.converged and ref.n_oracle_calls > 1
+    handovers = []
+
+    class Spy(LevelBundle):
+        def start(self, oracle, handover=None):
+            handovers.append(handover)
+            return super().start(oracle, handover=handover)
+
+    (pt,) = c_path(bank, y, [1.0], Spy, stop, 1e-6, start=ref.weights)
+    assert pt.converged and pt.rel_gap <= 1e-3
+    assert pt.n_oracle_calls == 1
+    assert handovers == [None]
+    # the same optimum, certified: the two values bracket each other's bounds
+    assert pt.lower <= ref.value * (1 + 1e-9) and ref.lower <= pt.value * (1 + 1e-9)
+
+
 @pytest.mark.parametrize("block_bytes", [None, 8 * 5 * 7 * 3])
 def test_path_decisions_equal_each_models_own(binary, monkeypatch, block_bytes):
     # One gather for all the points of a path (union of kernels and support
