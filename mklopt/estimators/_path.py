@@ -247,6 +247,22 @@ def _certified_at_start(method, oracle, handover, stop):
     return _verdict(row, stop, rep.weights, rep.best, method.extra())
 
 
+def _from_handover(method, oracle, handover, domain, stop, callback):
+    """A path point's result from the handed-over weights and their answer.
+
+    Cheapest first: the answer's own gap (:func:`_certified_point`, no
+    master problem), then the method started from the handover
+    (:func:`_certified_at_start`), then a run that goes on from that start.
+    """
+    res = _certified_point(domain, handover.weights, handover.answer, stop)
+    if res is None:
+        res = _certified_at_start(method, oracle, handover, stop)
+    if res is None:
+        res = solve(oracle, _Started(method), stop=stop(), callback=callback,
+                    warm_start=handover.answer.alpha)
+    return res
+
+
 def _same_but_larger_box(old, new, alpha):
     """Whether ``new``'s dual is ``old``'s with upper bounds no smaller, and ``alpha`` is free.
 
@@ -417,14 +433,8 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
             extra_calls = 1
             _line_before_run(callback_c, answer)
             handover = Handover(weights=w0, answer=answer, lower=-math.inf, cuts=())
-            # The start's own answer first, as at later points: no master problem
-            # when it certifies the gap by itself (most pairs on digits).
-            res = _certified_point(getattr(method, "domain", None), w0, answer, stop)
-            if res is None:
-                res = _certified_at_start(method, oracle, handover, stop)
-            if res is None:
-                res = solve(oracle, _Started(method), stop=stop(), callback=callback_c,
-                            warm_start=answer.alpha)
+            res = _from_handover(method, oracle, handover, getattr(method, "domain", None),
+                                 stop, callback_c)
         elif prev is None:
             res = solve(oracle, method, stop=stop(), callback=callback_c)
         else:
@@ -442,13 +452,7 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
                 cuts = tuple((t * lin, (t * t) * q) for lin, q in recent)
                 handover = Handover(weights=hw, answer=answer, lower=-math.inf,
                                     cuts=cuts if record else ())
-                res = _certified_point(domain, hw, answer, stop)
-                if res is None:
-                    res = _certified_at_start(method, oracle, handover, stop)
-                if res is None:
-                    # Go on from the method as the handover started it.
-                    res = solve(oracle, _Started(method), stop=stop(), callback=callback_c,
-                                warm_start=answer.alpha)
+                res = _from_handover(method, oracle, handover, domain, stop, callback_c)
             else:
                 # A method without handovers: only SMO is warm-started.
                 res = solve(oracle, method, stop=stop(), callback=callback_c, warm_start=a0)

@@ -279,7 +279,7 @@ def test_c_path_evaluates_its_start_first(binary):
     assert all(pt.converged and pt.rel_gap <= 1e-3 for pt in points)
 
 
-def test_a_first_point_certified_by_its_start_starts_no_master_problem(binary, monkeypatch):
+def test_a_first_point_certified_by_its_start_starts_no_master_problem(binary):
     # Started at the optimal weights of the same problem (another path's
     # first point), the first point's own answer certifies the gap: one
     # oracle call, and the method is started only to learn its feasible set
