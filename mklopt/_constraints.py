@@ -461,7 +461,11 @@ def check_param(name, value, constraints):
         If it is of no kind the parameter takes.
     """
     rules = [make_constraint(c) for c in constraints]
-    for c in rules:
+    # Literals (None, options, booleans) are tried first: they are exact
+    # comparisons that cannot fail or import, whereas a Check may need an
+    # optional package (a Dask client's check imports distributed), and a
+    # plain install must accept ``client=None`` without it.
+    for c in sorted(rules, key=lambda c: c.literals is None):
         if c.accepts(value):
             return c.convert(value)
     owners = [c for c in rules if c.owns(value)]

@@ -2,11 +2,14 @@
 
 import sys
 
+import numpy as np
 import pytest
 
+from mklopt import MKBoostClassifier, MKLClassifier
 from mklopt._optional import optional, pyplot, require
 from mklopt.bench import runs as _bench
 from mklopt.domains import LpBall
+from mklopt.kernels import linear, rbf
 from mklopt.testing import SmoothQuadraticOracle
 
 
@@ -29,3 +32,21 @@ def test_figures_are_skipped_without_matplotlib(monkeypatch, tmp_path):
     assert pyplot() is None
     assert _bench.draw_figures({"sonar": {"level": []}}, str(tmp_path), ["level"]) == []
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("make", [
+    lambda: MKLClassifier(kernels=[rbf(1.0), linear()]),
+    lambda: MKBoostClassifier(n_rounds=3, random_state=0),
+], ids=["MKLClassifier", "MKBoostClassifier"])
+def test_estimators_fit_without_dask(monkeypatch, make):
+    # A plain install has no distributed: client=None must never import it
+    # (the parameter table tries None before the client's check).
+    for name in [m for m in sys.modules if m == "distributed" or m.startswith("distributed.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = (X[:, 0] > 0).astype(int)
+    assert make().fit(X, y).score(X, y) >= 0.8
+    with pytest.raises(ImportError, match=r'pip install "mklopt\[dask\]"'):
+        make().set_params(client=object()).fit(X, y)
