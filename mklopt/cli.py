@@ -239,8 +239,6 @@ def _targets(labels, path, label):
 
 def _task_options(args):
     """Refuse options that belong to another task."""
-    if args.loss is not None and args.task == "one-class":
-        raise UserError("--loss is used with --task classification or regression")
     if args.loss is not None:
         names = oracle_names(args.task)
         if args.loss not in names:
@@ -377,7 +375,8 @@ def _fit_task(args):
         loss = {} if args.loss is None else {"loss": args.loss}
         est = MKLRegressor(epsilon=eps, **C, **loss, **common)
     else:
-        est = MKLOneClass(nu=0.5 if args.nu is None else args.nu, **common)
+        loss = {} if args.loss is None else {"loss": args.loss}
+        est = MKLOneClass(nu=0.5 if args.nu is None else args.nu, **loss, **common)
     seconds = _fit_and_save(est, X, y, args, feature_names=features, label=label)
     if args.task == "regression":
         quality = f"training R2 {est.score(X, y):.4f}"
@@ -787,9 +786,9 @@ def build_parser():
         "--loss", default=None, metavar="NAME",
         help="the oracle, by its registered name for the task: "
         + "; ".join(f"{t}: {', '.join(oracle_names(t))}"
-                    for t in ("classification", "regression"))
-        + " (oracles from plugins included; default: the estimator's, hinge or "
-        "epsilon_insensitive)",
+                    for t in ("classification", "regression", "one-class"))
+        + " (oracles from plugins included; default: the estimator's, hinge, "
+        "epsilon_insensitive or nu)",
     )
     f.add_argument(
         "--epsilon", type=float, default=None,

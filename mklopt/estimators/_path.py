@@ -78,7 +78,7 @@ from ..oracles import SVMDual
 from ..stopping import as_criterion
 from ._progress import call_lines
 
-__all__ = ["PathPoint", "c_path", "ray_scale"]
+__all__ = ["PathPoint", "c_path", "ray_scale", "recording_oracle"]
 
 #: At most this many of the previous problem's cuts are handed to the next
 #: one (the most recent, which are the ones near its optimum).
@@ -144,14 +144,30 @@ def _recording(oracle_class):
     class Recording(oracle_class):
         cuts = None
 
-        def __call__(self, w, warm_start=None, need_q=True, kernels=None):
-            answer = super().__call__(w, warm_start=warm_start, need_q=need_q, kernels=kernels)
-            if self.cuts is not None and answer.q is not None and kernels is None:
+        def __call__(self, w, warm_start=None, **options):
+            # The driver passes need_q and kernels only to an oracle that
+            # says it supports them; they go through as given.
+            answer = super().__call__(w, warm_start=warm_start, **options)
+            if (self.cuts is not None and answer.q is not None
+                    and options.get("kernels") is None):
                 self.cuts.append((float(answer.linear_term), answer.q))
             return answer
 
     Recording.__name__ = Recording.__qualname__ = f"Recording{oracle_class.__name__}"
     return Recording
+
+
+def recording_oracle(entry, bank, y=None, **values):
+    """The oracle of registry ``entry`` on ``bank``, recording its cuts when it can.
+
+    A factory that is a class is subclassed by :func:`_recording`; any
+    other factory gives the plain oracle, whose path points then start
+    from the previous weights without the previous cuts.
+    """
+    factory = entry.factory
+    if isinstance(factory, type):
+        entry = dataclasses.replace(entry, factory=_recording(factory))
+    return entry.make(bank, y, **values)
 
 
 def _svm_oracle(y):
@@ -451,7 +467,7 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
                 recent = prev_cuts[len(prev_cuts) - _MAX_CUTS:] if _MAX_CUTS > 0 else ()
                 cuts = tuple((t * lin, (t * t) * q) for lin, q in recent)
                 handover = Handover(weights=hw, answer=answer, lower=-math.inf,
-                                    cuts=cuts if record else ())
+                                    cuts=cuts if record and a0 is not None else ())
                 res = _from_handover(method, oracle, handover, domain, stop, callback_c)
             else:
                 # A method without handovers: only SMO is warm-started.
@@ -501,7 +517,9 @@ def _linear_term(oracle, alpha):
     if hasattr(oracle, "problem"):
         a = oracle.to_variables(alpha)
         return -float(oracle.problem.linear @ a)
-    return float(oracle._linear(np.asarray(alpha, dtype=np.float64)))
+    if _is_smooth(oracle):
+        return float(oracle._linear(np.asarray(alpha, dtype=np.float64)))
+    return math.nan  # an oracle of unknown structure: its dual is not scaled
 
 
 def _is_linear(oracle):
@@ -510,6 +528,24 @@ def _is_linear(oracle):
     if parts is not None:
         return all(_is_linear(o) for o in parts)
     return hasattr(oracle, "problem")
+
+
+def _is_smooth(oracle):
+    """Whether ``oracle`` is a smooth-loss dual whose ``l`` the path may scale with ``C``."""
+    return bool(getattr(oracle, "c_homogeneous", False))
+
+
+def _scalable(oracle):
+    """Whether the path knows how a dual vector of ``oracle`` stays feasible under a larger C.
+
+    Box-constrained duals and smooth-loss duals do (module notes), and
+    composites of them; for any other oracle (a user's, registered for a
+    task) the path warm-starts the weights only.
+    """
+    parts = getattr(oracle, "parts", None)
+    if parts is not None:
+        return all(_scalable(o) for o in parts)
+    return hasattr(oracle, "problem") or _is_smooth(oracle)
 
 
 def _scale_into(oracle, alpha, t):
@@ -537,6 +573,8 @@ def _scaled_start(oracle, prev, C):
     minorants of the new ``J``.
     """
     ratio = C / prev.C
+    if not _scalable(oracle):
+        return None, math.nan
     if _is_linear(oracle):
         L = prev.linear
         # J = l(a) - w'q(a) / 2 at the previous optimum gives Q = w'q(a).

@@ -24,17 +24,17 @@ samples first, for scikit-learn's cross-validation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from itertools import combinations
 
 import numpy as np
 
-from .._parallel import parallel_map, runs_in_parallel
+from .._parallel import parallel_map
 from ..driver import solve
 from ..kernels import KernelBank
 from ..kernels.stack import KernelStack, _as_stack
-from ..oracles import CompositeOracle, LogisticDual, SVMDual
+from ..oracles import CompositeOracle
 from ._checks import check_y
+from ._losses import method_for, pair_offset
 from ._ovo import (
     class_indices,
     mean_weights,
@@ -187,29 +187,19 @@ def _model(bank, view, rows, y, w, alpha, bias, result, threshold):
                       bias=float(bias), result=result)
 
 
-def _new_method(plan, loss):
-    """The plan's outer method; the logistic loss runs Level where the plan chains the SVM QP."""
-    from ..methods import Chain, LevelBundle
-
-    m = plan.new_method
-    if loss == "logistic" and isinstance(m, partial) and m.func is Chain:
-        return LevelBundle
-    return m
-
-
-def _fit_pair(bank, rows, y, normalize, plan, stop, callback, loss="hinge", name="", start=None):
+def _fit_pair(bank, rows, y, normalize, plan, stop, callback, name="", start=None):
     """One binary problem on the view of ``rows``; its model keeps training indices.
 
-    ``start``: kernel weights to evaluate first (a neighbouring pair's, as
-    :class:`MKLClassifier` starts its pairs).
+    The oracle is the one the estimator's ``loss`` names in the task
+    registry (``plan.entry``), as on features. ``start``: kernel weights to
+    evaluate first (a neighbouring pair's, as :class:`MKLClassifier`
+    starts its pairs).
     """
     view = bank.view(rows, normalize=normalize)
-    if loss == "logistic":
-        oracle = LogisticDual(view, y, C=plan.C, tol=plan.inner_tol)
-    else:
-        oracle = SVMDual(view, y, C=plan.C, tol=plan.inner_tol)
+    entry = plan.entry
+    oracle = entry.make(view, y, C=plan.C, tol=plan.inner_tol)
     callback = call_lines(plan.verbose, name, oracle, callback)
-    result = solve(oracle, _new_method(plan, loss)(), stop=stop, callback=callback,
+    result = solve(oracle, method_for(entry, plan.new_method)(), stop=stop, callback=callback,
                    initial=start)
     return _model(bank, view, rows, y, result.weights, result.alpha, result.bias, result,
                   plan.threshold)
@@ -224,15 +214,16 @@ def _fit_shared(bank, all_rows, ys, normalize, plan, stop, callback):
     (already optimal there) for the offset of its decision function.
     """
     views = [bank.view(rows, normalize=normalize) for rows in all_rows]
-    parts = [SVMDual(v, y, C=plan.C, tol=plan.inner_tol) for v, y in zip(views, ys, strict=True)]
+    entry = plan.entry
+    parts = [entry.make(v, y, C=plan.C, tol=plan.inner_tol) for v, y in zip(views, ys,
+                                                                             strict=True)]
     oracle = CompositeOracle(parts)
-    result = solve(oracle, plan.new_method(), stop=stop, callback=callback)
+    result = solve(oracle, method_for(entry, plan.new_method)(), stop=stop, callback=callback)
     w = np.asarray(result.weights, dtype=np.float64)
     models = []
     for part, view, rows, y, a in zip(parts, views, all_rows, ys, oracle.split(result.alpha),
                                       strict=True):
-        part.tol = plan.inner_tol
-        ans = part(w, warm_start=a, need_q=False)
+        ans = pair_offset(part, w, a, plan.inner_tol)
         models.append(_model(bank, view, rows, y, w, ans.alpha, ans.bias, result,
                              plan.threshold))
     return models
@@ -274,8 +265,9 @@ def fit_precomputed(est, X, y):
     else:
         # As MKLClassifier: fitted one by one, each pair starts from the mean
         # weights of fitted pairs sharing a class; in parallel they run independently.
-        warm = len(pairs) > 1 and not runs_in_parallel(est.n_jobs)
-        parents = star_parents(np.asarray(pairs)) if warm else None
+        # The starts are fixed by the waves, whatever n_jobs: parallel fits
+        # give the serial model.
+        parents = star_parents(np.asarray(pairs)) if len(pairs) > 1 else None
         models = [None] * len(pairs)
 
         def tasks(wave):
@@ -284,7 +276,7 @@ def fit_precomputed(est, X, y):
                 starts = [] if parents is None else relatives(pairs, parents, done, k)
                 start = mean_weights([models[q] for q in starts]) if starts else None
                 yield (label(k), bank, all_rows[k], ys[k], est.normalize, plan, est._stop(plan),
-                       est.callback, est.loss, name, start)
+                       est.callback, name, start)
 
         with TaskProgress(plan.verbose, name, len(pairs),
                           "problem" if len(pairs) == 1 else "pair") as progress:

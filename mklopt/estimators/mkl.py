@@ -12,17 +12,16 @@ import numpy as np
 
 from .._constraints import Options
 from .._interrupt import fit_run
-from .._parallel import runs_in_parallel
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion
 from ..kernels.factory import shared_storage
 from ..kernels.sharded import ShardLostError
 from ..methods import Chain, LevelBundle, estimator_params_of, get_method, method_names
-from ..oracles import CompositeOracle, SVMDual
+from ..oracles import CompositeOracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
-from ..tasks import get_oracle
 from ._checks import check_is_fitted
 from ._core import MKL_PARAMS, POSITIVE, loss_of
+from ._losses import method_for, oracle_entry, pair_offset
 from ._names import kernel_names, weights_table
 from ._ovo import (
     ClassifierBase,
@@ -117,16 +116,10 @@ class _Plan:
     #: Binary problems not yet started: each gets an equal share of the
     #: time left when it starts (see :meth:`MKLClassifier._stop`).
     pairs_left: int = 1
-
-
-def _joblib_backend_is_remote():
-    """Whether a ``joblib.parallel_backend`` context sends tasks to other machines (Dask)."""
-    try:
-        from joblib.parallel import get_active_backend
-    except ImportError:  # pragma: no cover - joblib is optional
-        return False
-    backend = get_active_backend()[0]
-    return "dask" in type(backend).__name__.lower()
+    #: The registry entry of the estimator's ``loss``, resolved once when
+    #: the fit starts and carried to every problem (in other processes or
+    #: machines too, where the user's registration may not have run).
+    entry: object = None
 
 
 @dataclass
@@ -709,11 +702,6 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
             deadline = time.time() + float(self.time_limit)
         check_estimator_client(self.client, self.n_jobs)
         shared = self.multiclass == "shared"
-        if shared and self.loss != "hinge":
-            raise ValueError(
-                f"multiclass='shared' runs the hinge loss only (loss={self.loss!r}); use "
-                "multiclass='ovo' for the logistic loss"
-            )
         specs = self._resolve_specs(X.shape[1])
         new_method = self._method_factory(specs)
         if shared and getattr(new_method(), "needs_problem", False):
@@ -733,7 +721,8 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
             if self.inner_tol is None:
                 inner_tol = _INNER_TOL_MAX
         return _Plan(C, tol, max_iter, inner_tol, threshold, deadline, specs, new_method,
-                     shared=shared, verbose=int(self.verbose))
+                     shared=shared, verbose=int(self.verbose),
+                     entry=oracle_entry("classification", self.loss))
 
     # ---- one binary problem ------------------------------------------------
     def _stop(self, plan):
@@ -751,7 +740,9 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
 
     def _shares_bank(self, n_problems):
         """Whether the binary problems read one bank (built here, or given by the CV refit)."""
-        return not (n_problems < 2 or self.client is not None or _joblib_backend_is_remote())
+        # Under any joblib backend too (threads, processes, Dask): the pairs
+        # then solve the same problems, point for point, as a serial fit.
+        return not (n_problems < 2 or self.client is not None)
 
     def _pair_rows(self, plan, y_idx, pairs):
         """Each pair's rows class by class, when the pairs read one bank built on the samples so.
@@ -820,13 +811,13 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
         9.4 cold). Each pair starts from the mean weights of its parent and
         of the other pairs of earlier waves that share a class with it
         (:meth:`_pair_start`). The start changes the path only, not the
-        certificate. Pairs fitted in parallel
-        (``n_jobs`` or a joblib backend) run independently: waves of
-        dependent pairs would hold the workers back and send the shared
-        bank to them once per wave. The shared-weight formulation solves
-        all pairs at once and has no parents.
+        certificate. The parents are fixed before any pair runs, whatever
+        ``n_jobs`` or the joblib backend: each wave's pairs run in
+        parallel, and a parallel fit gives the serial model bit for bit.
+        The shared-weight formulation solves all pairs at once and has no
+        parents.
         """
-        if plan.shared or runs_in_parallel(self.n_jobs):
+        if plan.shared:
             return None
         return star_parents(pairs)
 
@@ -878,15 +869,9 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
     def _fit_binary(self, plan, X, y, rows=None, start=None):
         bank = self._pair_bank(plan, X, rows)
         try:
-            new_method = plan.new_method
-            entry = get_oracle("classification", self.loss)
+            entry = plan.entry
             oracle = entry.make(bank, y, C=plan.C, tol=plan.inner_tol)
-            if not entry.exact_step and isinstance(new_method, partial) and (
-                    new_method.func is Chain):
-                # The tight-tol chain ends with the SVM's exact active-set
-                # step, a QP the logistic dual is not: Level alone
-                # certifies (the driver tightens the inner tol with it).
-                new_method = LevelBundle
+            new_method = method_for(entry, plan.new_method)
             callback = call_lines(plan.verbose, type(self).__name__, oracle, self.callback)
             best = _BestPoint(callback) if self.client is not None else None
             try:
@@ -914,11 +899,12 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
             # banks built before it are still closed below.
             for _, Xp, _, rows in tasks:
                 banks.append(self._pair_bank(plan, Xp, rows))
-            parts = [SVMDual(bank, yp, C=plan.C, tol=plan.inner_tol)
+            entry = plan.entry
+            parts = [entry.make(bank, yp, C=plan.C, tol=plan.inner_tol)
                      for bank, (_, _, yp, _) in zip(banks, tasks, strict=True)]
             # One w for all pairs: the outer method minimises sum_p J_p(w).
             oracle = CompositeOracle(parts)
-            result = solve(oracle, plan.new_method(), stop=self._stop(plan),
+            result = solve(oracle, method_for(entry, plan.new_method)(), stop=self._stop(plan),
                            callback=call_lines(plan.verbose, type(self).__name__, oracle,
                                                self.callback, where="shared"))
             w = np.asarray(result.weights, dtype=np.float64)
@@ -929,8 +915,7 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
                 # The run keeps the best point's alpha but no per-pair bias:
                 # re-solve each pair at w from its alpha (already optimal there,
                 # so SMO stops at once) for the bias of its decision function.
-                part.tol = plan.inner_tol
-                ans = part(w, warm_start=a, need_q=False)
+                ans = pair_offset(part, w, a, plan.inner_tol)
                 models.append(self._binary_model(plan, bank, yp, w, ans.alpha, ans.bias, result,
                                                  rows))
             if on_done is not None:

@@ -7,7 +7,6 @@ import numbers
 import time
 import warnings
 from dataclasses import dataclass
-from functools import partial
 from itertools import combinations
 
 import numpy as np
@@ -19,11 +18,11 @@ from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..kernels.factory import shared_storage
 from ..kernels.stack import _as_stack
-from ..methods import Chain, LevelBundle
-from ..oracles import CompositeOracle, LogisticDual, SVMDual
+from ..oracles import CompositeOracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._checks import check_feature_names, check_is_fitted, check_X_y, check_y
 from ._core import EstimatorCore
+from ._losses import method_for, pair_offset
 from ._ovo import (
     class_indices,
     class_order,
@@ -34,7 +33,7 @@ from ._ovo import (
     star_parents,
 )
 from ._params import check_estimator_client, resolve_standardize
-from ._path import _recording, c_path
+from ._path import _recording, c_path, recording_oracle
 from ._precomputed import is_precomputed, precomputed_bank
 from ._progress import PointTicker, TaskProgress, fold_summary, write
 from ._sklearn import (
@@ -171,19 +170,16 @@ class _Formulation:
     verbose: int = 0
     name: str = ""
 
+    #: The registry entry of ``loss`` (resolved once, carried to every fold).
+    entry: object = None
+
     def oracle(self, view, y, C, tol):
         """The oracle of one binary problem at ``C``, recording cuts for the path."""
-        if self.loss == "logistic":
-            return _recording(LogisticDual)(view, y, C=C, tol=tol)
-        return _recording(SVMDual)(view, y, C=C, tol=tol)
+        return recording_oracle(self.entry, view, y, C=C, tol=tol)
 
     def method_factory(self):
-        """The outer method of a path point (the estimator's own rule)."""
-        m = self.new_method
-        if self.loss == "logistic" and isinstance(m, partial) and m.func is Chain:
-            # As MKLClassifier: the chain's exact step is an SVM QP; Level certifies.
-            return LevelBundle
-        return m
+        """The outer method of a path point (the estimator's own rule, :func:`method_for`)."""
+        return method_for(self.entry, self.new_method)
 
 
 #: Bytes of kernel blocks one pass of :func:`_decisions` gathers.
@@ -256,7 +252,7 @@ def _pair_offsets(oracle, res):
     w = np.asarray(res.weights, dtype=np.float64)
     out = []
     for part, a in zip(oracle.parts, oracle.split(res.alpha), strict=True):
-        ans = part(w, warm_start=a, need_q=False)
+        ans = pair_offset(part, w, a, getattr(part, "tol", None))
         out.append((np.asarray(ans.alpha, dtype=np.float64), float(ans.bias)))
     return out
 
@@ -292,8 +288,9 @@ def _paths(problems, Cs, form, guide=None, where=(), on_point=None, pairs=None):
     guide = [None] * len(problems) if guide is None else guide
     if form.shared and len(problems) > 1:
         def make(_, C, tol):
+            entry = form.entry
             return _recording(CompositeOracle)(
-                [SVMDual(view, y, C=C, tol=tol) for _, y, view in problems])
+                [entry.make(view, y, C=C, tol=tol) for _, y, view in problems])
 
         return [c_path(None, None, Cs, form.method_factory(), form.stop, form.inner_tol,
                        callback=form.callback, make_oracle=make, finish=_pair_offsets,
@@ -852,7 +849,7 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         pairs = list(combinations(range(classes.shape[0]), 2))
         form = _Formulation(self.loss, plan.shared, self.normalize, plan.new_method,
                             _StopFactory(base, plan, self.time_limit), plan.inner_tol,
-                            plan.threshold, self.callback, plan.verbose, name)
+                            plan.threshold, self.callback, plan.verbose, name, plan.entry)
         n_s = len(splits)
         shared = plan.shared and len(pairs) > 1
         n_paths = 1 if shared else len(pairs)

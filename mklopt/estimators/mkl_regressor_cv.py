@@ -8,15 +8,15 @@ import warnings
 
 import numpy as np
 
-from .._constraints import NO_VALIDATION, Check, Options
+from .._constraints import NO_VALIDATION, Check
 from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..kernels.factory import shared_storage
-from ..oracles import RidgeDual, SVRDual
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._core import RUN_PARAMS, EstimatorCore
+from ._losses import oracle_entry
 from ._params import check_estimator_client
-from ._path import _recording, c_path
+from ._path import c_path, recording_oracle
 from ._progress import PointTicker, TaskProgress, fold_summary, write
 from ._sklearn import (
     HAS_SKLEARN,
@@ -39,9 +39,6 @@ from .mkl_tasks import MKLRegressor
 
 __all__ = ["MKLRegressorCV"]
 
-# The losses whose oracles the warm path scales between values of C.
-_REGRESSION_LOSSES = ("epsilon_insensitive", "squared")
-
 _SHARED = (
     "kernels", "method", "epsilon", "loss", "p", "groups", "elastic_net", "tol", "max_iter",
     "inner_tol", "normalize", "standardize", "weight_threshold", "time_limit", "storage",
@@ -49,13 +46,10 @@ _SHARED = (
 )
 
 
-def _make_svr(t, epsilon, bank, C, tol):
-    return _recording(SVRDual)(bank, t, C=C, epsilon=epsilon, tol=tol)
-
-
-def _make_ridge(t, bank, C, tol):
-    # The ridge dual is solved exactly (one factorisation): no tolerance.
-    return _recording(RidgeDual)(bank, t, C=C)
+def _make_oracle(loss, t, epsilon, bank, C, tol):
+    # The oracle the loss names in the registry, as MKLRegressor builds it.
+    return recording_oracle(oracle_entry("regression", loss), bank, t, C=C, epsilon=epsilon,
+                            tol=tol)
 
 
 def _fit_fold(bank, t, train, test, Cs, epsilon, loss, normalize, new_method, stop, inner_tol,
@@ -70,10 +64,7 @@ def _fit_fold(bank, t, train, test, Cs, epsilon, loss, normalize, new_method, st
     ``weights`` the path's weights at each C.
     """
     view = bank.view(train, normalize=normalize)
-    if loss == "squared":
-        make = functools.partial(_make_ridge, t[train])
-    else:
-        make = functools.partial(_make_svr, t[train], epsilon)
+    make = functools.partial(_make_oracle, loss, t[train], epsilon)
     points = c_path(view, t[train], Cs, new_method, stop, inner_tol, callback=callback,
                     make_oracle=make, guide=guide, verbose=verbose, name=name, where=where,
                     on_point=on_point)
@@ -200,8 +191,7 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         "scoring": NO_VALIDATION,
         # Every parameter of MKLRegressor but C, which the grid replaces ...
         **{k: v for k, v in MKLRegressor._parameter_constraints.items() if k != "C"},
-        # ... for the losses whose oracles the warm path scales between values of C,
-        "loss": [Options(_REGRESSION_LOSSES)],
+        # ... (every registered regression loss, as MKLRegressor),
         # and the folds run in parallel or on a cluster.
         "n_jobs": RUN_PARAMS["n_jobs"],
         "client": RUN_PARAMS["client"],

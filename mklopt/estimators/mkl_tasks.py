@@ -23,9 +23,9 @@ from ..datasets import _scaling
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion, rbf
 from ..oracles.one_class import _check_nu
-from ..tasks import get_oracle
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._core import MKL_PARAMS, POSITIVE, EstimatorCore, loss_of
+from ._losses import oracle_entry
 from ._ovo import set_pair_attributes
 from ._params import resolve_kernel_specs
 from ._persist_mkl import OneClassPersist, RegressorPersist
@@ -345,7 +345,7 @@ class MKLRegressor(RegressorPersist, RegressorMixin, _TaskMKL):
         X = check_X(X, name)
         t = check_targets(y, X.shape[0], name)
         C, eps = float(self.C), float(self.epsilon)
-        oracle = get_oracle("regression", self.loss)
+        oracle = oracle_entry("regression", self.loss)
         plan = self._check_common(X)
         if self.standardize:
             self.y_mean_ = float(t.mean())
@@ -384,6 +384,11 @@ class MKLOneClass(OneClassPersist, OutlierMixin, _TaskMKL):
         In ``(0, 1]``: an upper bound on the fraction of training points
         outside the estimated support and a lower bound on the fraction of
         support vectors.
+    loss : str, default="nu"
+        The one-class oracle, by its name in the task registry
+        (:func:`mklopt.tasks.register_oracle`): ``"nu"`` is
+        :class:`~mklopt.oracles.OneClassDual`; an oracle registered for the
+        ``"one-class"`` task is fitted, saved and loaded the same way.
 
     Attributes
     ----------{_COMMON_ATTRS}
@@ -428,6 +433,7 @@ class MKLOneClass(OneClassPersist, OutlierMixin, _TaskMKL):
         **_TASK_PARAMS,
         # The one-class oracle owns the rule for nu.
         "nu": [Check(_check_nu, "a real number in (0, 1]", pass_name=False)],
+        "loss": loss_of("one-class"),
     }
 
     def __init__(
@@ -435,6 +441,7 @@ class MKLOneClass(OneClassPersist, OutlierMixin, _TaskMKL):
         kernels="grid",
         method="auto",
         nu=0.5,
+        loss="nu",
         p=None,
         groups=None,
         elastic_net=None,
@@ -454,6 +461,7 @@ class MKLOneClass(OneClassPersist, OutlierMixin, _TaskMKL):
         self.kernels = kernels
         self.method = method
         self.nu = nu
+        self.loss = loss
         self.p = p
         self.groups = groups
         self.elastic_net = elastic_net
@@ -493,7 +501,8 @@ class MKLOneClass(OneClassPersist, OutlierMixin, _TaskMKL):
         X = check_X(X, type(self).__name__)
         nu = float(self.nu)
         plan = self._check_common(X)
-        oracle = get_oracle("one-class", "nu")
+        # The oracle of self.loss from the registry (mklopt.tasks).
+        oracle = oracle_entry("one-class", self.loss)
         self._fit_oracle(X, lambda bank, tol: oracle.make(bank, nu=nu, tol=tol), plan)
         self.offset_ = -float(self.intercept_[0])
         return self

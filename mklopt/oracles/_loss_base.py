@@ -59,6 +59,12 @@ class OracleBase:
 
     #: ``need_q=False`` is supported (see :meth:`__call__`).
     supports_value_only = True
+    #: Whether ``l`` has Kloft's form ``-C sum_i V*(-alpha_i / C, y_i)``, so
+    #: that ``(alpha, C) -> (t alpha, t C)`` keeps a dual vector feasible and
+    #: scales ``l`` by ``t``: a C path may then start each point from the
+    #: previous one's scaled ``alpha`` and cuts. Declare it in a subclass only
+    #: when it holds; otherwise a path warm-starts the weights alone.
+    c_homogeneous = False
     #: ``kernels=...`` is supported: ``q`` for a subset of kernels only.
     supports_kernel_subsets = True
 

@@ -130,6 +130,8 @@ class LogisticDual(LossOracle):
     True
     """
 
+    c_homogeneous = True  # l = -C sum V*(-alpha/C): see LossOracle
+
     def __init__(self, bank, y, C=1.0, fit_intercept=True, tol=1e-4, max_iter=None):
         bank = as_bank(bank)
         n = int(bank.n_samples)

@@ -101,6 +101,8 @@ class RidgeDual(LossOracle):
     True
     """
 
+    c_homogeneous = True  # l = -C sum V*(-alpha/C): see LossOracle
+
     def __init__(self, bank, y, C=1.0, fit_intercept=True):
         bank = as_bank(bank)
         n = int(bank.n_samples)

@@ -129,7 +129,7 @@ def test_time_limit_bounds_each_point(binary):
 @pytest.mark.parametrize("params, error, match", [
     (dict(loss="squared"), ValueError, "loss"),
     (dict(multiclass="pairs"), ValueError, "multiclass"),
-    (dict(multiclass="shared", loss="logistic"), ValueError, "shared"),
+    (dict(loss="epsilon_insensitive"), ValueError, "loss"),
     (dict(elastic_net=2.0), ValueError, "elastic_net"),
     (dict(elastic_net=0.5, method="silp"), ValueError, "elastic_net"),
     (dict(time_limit=-1.0), ValueError, "time_limit"),

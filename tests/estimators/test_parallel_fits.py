@@ -167,9 +167,9 @@ def test_bad_n_jobs_is_refused_before_fitting(data, make):
 
 
 # ---------------------------------------------------------------- local processes
-def test_pairs_in_local_processes_equal_the_serial_fit(data, serial, independent):
+def test_pairs_in_local_processes_equal_the_serial_fit(data, serial):
     X, y = data
-    assert_same_mkl(independent, mkl(n_jobs=2).fit(X, y), X)
+    assert_same_mkl(serial[0], mkl(n_jobs=2).fit(X, y), X)
     assert_same_boost(serial[1], boost(n_jobs=2).fit(X, y), X)
 
 
@@ -198,16 +198,16 @@ def test_time_limit_holds_for_pairs_in_other_processes(data):
 
 
 # ---------------------------------------------------------------- Dask tasks
-def test_pairs_as_dask_tasks_equal_the_serial_fit(client, data, serial, independent):
+def test_pairs_as_dask_tasks_equal_the_serial_fit(client, data, serial):
     X, y = data
     with joblib.parallel_backend("dask"):
         a = mkl().fit(X, y)  # n_jobs=None: the backend decides
         b = boost(n_jobs=-1).fit(X, y)
-    assert_same_mkl(independent, a, X)
+    assert_same_mkl(serial[0], a, X)
     assert_same_boost(serial[1], b, X)
 
 
-def test_dask_pairs_report_progress_as_they_end(client, data, independent, capsys, monkeypatch):
+def test_dask_pairs_report_progress_as_they_end(client, data, serial, capsys, monkeypatch):
     """verbose=1: one line per pair task, written here as each task ends, ranks 1..3."""
     import re
 
@@ -218,7 +218,7 @@ def test_dask_pairs_report_progress_as_they_end(client, data, independent, capsy
     err = capsys.readouterr().err
     ranks = re.findall(r"^\[MKLClassifier\] pair (\d) of 3 ", err, re.M)
     assert ranks == ["1", "2", "3"], err
-    assert_same_mkl(independent, a, X)
+    assert_same_mkl(serial[0], a, X)
 
 
 class _RecordTask:
@@ -233,23 +233,23 @@ class _RecordTask:
             fh.write(key)
 
 
-def test_pair_tasks_are_named_after_their_pair(client, data, independent, tmp_path):
+def test_pair_tasks_are_named_after_their_pair(client, data, serial, tmp_path):
     X, y = data
     with no_hang(120), joblib.parallel_backend("dask"):
         b = mkl(callback=_RecordTask(tmp_path)).fit(X, y)
-    assert_same_mkl(independent, b, X)
+    assert_same_mkl(serial[0], b, X)
     names = sorted(p.stem.rsplit("-", 1)[0] for p in tmp_path.glob("*.txt"))
     assert names == ["mklopt-pair-0-vs-1", "mklopt-pair-0-vs-2", "mklopt-pair-1-vs-2"]
 
 
-def test_a_worker_killed_during_a_pair_gives_a_retried_task(client, data, independent, tmp_path):
+def test_a_worker_killed_during_a_pair_gives_a_retried_task(client, data, serial, tmp_path):
     X, y = data
     marker = tmp_path / "killed"
     try:
         with no_hang(120), joblib.parallel_backend("dask"):
             b = mkl(callback=KillOnce(marker)).fit(X, y)
         assert marker.exists()  # a worker did die mid-fit
-        assert_same_mkl(independent, b, X)
+        assert_same_mkl(serial[0], b, X)
     finally:
         client.wait_for_workers(2, timeout=60)
     assert client.submit(sum, [1, 2], pure=False).result() == 3  # still usable

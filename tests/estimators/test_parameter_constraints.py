@@ -191,7 +191,8 @@ def test_the_messages_say_what_the_parameter_may_be():
         (MKBoostClassifier(variant="D5"), ValueError,
          r"^variant must be one of 'D1', 'D2', 'S1' or 'S2', got 'D5'$"),
         (MKLRegressorCV(loss="huber"), ValueError,
-         r"^loss must be 'epsilon_insensitive' or 'squared', got 'huber'$"),
+         r"^loss: loss must name an oracle registered for the regression task "
+         r"\('epsilon_insensitive', 'squared'\), got 'huber'$"),
     ]
     for est, exc, pattern in cases:
         with pytest.raises(exc, match=pattern):

@@ -415,7 +415,26 @@ def test_multiclass_on_one_feature_map_bank():
     assert np.mean(a.predict(X) == b.predict(X)) >= 0.98
 
 
-def test_shared_multiclass_refuses_the_logistic_loss():
+def test_shared_multiclass_runs_the_logistic_loss_certified():
+    # One weight vector for all pairs under the logistic loss: the run's
+    # value is the sum of the pairs' logistic duals at its weights, each
+    # solved on its own, and its certified lower bound lies below it.
+    from itertools import combinations
+
+    from mklopt.oracles import LogisticDual
+
     X, y = datasets.load("satellite")
-    with pytest.raises(ValueError, match="multiclass='shared' runs the hinge loss only"):
-        MKLClassifier(multiclass="shared", loss="logistic").fit(X[:60], y[:60])
+    X, y = X[:90], y[:90]
+    specs = [rbf(1.0), rbf(4.0), linear()]
+    clf = MKLClassifier(multiclass="shared", loss="logistic", kernels=specs, tol=1e-3,
+                        inner_tol=1e-10, normalize="trace", standardize=True).fit(X, y)
+    res = clf.result_  # one joint run
+    assert res.converged and res.rel_gap <= 1e-3 and res.lower <= res.value
+    w = np.asarray(res.weights)
+    Xs = (X - X.mean(0)) / X.std(0)
+    total = 0.0
+    for i, j in combinations(clf.classes_, 2):
+        rows = np.flatnonzero(np.isin(y, [i, j]))
+        bank = KernelBank.from_specs(Xs[rows], specs, normalize="trace")
+        total += LogisticDual(bank, np.where(y[rows] == j, 1.0, -1.0), C=clf.C, tol=1e-10)(w).value
+    assert res.value == pytest.approx(total, rel=1e-6)

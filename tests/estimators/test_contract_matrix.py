@@ -1,0 +1,250 @@
+"""The contract matrix: every estimator x registered loss x input x path x install.
+
+Each cell fits a small problem and checks that the loss named is the one
+fitted: a spy loss registered by this module (``tests/_contract_spies.py``)
+must be called during the fit, and for the cross-validated estimators
+during the search itself (calls on the folds' training parts, which are
+smaller than any refit problem), not only in the refit. A cell that an
+estimator does not serve must be refused with an error naming the path.
+Every fitted cell is certified (its relative gap within ``tol``), saves and
+loads to the same decisions, and parallel fits (``n_jobs=2``, joblib's Dask
+backend) give the serial model bit for bit.
+
+A new estimator, loss or input kind is a new row or column here: the
+first test fails when a loss is registered that the matrix does not run.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from mklopt import (
+    MKBoostClassifier,
+    MKLClassifier,
+    MKLClassifierCV,
+    MKLOneClass,
+    MKLRegressor,
+    MKLRegressorCV,
+)
+from mklopt.kernels import linear, rbf
+from mklopt.persist import load_model, save_model
+from mklopt.tasks import oracle_names
+from tests import _contract_spies as spies
+
+SPECS = [rbf(0.5), rbf(2.0), linear()]
+CS = [0.3, 10.0]
+TOL = 1e-2
+
+#: Every loss the matrix runs, per task: the built-in ones and the spies.
+LOSSES = {
+    "classification": ["hinge", "logistic", "spy", "spy_plain"],
+    "regression": ["epsilon_insensitive", "squared", "spy"],
+    "one-class": ["nu", "spy"],
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def spy_losses():
+    spies.register()
+    yield
+    spies.unregister()
+
+
+@pytest.fixture(autouse=True)
+def clear_calls():
+    spies.CALLS.clear()
+    with warnings.catch_warnings():
+        # small problems: a CV grid or a pair may stop short of tol; the
+        # cells check the gaps they need themselves
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _three_classes():
+    rng = np.random.default_rng(0)
+    centres = np.array([[0.0, 0.0, 0.0], [2.0, 0.5, 0.0], [0.5, 2.0, 1.0]])
+    X = np.concatenate([c + rng.normal(size=(15, 3)) for c in centres])
+    y = np.repeat(np.array(["a", "b", "c"]), 15)
+    return X, y
+
+
+def _stack(X, Y=None):
+    """The kernels of SPECS between ``X`` and ``Y`` (default ``X``), shape (3, n, m)."""
+    Y = X if Y is None else Y
+    d2 = ((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1)
+    return np.stack([np.exp(-d2 / (2 * 0.5**2)), np.exp(-d2 / (2 * 2.0**2)), X @ Y.T])
+
+
+X3, Y3 = _three_classes()
+PAIR_SIZE = 30  # every one-vs-one problem of X3 has 30 points
+
+
+def _classifier(cv, loss, multiclass, precomputed, **kw):
+    kernels = "precomputed" if precomputed else SPECS
+    common = dict(kernels=kernels, loss=loss, multiclass=multiclass, tol=TOL, **kw)
+    if cv:
+        return MKLClassifierCV(Cs=CS, cv=3, **common)
+    return MKLClassifier(C=3.0, **common)
+
+
+def _results(est):
+    est = getattr(est, "best_estimator_", est)
+    res = est.result_
+    return list(res) if isinstance(res, (list, tuple)) else [res]
+
+
+def _assert_certified(est):
+    for res in _results(est):
+        assert res.lower <= res.value + 1e-9 * abs(res.value)
+        if res.converged:
+            assert res.rel_gap <= TOL
+
+
+def _decisions(est, X):
+    return est.decision_function(X) if hasattr(est, "decision_function") else est.predict(X)
+
+
+def _assert_round_trip(est, X_test, tmp_path):
+    path = tmp_path / "model.npz"
+    save_model(est, path)
+    back, _ = load_model(path)
+    np.testing.assert_allclose(_decisions(back, X_test), _decisions(est, X_test),
+                               rtol=0, atol=1e-12)
+    if hasattr(est, "loss"):
+        assert back.loss == est.loss
+
+
+def test_the_matrix_runs_every_registered_loss():
+    for task, names in LOSSES.items():
+        missing = set(oracle_names(task)) - set(names)
+        assert not missing, f"losses of the {task} task the matrix does not run: {missing}"
+
+
+@pytest.mark.parametrize("precomputed", [False, True], ids=["features", "precomputed"])
+@pytest.mark.parametrize("multiclass", ["ovo", "shared"])
+@pytest.mark.parametrize("loss", LOSSES["classification"])
+@pytest.mark.parametrize("cv", [False, True], ids=["plain", "CV"])
+def test_classifiers_fit_the_loss_they_name(cv, loss, multiclass, precomputed, tmp_path):
+    X = _stack(X3) if precomputed else X3
+    est = _classifier(cv, loss, multiclass, precomputed).fit(X, Y3)
+    if loss.startswith("spy"):
+        assert spies.CALLS, f"the {loss!r} oracle was never called"
+        if cv:
+            # the search's own solves, on the folds' training parts
+            assert min(spies.CALLS) < PAIR_SIZE, "the CV search did not run the named loss"
+            assert PAIR_SIZE in spies.CALLS, "the refit did not run the named loss"
+    else:
+        assert not spies.CALLS
+    _assert_certified(est)
+    assert est.score(X, Y3) >= 0.8
+    X_test = _stack(X3[::3], X3) if precomputed else X3[::3]
+    _assert_round_trip(getattr(est, "best_estimator_", est), X_test, tmp_path)
+    if loss == "spy":
+        # The spy is the hinge oracle: the same model as loss="hinge".
+        ref = _classifier(cv, "hinge", multiclass, precomputed).fit(X, Y3)
+        np.testing.assert_allclose(est.decision_function(X_test), ref.decision_function(X_test),
+                                   rtol=0, atol=1e-10)
+
+
+def _regression_data():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 3))
+    return X, np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.normal(size=40)
+
+
+@pytest.mark.parametrize("loss", LOSSES["regression"])
+@pytest.mark.parametrize("cv", [False, True], ids=["plain", "CV"])
+def test_regressors_fit_the_loss_they_name(cv, loss, tmp_path):
+    X, t = _regression_data()
+    if cv:
+        est = MKLRegressorCV(kernels=SPECS, loss=loss, Cs=CS, cv=3, tol=TOL).fit(X, t)
+    else:
+        est = MKLRegressor(kernels=SPECS, loss=loss, C=3.0, tol=TOL).fit(X, t)
+    if loss == "spy":
+        assert spies.CALLS
+        if cv:
+            assert min(spies.CALLS) < len(t) and len(t) in spies.CALLS
+    else:
+        assert not spies.CALLS
+    _assert_certified(est)
+    assert est.score(X, t) >= 0.5
+    _assert_round_trip(getattr(est, "best_estimator_", est), X, tmp_path)
+
+
+@pytest.mark.parametrize("loss", LOSSES["one-class"])
+def test_one_class_fits_the_loss_it_names(loss, tmp_path):
+    X, _ = _regression_data()
+    est = MKLOneClass(kernels=SPECS, loss=loss, nu=0.2, tol=TOL).fit(X)
+    assert bool(spies.CALLS) == (loss == "spy")
+    _assert_certified(est)
+    inliers = np.mean(est.predict(X) == 1)
+    assert 0.6 <= inliers <= 0.95  # nu bounds the training outliers' share
+    _assert_round_trip(est, X, tmp_path)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: MKLRegressor(kernels="precomputed"),
+    lambda: MKLRegressorCV(kernels="precomputed"),
+    lambda: MKLOneClass(kernels="precomputed"),
+    lambda: MKBoostClassifier(kernels="precomputed"),
+], ids=["MKLRegressor", "MKLRegressorCV", "MKLOneClass", "MKBoostClassifier"])
+def test_estimators_without_a_precomputed_path_refuse_it_by_name(make):
+    X, t = _regression_data()
+    with pytest.raises((TypeError, ValueError), match="precomputed|kernels"):
+        make().fit(_stack(X), t)
+
+
+def test_mkboost_fits_on_features(tmp_path):
+    est = MKBoostClassifier(kernels=SPECS, n_rounds=5, random_state=0).fit(X3, Y3)
+    assert est.score(X3, Y3) >= 0.8
+    _assert_round_trip(est, X3[::3], tmp_path)
+
+
+# ------------------------------------------------------------ parallel = serial
+PARALLEL_CELLS = [
+    dict(cv=False, loss="hinge", multiclass="ovo", precomputed=False),
+    dict(cv=False, loss="spy", multiclass="ovo", precomputed=True),
+    dict(cv=False, loss="logistic", multiclass="shared", precomputed=False),
+    dict(cv=True, loss="hinge", multiclass="ovo", precomputed=False),
+    dict(cv=True, loss="spy_plain", multiclass="ovo", precomputed=True),
+]
+
+
+def _ids(cell):
+    return "-".join(str(v) for v in cell.values())
+
+
+def _assert_same_model(a, b, X_test):
+    a, b = getattr(a, "best_estimator_", a), getattr(b, "best_estimator_", b)
+    np.testing.assert_array_equal(np.asarray(a.weights_), np.asarray(b.weights_))
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+    np.testing.assert_array_equal(a.decision_function(X_test), b.decision_function(X_test))
+
+
+@pytest.mark.parametrize("cell", PARALLEL_CELLS, ids=_ids)
+def test_n_jobs_gives_the_serial_model_bit_for_bit(cell):
+    pytest.importorskip("joblib")
+    X = _stack(X3) if cell["precomputed"] else X3
+    X_test = _stack(X3[::3], X3) if cell["precomputed"] else X3[::3]
+    serial = _classifier(**cell, n_jobs=1).fit(X, Y3)
+    parallel = _classifier(**cell, n_jobs=2).fit(X, Y3)
+    _assert_same_model(serial, parallel, X_test)
+
+
+def test_the_dask_backend_gives_the_serial_model_bit_for_bit():
+    pytest.importorskip("distributed")
+    import joblib
+
+    from tests._cluster import local_client, no_hang
+
+    fits = {}
+    with local_client() as client:  # noqa: F841 (the backend's client)
+        for k, cell in enumerate(PARALLEL_CELLS):
+            X = _stack(X3) if cell["precomputed"] else X3
+            with no_hang(300), joblib.parallel_backend("dask"):
+                fits[k] = _classifier(**cell).fit(X, Y3)
+    for k, cell in enumerate(PARALLEL_CELLS):
+        X = _stack(X3) if cell["precomputed"] else X3
+        X_test = _stack(X3[::3], X3) if cell["precomputed"] else X3[::3]
+        _assert_same_model(_classifier(**cell).fit(X, Y3), fits[k], X_test)
