@@ -142,12 +142,41 @@ def _dask_client(joblib):
     return getattr(backend, "client", None)
 
 
+def _scatter_shared(client, tasks):
+    """``tasks`` with every argument object that several tasks share replaced by its future.
+
+    The one-vs-one pairs of a fit share their plan, which holds the kernel
+    bank of all training points: sent with each task it would travel once
+    per pair. Scattered once to every worker (``broadcast``, so that a task
+    retried on another worker finds a copy), it travels once; the workers
+    receive the same object, so the tasks compute what they compute
+    serially.
+    """
+    seen, shared = {}, {}
+    for args in tasks:
+        for a in args:
+            if isinstance(a, (int, float, str, bool, type(None))):
+                continue
+            seen[id(a)] = seen.get(id(a), 0) + 1
+    if len(tasks) < 2:
+        return tasks
+    for args in tasks:
+        for a in args:
+            if seen.get(id(a), 0) > 1 and id(a) not in shared:
+                shared[id(a)] = client.scatter(a, broadcast=True, hash=False)
+    if not shared:
+        return tasks
+    return [tuple(shared.get(id(a), a) for a in args) for args in tasks]
+
+
 def _on_dask(client, func, tasks, pid, on_done=None):
     """``parallel_map`` on a Dask cluster: one named task per fit, results in order."""
     names = _TASK_NAMES.get() or []
     token = uuid.uuid4().hex[:8]
+    tasks = [tuple(args) for args in tasks]
     futures = []
     try:
+        tasks = _scatter_shared(client, tasks)
         for k, args in enumerate(tasks):
             name = names[k] if k < len(names) else f"fit-{k}"
             # Submitted in order: the scheduler starts earlier tasks first

@@ -13,6 +13,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from ._policy import relative_gap
+
 __all__ = ["OracleAnswer", "Progress", "Result", "MethodReport", "OracleRequest", "Handover",
            "Oracle", "OuterMethod"]
 
@@ -314,17 +316,15 @@ class MethodReport:
 
     @property
     def rel_gap(self):
-        """``gap / |upper|`` (0 for a zero gap at ``upper = 0``; ``nan`` otherwise there).
+        """``gap / |upper|`` (:func:`mklopt._policy.relative_gap`).
 
         A zero gap at ``upper = 0`` (a squared loss with constant targets, say)
-        pins the optimum at 0 exactly, which meets every relative target.
+        pins the optimum at 0 exactly, which meets every relative target;
+        any other gap there is infinite relative to it.
         """
-        up = self.upper
         if self.best is None:
             return float("nan")
-        if up != 0.0:
-            return self.gap / abs(up)
-        return 0.0 if self.gap == 0.0 else float("nan")
+        return relative_gap(self.gap, self.upper)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from . import _interrupt
+from ._policy import inner_tol_for
 from ._types import Handover, OracleAnswer, OracleRequest, Progress, Result
 from .domains import retract_onto
 from .oracles._warnings import ConvergenceWarning
@@ -20,14 +21,6 @@ from .stopping import AnyOf, DualityGap, MaxIter, NoPointError, Stop, TimeLimit,
 __all__ = ["solve"]
 
 log = logging.getLogger("mklopt")
-
-
-#: The inner tolerance is kept at this fraction of the relative gap it must
-#: resolve: the oracle's value then errs by at most about 2 % of that gap
-#: (``SVMDual``'s Notes: relative error <= 2 tol).
-TOL_RATIO = 1e-2
-#: ... but not below this: SMO's gradient carries rounding errors near 1e-12.
-TOL_FLOOR = 1e-9
 
 
 def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=True,
@@ -554,7 +547,7 @@ class _InnerTolerance:
         target = self.stop.target_gap(upper)
         if not math.isfinite(target):
             return None
-        return min(self.tol0, max(TOL_FLOOR, TOL_RATIO * target))
+        return inner_tol_for(target, self.tol0)
 
     def loose(self, used, rep):
         """Whether a best answer computed at tolerance ``used`` is too loose for the target."""
@@ -570,7 +563,7 @@ class _InnerTolerance:
         else:
             g = rep.rel_gap if math.isfinite(rep.rel_gap) else math.inf
             g = max(target, g)
-        self.oracle.tol = min(self.tol0, max(TOL_FLOOR, TOL_RATIO * g))
+        self.oracle.tol = inner_tol_for(g, self.tol0)
 
     def restore(self):
         if self.oracle is not None:

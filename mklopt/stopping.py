@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._policy import relative_gap, relative_target
 from ._validation import check_int, check_real
 
 __all__ = [
@@ -254,7 +255,7 @@ class BoundGap(StopCriterion):
             return None
         g = up - lo
         if self.relative:
-            g = g / max(abs(up), 1e-300)
+            g = relative_gap(g, up)
         if g <= self.tol:
             return Stop("bound_gap", True)
         return None
@@ -267,9 +268,7 @@ class BoundGap(StopCriterion):
 
 
 def _relative(tol, relative, upper):
-    if relative:
-        return tol
-    return tol / abs(upper) if math.isfinite(upper) and upper != 0.0 else math.inf
+    return relative_target(tol, relative, upper)
 
 
 class MaxIter(StopCriterion):

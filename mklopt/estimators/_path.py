@@ -71,6 +71,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._policy import relative_gap
 from .._types import Handover, Progress, Result
 from ..domains import Simplex, retract_onto
 from ..driver import _takes_handover, solve
@@ -216,7 +217,7 @@ def _certified_point(domain, weights, answer, stop):
         return None
     upper = float(answer.value)
     gap = max(0.0, float(domain.gap(weights, answer)))
-    rel = gap / abs(upper) if upper != 0.0 else math.inf
+    rel = relative_gap(gap, upper)
     return _verdict(Progress(iteration=0, elapsed=0.0, n_oracle_calls=1, value=upper,
                              lower=upper - gap, upper=upper, gap=gap, rel_gap=rel,
                              weights=np.asarray(weights, dtype=np.float64)),

@@ -263,10 +263,9 @@ def fit_precomputed(est, X, y):
         models = _fit_shared(bank, all_rows, ys, est.normalize, plan, est._stop(plan),
                              est.callback)
     else:
-        # As MKLClassifier: fitted one by one, each pair starts from the mean
-        # weights of fitted pairs sharing a class; in parallel they run independently.
-        # The starts are fixed by the waves, whatever n_jobs: parallel fits
-        # give the serial model.
+        # As MKLClassifier: each pair starts from the mean weights of the
+        # pairs of earlier waves sharing a class, fixed by the waves whatever
+        # n_jobs, so that parallel fits give the serial model.
         parents = star_parents(np.asarray(pairs)) if len(pairs) > 1 else None
         models = [None] * len(pairs)
 

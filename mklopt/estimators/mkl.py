@@ -12,6 +12,7 @@ import numpy as np
 
 from .._constraints import Options
 from .._interrupt import fit_run
+from .._policy import INNER_TOL_MAX, default_inner_tol
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion
 from ..kernels.factory import shared_storage
@@ -40,16 +41,11 @@ from ._sklearn import ConvergenceWarning, SharedClientMixin
 
 __all__ = ["MKLClassifier"]
 
-# Default inner (SMO) tolerance relative to the outer relative-gap tolerance:
-# the oracle's reported value errs by about 2 * inner_tol relatively (see
-# SVMDual's Notes), so a hundredth of ``tol`` keeps that error at ~2 % of it.
-_INNER_TOL_RATIO = 1e-2
-_INNER_TOL_MAX = 1e-3
-_INNER_TOL_MIN = 1e-8
+# The default inner (SMO) tolerance follows tol (mklopt._policy.default_inner_tol).
 # Below this tol the default method="level" runs as Chain("level", "active_set"):
 # Level to a gap of _CHAIN_SWITCH, then the exact step certifies tol
 # (see docs/composing.md). The SMO tolerance then follows the gap (the driver's
-# inner tolerance), so it starts at _INNER_TOL_MAX.
+# inner tolerance), so it starts at INNER_TOL_MAX.
 _CHAIN_BELOW = 1e-4
 _CHAIN_SWITCH = 1e-2
 #: ``method="auto"`` runs Level up to this many kernels and the kernel
@@ -691,7 +687,7 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
         tol, C = float(self.tol), float(self.C)
         max_iter = int(self.max_iter)
         if self.inner_tol is None:
-            inner_tol = min(_INNER_TOL_MAX, max(_INNER_TOL_MIN, tol * _INNER_TOL_RATIO))
+            inner_tol = default_inner_tol(tol)
         else:
             inner_tol = float(self.inner_tol)
         threshold = float(self.weight_threshold)
@@ -719,7 +715,7 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
                                  switch=max(_CHAIN_SWITCH, tol))
 
             if self.inner_tol is None:
-                inner_tol = _INNER_TOL_MAX
+                inner_tol = INNER_TOL_MAX
         return _Plan(C, tol, max_iter, inner_tol, threshold, deadline, specs, new_method,
                      shared=shared, verbose=int(self.verbose),
                      entry=oracle_entry("classification", self.loss))

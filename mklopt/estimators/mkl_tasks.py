@@ -19,6 +19,7 @@ import numpy as np
 
 from .._constraints import Boolean, Check, Interval
 from .._interrupt import fit_run
+from .._policy import default_inner_tol
 from ..datasets import _scaling
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion, rbf
@@ -32,9 +33,6 @@ from ._persist_mkl import OneClassPersist, RegressorPersist
 from ._progress import TaskProgress, call_lines, run_summary
 from ._sklearn import BaseEstimator, ConvergenceWarning, OutlierMixin, RegressorMixin
 from .mkl import (
-    _INNER_TOL_MAX,
-    _INNER_TOL_MIN,
-    _INNER_TOL_RATIO,
     MKLClassifier,
     _BinaryMKL,
     _Plan,
@@ -76,7 +74,7 @@ class _TaskMKL(EstimatorCore, BaseEstimator):
         tol = float(self.tol)
         max_iter = int(self.max_iter)
         if self.inner_tol is None:
-            inner_tol = min(_INNER_TOL_MAX, max(_INNER_TOL_MIN, tol * _INNER_TOL_RATIO))
+            inner_tol = default_inner_tol(tol)
         else:
             inner_tol = float(self.inner_tol)
         threshold = float(self.weight_threshold)

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from .._policy import relative_gap
 from ..domains import GroupSimplex, Simplex, as_groups
 from ..oracles._base import repair_feasible
 from ._base import MethodBase, register
@@ -187,7 +188,7 @@ class ActiveSet(MethodBase):
             rep = self.report()
             upper = min(rep.upper, float(answer.value))
             lower = max(rep.lower, s.lower, self.domain.dual_value(answer))
-            rel = (upper - lower) / abs(upper) if upper != 0.0 else np.inf
+            rel = relative_gap(upper - lower, upper)
             self._finish("certified", converged=bool(rel <= _CERTIFIED_RTOL))
 
     def _lower(self, s):

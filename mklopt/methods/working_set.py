@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._policy import relative_gap
 from .._types import OracleRequest
 from .._validation import check_int, check_real
 from ..domains import Simplex
@@ -241,7 +242,7 @@ class KernelWorkingSet(MethodBase):
         q = answer.q
         w = np.asarray(query)
         wq = float(w @ q)
-        s.last_gap = 0.5 * (float(q.max()) - wq) / abs(answer.value) if answer.value else np.inf
+        s.last_gap = relative_gap(0.5 * (float(q.max()) - wq), answer.value)
         if s.n_pricings == 1:
             # The first pricing, at the uniform point, picks the kernels with
             # the largest q.
