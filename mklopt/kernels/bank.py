@@ -32,12 +32,10 @@ from .factory import (
     exact_functions,
     get_storage,
 )
-from .feature_maps import FeatureMap, FeatureMapStorage
+from .feature_maps import FeatureMap
 from .functions import KernelFunctions, _check_indices, _check_specs
-from .products import ProductStorage
 from .sharded import ShardedStorage
-from .storage import DenseStorage, OnTheFlyStorage
-from .views import ViewStorage
+from .storage import DenseStorage
 
 __all__ = ["KernelBank", "STORAGES", "check_storage"]
 
@@ -521,7 +519,8 @@ class KernelBank:
         Returns
         -------
         KernelBank
-            On a dense bank, a bank whose storage is a
+            A bank whose storage is the storage's own ``view(idx, factors,
+            functions, normalize)``: on a dense bank, a
             :class:`~mklopt.kernels.views.ViewStorage` of this one (it keeps
             this bank's array alive); on stored products
             (``storage="products"``), the products read at the view's points
@@ -529,9 +528,10 @@ class KernelBank:
             computed on the fly, a bank
             computed on the fly from ``X[rows]``; on feature maps, the rows
             of the maps, which were fitted once on all points
-            (:meth:`FeatureMapFunctions.view`); on any other storage
-            registered with :func:`~mklopt.kernels.register_storage`, that
-            storage built by its factory on ``X[rows]``.
+            (:meth:`FeatureMapFunctions.view`). A storage registered with
+            :func:`~mklopt.kernels.register_storage` that has no ``view`` (or
+            whose ``view`` returns None) is built by its factory on
+            ``X[rows]``.
 
         Raises
         ------
@@ -560,23 +560,16 @@ class KernelBank:
             fn = KernelFunctions.from_data(self.functions.X[idx], self.functions.specs,
                                            normalize=normalize, _plan=self.functions.plan)
             scales = fn.scales
+        elif hasattr(st, "view_scales"):
+            scales = st.view_scales(idx, self.scales, normalize)
         else:
             scales = np.ones(self.n_kernels)
-            if normalize is not None and isinstance(st, DenseStorage) and st.factors is None:
-                raw = st._diag[:, idx] * self.scales[:, None]
-                scales = raw.sum(axis=1)
-                if normalize == "diagonal":
-                    scales /= idx.size
-                scales[~(scales > 0.0)] = 1.0
-        if isinstance(st, DenseStorage) and st.factors is None:
-            storage = ViewStorage(st, idx, self.scales / scales, functions=fn)
-        elif isinstance(st, ProductStorage):
-            storage = st.view(idx, self.scales / scales, functions=fn)
-        elif isinstance(st, OnTheFlyStorage) and fn is not None:
-            storage = OnTheFlyStorage(fn)
-        elif isinstance(st, FeatureMapStorage):
-            fn = self.functions.view(idx, normalize=normalize)
-            storage = FeatureMapStorage(fn)
+        # The storage's own verb (None: it has no views of its own).
+        verb = getattr(st, "view", None)
+        storage = None if verb is None else verb(idx, self.scales / scales, functions=fn,
+                                                  normalize=normalize)
+        if storage is not None:
+            fn = getattr(storage, "functions", fn)  # feature maps: the view's own functions
         elif fn is not None and self._built is not None and self._built[0].functions is None:
             # A user's storage: the same storage, built through its factory
             # on the view's points (the kernels of from_specs(X[rows])).

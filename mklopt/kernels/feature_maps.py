@@ -991,6 +991,7 @@ class FeatureMapStorage:
                 f"functions must be FeatureMapFunctions, got {type(functions).__name__}"
             )
         self.fn = functions
+        self.functions = functions
         self.maps = functions._own_map()
         self.offsets = functions.offsets
         self.ranks = functions.ranks
@@ -1005,6 +1006,14 @@ class FeatureMapStorage:
                                                                axis=0)
         self._active_key = None
         self._active = None
+
+    def view(self, idx, factors, functions=None, normalize=None):
+        """The rows ``idx`` of the maps, which were fitted once on all points.
+
+        The view's functions normalise on its own points
+        (:meth:`FeatureMapFunctions.view`); ``factors`` are implied by them.
+        """
+        return type(self)(self.fn.view(idx, normalize=normalize))
 
     @property
     def nbytes(self):

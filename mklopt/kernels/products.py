@@ -239,7 +239,7 @@ class ProductStorage(_IndexView):
         diag_raw = _products.product_diagonals(P, ri, rf, ar, np.empty((plan.n_kernels, n)))
         return cls(P, ri, rf, diag_raw, ar, np.ones(plan.n_kernels), functions, owner=True)
 
-    def view(self, idx, factors, functions=None):
+    def view(self, idx, factors, functions=None, normalize=None):
         """The storage of the points ``idx`` of this one, kernel ``k`` scaled by ``factors[k]``."""
         return type(self)(self.P, self.ri, self.rf, self.diag_raw, self.idx[idx],
                           self.factors * factors, functions)

@@ -32,7 +32,7 @@ import numpy as np
 
 from .._interrupt import check, current_flag
 from .._jit import combine as _combine
-from .storage import OnTheFlyStorage
+from .on_the_fly import OnTheFlyStorage
 
 __all__ = ["ViewStorage", "q_by_features"]
 

@@ -294,7 +294,7 @@ def test_the_auto_rule():
 def test_the_auto_rule_and_the_storage_find_the_tables_once(monkeypatch):
     # "auto" weighs the table share, then builds the on-the-fly storage on
     # the same kernel functions: one search for distinct values between them
-    from mklopt.kernels import storage as st_mod
+    from mklopt.kernels import on_the_fly as st_mod
 
     calls = []
     real = st_mod._find_table_groups

@@ -438,3 +438,27 @@ def test_shared_multiclass_runs_the_logistic_loss_certified():
         bank = KernelBank.from_specs(Xs[rows], specs, normalize="trace")
         total += LogisticDual(bank, np.where(y[rows] == j, 1.0, -1.0), C=clf.C, tol=1e-10)(w).value
     assert res.value == pytest.approx(total, rel=1e-6)
+
+
+def test_a_bank_is_viewed_through_its_storage_own_view_verb():
+    # KernelBank.view asks the storage (the protocol's verb), whatever its
+    # class: a storage of one's own that offers a view is read through it.
+    from mklopt.kernels.storage import DenseStorage
+
+    calls = []
+
+    class Counted(DenseStorage):
+        name = "counted"
+
+        def view(self, idx, factors, functions=None, normalize=None):
+            calls.append(idx.copy())
+            return super().view(idx, factors, functions, normalize)
+
+    X = np.random.default_rng(1).normal(size=(12, 2))
+    K = KernelBank.from_specs(X, [rbf(1.0), linear()], normalize=None, storage="dense")
+    bank = KernelBank(Counted(np.ascontiguousarray(K.storage.K)), None)
+    rows = np.array([0, 3, 5, 7])
+    sub = bank.view(rows, normalize="trace")
+    np.testing.assert_array_equal(calls[0], rows)
+    ref = KernelBank.from_matrices([k[np.ix_(rows, rows)] for k in K.storage.K], normalize="trace")
+    np.testing.assert_allclose(sub.combine([0.4, 0.6]), ref.combine([0.4, 0.6]), rtol=1e-13)
