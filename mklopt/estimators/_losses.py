@@ -26,7 +26,7 @@ from functools import partial
 
 from ..tasks import get_oracle
 
-__all__ = ["oracle_entry", "make_oracle", "method_for", "pair_offset"]
+__all__ = ["oracle_entry", "make_oracle", "method_for", "pair_offset", "gives_probabilities"]
 
 
 def oracle_entry(task, loss, where=None):
@@ -80,6 +80,22 @@ def method_for(entry, new_method):
         return LevelBundle
     return new_method
 
+
+
+def gives_probabilities(task, loss):
+    """Whether the oracle of ``loss`` declares its decision function the log-odds.
+
+    An oracle class says so with ``log_odds = True`` (the logistic loss's
+    :class:`~mklopt.oracles.LogisticDual`); its estimator then offers
+    ``predict_proba``, the sigmoid of the decision function. A loss that is
+    not registered (a model saved with a plugin's loss, loaded without it)
+    gives none.
+    """
+    try:
+        entry = oracle_entry(task, loss)
+    except ValueError:
+        return False
+    return bool(getattr(entry.factory, "log_odds", False))
 
 
 def pair_offset(part, w, alpha, tol):

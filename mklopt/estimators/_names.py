@@ -18,13 +18,14 @@ import numpy as np
 
 from .._optional import optional
 from ..kernels.families import family_of
+from ..kernels.stack import PrecomputedKernel
 
 __all__ = ["kernel_name", "kernel_view", "kernel_family", "kernel_names", "weights_table"]
 
 
 def kernel_view(spec):
     """The feature set a spec reads: ``"all"``, ``"f3"``, ``"f0,f2"`` (``"precomputed"``)."""
-    if type(spec).__name__ == "PrecomputedKernel":
+    if isinstance(spec, PrecomputedKernel):
         return "precomputed"
     feats = getattr(spec, "features", None)
     if feats is None:
@@ -33,14 +34,14 @@ def kernel_view(spec):
 
 
 def _family(spec):
-    if type(spec).__name__ == "PrecomputedKernel":
+    if isinstance(spec, PrecomputedKernel):
         return None
     return family_of(spec)
 
 
 def kernel_family(spec):
     """The registered family's name (``"rbf"``, ...), ``"precomputed"``, or the class name."""
-    if type(spec).__name__ == "PrecomputedKernel":
+    if isinstance(spec, PrecomputedKernel):
         return "precomputed"
     fam = _family(spec)
     return type(spec).__name__.lower() if fam is None else fam.name
@@ -51,7 +52,7 @@ def _parameter(spec):
 
     For a family with several parameters, the first one when it is a number.
     """
-    if type(spec).__name__ == "PrecomputedKernel":
+    if isinstance(spec, PrecomputedKernel):
         return float(spec.index)
     fam = _family(spec)
     if fam is None or not fam.params:

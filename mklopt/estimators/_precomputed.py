@@ -23,7 +23,6 @@ samples first, for scikit-learn's cross-validation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
@@ -31,7 +30,7 @@ import numpy as np
 from .._parallel import parallel_map
 from ..driver import solve
 from ..kernels import KernelBank
-from ..kernels.stack import KernelStack, _as_stack
+from ..kernels.stack import KernelStack, PrecomputedKernel, _as_stack
 from ..oracles import CompositeOracle
 from ._checks import check_y
 from ._losses import method_for, pair_offset
@@ -62,18 +61,6 @@ PRECOMPUTED = "precomputed"
 def is_precomputed(kernels):
     """Whether an estimator's ``kernels`` parameter is ``"precomputed"``."""
     return isinstance(kernels, str) and kernels == PRECOMPUTED
-
-
-@dataclass(frozen=True)
-class PrecomputedKernel:
-    """Stands for kernel ``index`` of a precomputed stack in ``kernel_specs_``."""
-
-    index: int
-    #: Precomputed kernels belong to no feature set (``groups="features"``: one group).
-    features = None
-
-    def __repr__(self):
-        return f"precomputed[{self.index}]"
 
 
 def precomputed_specs(n_kernels):

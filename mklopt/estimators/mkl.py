@@ -22,7 +22,7 @@ from ..oracles import CompositeOracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._checks import check_is_fitted
 from ._core import MKL_PARAMS, POSITIVE, loss_of
-from ._losses import method_for, oracle_entry, pair_offset
+from ._losses import gives_probabilities, method_for, oracle_entry, pair_offset
 from ._names import kernel_names, weights_table
 from ._ovo import (
     ClassifierBase,
@@ -577,10 +577,10 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
         a coupling step (Wu, Lin and Weng 2004) that is not implemented, and
         a ``ValueError`` says so.
         """
-        if self.loss != "logistic":
+        if not gives_probabilities("classification", self.loss):
             raise AttributeError(
-                f"predict_proba is available with loss='logistic' only (loss={self.loss!r}: "
-                "the hinge loss gives no probabilities)"
+                f"predict_proba is available with a loss whose decision function is the "
+                f"log-odds, such as loss='logistic' (loss={self.loss!r} gives no probabilities)"
             )
 
         def predict_proba(X):

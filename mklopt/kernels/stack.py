@@ -15,10 +15,11 @@ copied) and presents it samples first, so ``cross_val_score``,
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["KernelStack"]
+__all__ = ["KernelStack", "PrecomputedKernel"]
 
 
 def _as_stack(K, name):
@@ -139,3 +140,15 @@ class KernelStack:
     def __repr__(self):
         n_rows, n_cols, m = self.shape
         return f"KernelStack(n_kernels={m}, n_rows={n_rows}, n_cols={n_cols})"
+
+
+@dataclass(frozen=True)
+class PrecomputedKernel:
+    """Stands for kernel ``index`` of a precomputed stack in ``kernel_specs_``."""
+
+    index: int
+    #: Precomputed kernels belong to no feature set (``groups="features"``: one group).
+    features = None
+
+    def __repr__(self):
+        return f"precomputed[{self.index}]"

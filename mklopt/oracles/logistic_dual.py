@@ -131,6 +131,8 @@ class LogisticDual(LossOracle):
     """
 
     c_homogeneous = True  # l = -C sum V*(-alpha/C): see LossOracle
+    #: The decision function is the model's log-odds: estimators offer predict_proba.
+    log_odds = True
 
     def __init__(self, bank, y, C=1.0, fit_intercept=True, tol=1e-4, max_iter=None):
         bank = as_bank(bank)

@@ -138,6 +138,8 @@ def test_classifiers_fit_the_loss_they_name(cv, loss, multiclass, precomputed, t
         assert not spies.CALLS
     _assert_certified(est)
     assert est.score(X, Y3) >= 0.8
+    # probabilities where the loss's oracle declares its decisions log-odds
+    assert hasattr(getattr(est, "best_estimator_", est), "predict_proba") == (loss == "logistic")
     X_test = _stack(X3[::3], X3) if precomputed else X3[::3]
     _assert_round_trip(getattr(est, "best_estimator_", est), X_test, tmp_path)
     if loss == "spy":
