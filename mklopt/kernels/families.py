@@ -36,6 +36,7 @@ import numpy as np
 
 from .._jit.groups import GAUSSIAN, POLY
 from .._validation import check_int, check_real
+from ._monomials import _poly_map_T
 from .specs import RBF, Linear, Poly, _check_features, _features_repr
 
 __all__ = [
@@ -600,8 +601,6 @@ class _Polynomial(KernelFamily):
         return math.comb(n_used + degree, degree)
 
     def feature_map(self, A, degree):
-        from .feature_maps import _poly_map_T
-
         out = np.empty((self.feature_map_rank(A.shape[1], degree), A.shape[0]))
         _poly_map_T(A, degree, out)
         return out.T

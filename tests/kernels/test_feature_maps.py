@@ -30,7 +30,8 @@ from mklopt.kernels import (
     random_fourier,
     rbf,
 )
-from mklopt.kernels.feature_maps import FeatureMapStorage, _monomials
+from mklopt.kernels._monomials import _monomials
+from mklopt.kernels.feature_maps import FeatureMapStorage
 from mklopt.oracles import SVMDual
 from mklopt.persist import ModelFormatError, load_model, save_model
 
