@@ -285,6 +285,13 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
         ascending order; a subclass may order them otherwise (one class's
         rows, then the other's) when that makes reading a shared bank
         cheaper.
+    ``_check_fit_input(self, X, y) -> (X, y)``, ``_standardizes(self)``,
+    ``_n_features(self, X)``, ``_pair_inputs(self, X, rows)``
+        Optional. The input kind: how the training input is checked,
+        whether it is standardised, what ``n_features_in_`` is, and what a
+        binary problem receives of it (by default features: the rows of
+        ``X``; a precomputed stack gives nothing, its problems read views
+        of one bank).
     ``_prepare_pairs(self, plan, X, rows) -> plan``
         Optional. Called once the binary problems are known (``rows[k]``
         are the training rows of problem ``k``), before any is solved: the
@@ -329,6 +336,24 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
     """
 
     # ---- hooks -----------------------------------------------------------
+    def _check_fit_input(self, X, y):
+        """``(X, y)`` checked (default: features, their names kept; see ``fit``)."""
+        check_feature_names(self, X, reset=True)
+        return check_X_y(X, y, type(self).__name__)
+
+    def _standardizes(self):
+        """Whether the features are standardised (the ``standardize`` rule, default)."""
+        return resolve_standardize(getattr(self, "standardize", False),
+                                   getattr(self, "kernels", None))
+
+    def _n_features(self, X):
+        """``n_features_in_`` of the checked training input (default: its columns)."""
+        return X.shape[1]
+
+    def _pair_inputs(self, X, rows):
+        """What ``_fit_binary`` receives of the inputs of the problem on ``rows`` (its rows)."""
+        return np.ascontiguousarray(X[rows])
+
     def _prepare_fit(self, X):
         """Validate parameters and build the plan of this fit (default: None)."""
 
@@ -417,10 +442,9 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
             On sparse or non-numeric ``X`` and parameters of the wrong type.
         """
         name = type(self).__name__
-        check_feature_names(self, X, reset=True)
-        X, y = check_X_y(X, y, name)
+        X, y = self._check_fit_input(X, y)
         classes, y_idx = class_indices(y, name)
-        if resolve_standardize(getattr(self, "standardize", False), getattr(self, "kernels", None)):
+        if self._standardizes():
             mean, scale = _scaling(X)
             X = (X - mean) / scale
         else:
@@ -446,7 +470,7 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
             for p in order:
                 rows = all_rows[p]
                 y_pm1 = np.where(y_idx[rows] == pairs[p][1], 1.0, -1.0)
-                head = (label(p), plan, np.ascontiguousarray(X[rows]), y_pm1)
+                head = (label(p), plan, self._pair_inputs(X, rows), y_pm1)
                 args = (*head, rows, *extras[p]) if takes_rows else (*head, *extras[p])
                 if parents is not None:
                     done = [m is not None for m in models]
@@ -476,7 +500,7 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
                 for p, model in zip(order, fitted):
                     models[p] = model
         self.classes_ = classes
-        self.n_features_in_ = X.shape[1]
+        self.n_features_in_ = self._n_features(X)
         self.scaler_mean_, self.scaler_scale_ = mean, scale
         self.pairs_ = pairs
         self.models_ = models

@@ -17,10 +17,11 @@ from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion
 from ..kernels.factory import shared_storage
 from ..kernels.sharded import ShardLostError
+from ..kernels.stack import _as_stack
 from ..methods import Chain, LevelBundle, estimator_params_of, get_method, method_names
 from ..oracles import CompositeOracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
-from ._checks import check_is_fitted
+from ._checks import check_is_fitted, check_y
 from ._core import MKL_PARAMS, POSITIVE, loss_of
 from ._losses import gives_probabilities, method_for, oracle_entry, pair_offset
 from ._names import kernel_names, weights_table
@@ -35,7 +36,13 @@ from ._ovo import (
 )
 from ._params import KERNEL_GRIDS, KernelSpecs, check_estimator_client, resolve_kernel_specs
 from ._persist_mkl import ClassifierPersist
-from ._precomputed import check_test_kernels, fit_precomputed, is_precomputed, precomputed_specs
+from ._precomputed import (
+    PrecomputedExpansion,
+    check_test_kernels,
+    is_precomputed,
+    precomputed_bank,
+    precomputed_specs,
+)
 from ._progress import call_lines
 from ._sklearn import ConvergenceWarning, SharedClientMixin
 
@@ -698,7 +705,8 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
             deadline = time.time() + float(self.time_limit)
         check_estimator_client(self.client, self.n_jobs)
         shared = self.multiclass == "shared"
-        specs = self._resolve_specs(X.shape[1])
+        # A precomputed stack has one column per kernel, features their own.
+        specs = self._resolve_specs(len(X) if is_precomputed(self.kernels) else X.shape[1])
         new_method = self._method_factory(specs)
         if shared and getattr(new_method(), "needs_problem", False):
             raise ValueError(
@@ -734,10 +742,42 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
 
     _fit_binary_takes_rows = True
 
+    # ---- the input kind: features, or precomputed kernels -----------------
+    def _check_fit_input(self, X, y):
+        """Features, or with ``kernels="precomputed"`` the stack of training kernels."""
+        if not is_precomputed(self.kernels):
+            return super()._check_fit_input(X, y)
+        if self.standardize not in ("auto", False):
+            raise ValueError(
+                f"standardize={self.standardize!r} has no features to scale with "
+                "kernels='precomputed'; leave it 'auto' or False"
+            )
+        if self.client is not None:
+            raise ValueError("client cannot be combined with kernels='precomputed'")
+        K = _as_stack(X, "X")
+        return K, check_y(y, K[0].shape[0], type(self).__name__)
+
+    def _standardizes(self):
+        return not is_precomputed(self.kernels) and super()._standardizes()
+
+    def _n_features(self, X):
+        # as SVC(kernel="precomputed"): the training samples
+        return X[0].shape[0] if is_precomputed(self.kernels) else X.shape[1]
+
+    def _pair_inputs(self, X, rows):
+        # Precomputed kernels: every problem reads its view of the one bank.
+        return None if is_precomputed(self.kernels) else super()._pair_inputs(X, rows)
+
     def _shares_bank(self, n_problems):
-        """Whether the binary problems read one bank (built here, or given by the CV refit)."""
-        # Under any joblib backend too (threads, processes, Dask): the pairs
-        # then solve the same problems, point for point, as a serial fit.
+        """Whether the binary problems read one bank (built here, or given by the CV refit).
+
+        Always for precomputed kernels (the user's matrices, never copied);
+        on features, for two problems or more without a ``client``, under
+        any joblib backend too (threads, processes, Dask): the pairs then
+        solve the same problems, point for point, as a serial fit.
+        """
+        if is_precomputed(self.kernels):
+            return True
         return not (n_problems < 2 or self.client is not None)
 
     def _pair_rows(self, plan, y_idx, pairs):
@@ -754,6 +794,10 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
         registered by users and feature maps keep the order of ``X``.
         """
         given = getattr(self, "_given_bank", None) is not None
+        if is_precomputed(self.kernels):
+            # The bank holds the user's matrices in the order of X.
+            plan.position = None
+            return pair_rows(y_idx, pairs, by_class=True)
         if not (self._shares_bank(len(pairs)) and (given or (
                 isinstance(self.storage, str)
                 and self.storage in ("auto", "dense", "on_the_fly", "products")))):
@@ -785,6 +829,9 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
             # MKLClassifierCV's refit: its one bank is this very bank (the
             # same standardised X, specs and storage), already evaluated.
             plan.bank = given
+            return plan
+        if is_precomputed(self.kernels):
+            plan.bank = precomputed_bank(X, X[0].shape[0])
             return plan
         if plan.order is not None:
             X = X[plan.order]  # the samples class by class (see _pair_rows)
@@ -841,7 +888,13 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
 
     @staticmethod
     def _binary_model(plan, bank, y, w, alpha, bias, result, rows=None):
-        """The model of a solved binary problem; ``rows`` its points' training rows."""
+        """The model of a solved binary problem; ``rows`` its points' training rows.
+
+        On features the predictor is a kernel expansion over the support
+        vectors' features; a bank of the user's matrices has no kernel
+        functions, and its predictor reads the test kernels at the support
+        vectors' training indices (:class:`PrecomputedExpansion`).
+        """
         alpha = np.asarray(alpha, dtype=np.float64)
         support = np.flatnonzero(alpha > 0.0).astype(np.int64)
         if rows is not None:
@@ -849,10 +902,16 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
             # problem's points took (class by class, see _pair_rows).
             support = support[np.argsort(rows[support], kind="stable")]
         dual_coef = alpha[support] * y[support]
-        predictor = KernelExpansion.from_solution(
-            bank.functions, w, alpha * y, float(bias), threshold=plan.threshold,
-            support=support,
-        )
+        if bank.functions is None:
+            keep = np.flatnonzero(w > plan.threshold * w.max())
+            factors = plan.bank.scales / bank.scales
+            predictor = PrecomputedExpansion(keep, w[keep] * factors[keep], rows[support],
+                                             dual_coef, float(bias))
+        else:
+            predictor = KernelExpansion.from_solution(
+                bank.functions, w, alpha * y, float(bias), threshold=plan.threshold,
+                support=support,
+            )
         return _BinaryMKL(
             predictor=predictor,
             weights=w,
@@ -986,8 +1045,6 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
         self._validate_params()
         # Stoppable as a whole (time_limit, Ctrl-C), kernel construction included.
         with fit_run(type(self).__name__, self.time_limit, self.verbose):
-            if is_precomputed(self.kernels):
-                return fit_precomputed(self, X, y)
             return super().fit(X, y)
 
     def _check_predict_input(self, X):
