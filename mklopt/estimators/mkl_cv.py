@@ -157,7 +157,13 @@ def _splits(cv, X, y, y_idx, classifier=True):
 
 @dataclass(frozen=True)
 class _Formulation:
-    """What every fold's path solves: the options of the estimator's binary problems."""
+    """What every fold's path solves: the options of the estimator's problems.
+
+    The same for every task: the classifier's folds solve one problem per
+    pair of classes (or one shared problem), the regressor's one problem;
+    each builds the oracle of ``entry`` (the loss's registry entry) with
+    the estimator's ``values`` besides ``C`` and ``tol`` (``epsilon``).
+    """
 
     loss: str
     shared: bool
@@ -172,10 +178,12 @@ class _Formulation:
 
     #: The registry entry of ``loss`` (resolved once, carried to every fold).
     entry: object = None
+    #: Other values the oracle takes, as ``(name, value)`` pairs (``epsilon``).
+    values: tuple = ()
 
     def oracle(self, view, y, C, tol):
-        """The oracle of one binary problem at ``C``, recording cuts for the path."""
-        return recording_oracle(self.entry, view, y, C=C, tol=tol)
+        """The oracle of one problem at ``C``, recording cuts for the path."""
+        return recording_oracle(self.entry, view, y, C=C, tol=tol, **dict(self.values))
 
     def method_factory(self):
         """The outer method of a path point (the estimator's own rule, :func:`method_for`)."""
@@ -260,8 +268,16 @@ def _pair_offsets(oracle, res):
 _STATS = ("rel_gap", "value", "n_oracle_calls", "n_iter", "fit_time")
 
 
-def _problems(bank, y_idx, train, pairs, form):
-    """``(rows, y, view)`` of each binary problem of a fold (one per pair of classes)."""
+def _problems(bank, targets, train, pairs, form):
+    """``(rows, y, view)`` of each problem of a fold.
+
+    With ``pairs`` (classification: ``targets`` are class indices) one
+    binary problem per pair of classes; with ``pairs=None`` one problem on
+    the fold's training rows and their ``targets`` (regression).
+    """
+    if pairs is None:
+        return [(train, targets[train], bank.view(train, normalize=form.normalize))]
+    y_idx = targets
     out = []
     for i, j in pairs:
         rows = train[(y_idx[train] == i) | (y_idx[train] == j)]
@@ -349,7 +365,10 @@ def _fit_folds(bank, y_idx, splits, pairs, Cs, form, n_jobs, where=None, ticker=
 
 
 def _fit_fold(bank, y_idx, train, test, pairs, Cs, form, guide=None, where=(), on_point=None):
-    """The C path of every binary problem of one fold, and its validation decisions.
+    """The C path of every problem of one fold, and its validation decisions.
+
+    ``y_idx`` and ``pairs`` are as for :func:`_problems` (``pairs=None``:
+    one problem with real targets, a regressor's).
 
     Each binary problem (one per pair of classes) reads its rows of the
     shared ``bank`` through a view with its own normalisation. Its decision
@@ -365,9 +384,9 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, form, guide=None, where=(), o
     or (n_Cs, 1) for a shared problem; ``weights`` the weights of each
     path at each C (a guide for other folds).
     """
-    n_c, n_p = len(Cs), len(pairs)
-    decisions = np.empty((n_c, test.size, n_p))
     problems = _problems(bank, y_idx, train, pairs, form)
+    n_c, n_p = len(Cs), len(problems)
+    decisions = np.empty((n_c, test.size, n_p))
     paths = _paths(problems, Cs, form, guide, where, on_point, pairs)
     for p, (rows, y, view) in enumerate(problems):
         if form.shared and n_p > 1:
@@ -376,7 +395,10 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, form, guide=None, where=(), o
             models = [(pt.weights, pt.extra[p][0] * y, pt.extra[p][1]) for pt in points]
         else:
             points = paths[p]
-            models = [(pt.weights, pt.alpha * y, pt.bias) for pt in points]
+            # A classifier's expansion is sum_i alpha_i y_i K(x_i, x); a
+            # regressor's alpha already holds the signed coefficients.
+            sign = 1.0 if pairs is None else y
+            models = [(pt.weights, pt.alpha * sign, pt.bias) for pt in points]
         decisions[:, :, p] = path_decisions(bank, view, rows, test, models,
                                             [pt.carried for pt in points], form.threshold)
     stats = {name: np.zeros((n_c, len(paths))) for name in _STATS}

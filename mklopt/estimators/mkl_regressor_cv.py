@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import time
 import warnings
 
@@ -16,7 +15,6 @@ from ._checks import check_feature_names, check_is_fitted, check_targets, check_
 from ._core import RUN_PARAMS, EstimatorCore
 from ._losses import oracle_entry
 from ._params import check_estimator_client
-from ._path import c_path, recording_oracle
 from ._progress import PointTicker, TaskProgress, fold_summary, write
 from ._sklearn import (
     HAS_SKLEARN,
@@ -26,12 +24,11 @@ from ._sklearn import (
     SharedClientMixin,
 )
 from .mkl_cv import (
-    _STATS,
-    _map_folds,
+    _fit_folds,
+    _Formulation,
     _splits,
     _StopFactory,
     check_Cs,
-    path_decisions,
     run_search,
     set_cv_results,
 )
@@ -44,41 +41,6 @@ _SHARED = (
     "inner_tol", "normalize", "standardize", "weight_threshold", "time_limit", "storage",
     "cache_size", "max_memory", "callback", "verbose",
 )
-
-
-def _make_oracle(loss, t, epsilon, bank, C, tol):
-    # The oracle the loss names in the registry, as MKLRegressor builds it.
-    return recording_oracle(oracle_entry("regression", loss), bank, t, C=C, epsilon=epsilon,
-                            tol=tol)
-
-
-def _fit_fold(bank, t, train, test, Cs, epsilon, loss, normalize, new_method, stop, inner_tol,
-              threshold, callback, verbose=0, name="", guide=None, where="", on_point=None):
-    """The C path of one fold and its validation predictions (standardised targets).
-
-    ``guide``: another fold's weights at every C (see
-    :func:`~mklopt.estimators.mkl_cv._fit_folds`).
-
-    Returns ``(predictions, stats, weights)``: ``predictions`` of shape
-    (n_Cs, n_test); ``stats`` a dict of arrays of shape (n_Cs, 1);
-    ``weights`` the path's weights at each C.
-    """
-    view = bank.view(train, normalize=normalize)
-    make = functools.partial(_make_oracle, loss, t[train], epsilon)
-    points = c_path(view, t[train], Cs, new_method, stop, inner_tol, callback=callback,
-                    make_oracle=make, guide=guide, verbose=verbose, name=name, where=where,
-                    on_point=on_point)
-    # beta = alpha - alpha* are the coefficients of the decision
-    preds = path_decisions(bank, view, train, test,
-                           [(pt.weights, pt.alpha, pt.bias) for pt in points],
-                           [pt.carried for pt in points], threshold)
-    stats = {name: np.zeros((len(Cs), 1)) for name in _STATS}
-    stats["converged"] = np.zeros((len(Cs), 1), dtype=bool)
-    for c, pt in enumerate(points):
-        for name in _STATS:
-            stats[name][c, 0] = getattr(pt, name)
-        stats["converged"][c, 0] = pt.converged
-    return preds, stats, [pt.weights for pt in points]
 
 
 class _FoldRegressor(RegressorMixin, BaseEstimator):
@@ -308,32 +270,26 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
                                  reads="many")
         bank = KernelBank.from_specs(Xs, plan.specs, storage=storage, normalize=None,
                                      cache_size=self.cache_size, max_memory=self.max_memory)
-        stop = _StopFactory(base, plan, self.time_limit)
-        args = (Cs, eps, self.loss, self.normalize, plan.new_method, stop, plan.inner_tol,
-                plan.threshold, self.callback, plan.verbose, name)
+        # The classifier's search with one problem per fold: the loss's
+        # oracle from the registry, with the estimator's epsilon.
+        form = _Formulation(self.loss, False, self.normalize, plan.new_method,
+                            _StopFactory(base, plan, self.time_limit), plan.inner_tol,
+                            plan.threshold, self.callback, plan.verbose, name,
+                            oracle_entry("regression", self.loss), (("epsilon", eps),))
         n_s = len(splits)
         with TaskProgress(plan.verbose, name, n_s * Cs.size, "path point") as progress:
 
             def where(k):
-                return f"fold {k + 1} of {n_s}"
-
-            def tick(k):
-                return PointTicker(progress, k) if progress.on else None
+                return [f"fold {k + 1} of {n_s}"]
 
             def done(k, fold):
-                PointTicker.rest(progress, k, Cs.size, where(k), fold_summary(fold[1]))
+                PointTicker.rest(progress, k, Cs.size, f"fold {k + 1} of {n_s}",
+                                 fold_summary(fold[1]))
 
-            # The first fold alone, the others guided by its path (as MKLClassifierCV).
-            (train, test), rest = splits[0], splits[1:]
-            first = _fit_fold(bank, ts, train, test, *args, None, where(0), tick(0))
-            if progress.on:
-                done(0, first)
-            tasks = [(ts, tr, te, *args, first[2], where(k + 1), tick(k + 1))
-                     for k, (tr, te) in enumerate(rest)]
-            others = _map_folds(
-                self.client, self.n_jobs, _fit_fold, bank, tasks, first=1,
-                on_done=(lambda k, f: done(k + 1, f)) if progress.on else None)
-            folds = [first[:2]] + [fold[:2] for fold in others]
+            # The first fold alone, the others guided by its path.
+            folds = _fit_folds(bank, ts, splits, None, Cs, form, self.n_jobs, where,
+                               (lambda k: PointTicker(progress, k)) if progress.on else None,
+                               done if progress.on else None, self.client)
 
         n_c = Cs.size
         scores = np.empty((n_c, n_s))
@@ -344,7 +300,7 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
             fit_time[:, k] = stats["fit_time"].sum(axis=1)
             for c in range(n_c):
                 t0 = time.perf_counter()
-                model = _FoldRegressor(preds[c] * y_scale + y_mean)
+                model = _FoldRegressor(preds[c][:, 0] * y_scale + y_mean)
                 scores[c, k] = scorer(model, positions, t[test])
                 score_time[c, k] = time.perf_counter() - t0
         set_cv_results(self, Cs, scores, fit_time, score_time, folds)

@@ -147,6 +147,9 @@ def test_classifiers_fit_the_loss_they_name(cv, loss, multiclass, precomputed, t
         ref = _classifier(cv, "hinge", multiclass, precomputed).fit(X, Y3)
         np.testing.assert_allclose(est.decision_function(X_test), ref.decision_function(X_test),
                                    rtol=0, atol=1e-10)
+        if cv:  # the search itself: the same fold scores, hence the same C
+            np.testing.assert_allclose(est.cv_results_["mean_test_score"],
+                                       ref.cv_results_["mean_test_score"], rtol=0, atol=1e-12)
 
 
 def _regression_data():
@@ -159,10 +162,13 @@ def _regression_data():
 @pytest.mark.parametrize("cv", [False, True], ids=["plain", "CV"])
 def test_regressors_fit_the_loss_they_name(cv, loss, tmp_path):
     X, t = _regression_data()
+    # standardize=False: each fold's problem is then the plain estimator's on
+    # that fold (no statistics of the whole data), checked below
     if cv:
-        est = MKLRegressorCV(kernels=SPECS, loss=loss, Cs=CS, cv=3, tol=TOL).fit(X, t)
+        est = MKLRegressorCV(kernels=SPECS, loss=loss, Cs=CS, cv=3, tol=1e-4,
+                             standardize=False).fit(X, t)
     else:
-        est = MKLRegressor(kernels=SPECS, loss=loss, C=3.0, tol=TOL).fit(X, t)
+        est = MKLRegressor(kernels=SPECS, loss=loss, C=3.0, tol=TOL, standardize=False).fit(X, t)
     if loss == "spy":
         assert spies.CALLS
         if cv:
@@ -172,6 +178,25 @@ def test_regressors_fit_the_loss_they_name(cv, loss, tmp_path):
     _assert_certified(est)
     assert est.score(X, t) >= 0.5
     _assert_round_trip(getattr(est, "best_estimator_", est), X, tmp_path)
+    if cv:
+        # The search's fold scores against an independent loop: the plain
+        # estimator fitted on each fold (consecutive folds, as KFold(3)),
+        # scored on its held-out part; certified optima agree to a few tol.
+        folds = np.array_split(np.arange(len(t)), 3)
+        for c, C in enumerate(CS):
+            ref = []
+            for te in folds:
+                tr = np.setdiff1d(np.arange(len(t)), te)
+                one = MKLRegressor(kernels=SPECS, loss=loss, C=C, tol=1e-4, standardize=False)
+                ref.append(one.fit(X[tr], t[tr]).score(X[te], t[te]))
+            assert est.cv_results_["mean_test_score"][c] == pytest.approx(np.mean(ref), abs=0.02)
+    if loss == "spy":  # the spy is the epsilon-insensitive oracle: the same search and model
+        ref = (MKLRegressorCV(kernels=SPECS, Cs=CS, cv=3, tol=1e-4, standardize=False) if cv
+               else MKLRegressor(kernels=SPECS, C=3.0, tol=TOL, standardize=False)).fit(X, t)
+        np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=0, atol=1e-10)
+        if cv:
+            np.testing.assert_allclose(est.cv_results_["mean_test_score"],
+                                       ref.cv_results_["mean_test_score"], rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("loss", LOSSES["one-class"])
