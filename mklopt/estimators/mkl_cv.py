@@ -539,6 +539,100 @@ def set_cv_results(est, Cs, scores, fit_time, score_time, folds):
     est.path_converged_ = np.stack([s["converged"] for s in stats])
 
 
+@dataclass
+class SearchSetup:
+    """What a cross-validated estimator's task hands the one search (:func:`search`).
+
+    Attributes
+    ----------
+    bank : KernelBank
+        The raw kernels of all training points, which every fold's problems
+        read through views.
+    targets : ndarray
+        Per bank point: class indices (with ``pairs``) or standardised
+        real targets (without).
+    splits, bank_splits : list of (train, test)
+        The folds in the order of ``X``, and the same folds in the bank's
+        order of points.
+    pairs : list of (int, int) or None
+        The one-vs-one problems of a fold, or None for one problem.
+    form : _Formulation
+        What every path point solves.
+    score : callable
+        ``score(k, decisions)``: fold ``k``'s score of the decision values
+        (shape ``(n_test, n_problems)``) of one C on its validation points.
+    refit : callable
+        ``refit(C)``: the estimator at the chosen ``C`` fitted on all the
+        data.
+    labels : callable
+        ``labels(k)``: the progress labels of fold ``k``'s paths.
+    n_paths : int
+        Paths per fold (pairs, or 1).
+    """
+
+    bank: object
+    targets: object
+    splits: list
+    bank_splits: list
+    pairs: object
+    form: object
+    score: object
+    refit: object
+    labels: object
+    n_paths: int
+
+
+def search(est, Cs, setup, plan, n_samples, point="(fold, C)"):
+    """The one cross-validated search over ``Cs`` of both CV estimators.
+
+    Every fold's paths (:func:`_fit_folds`), the scores of every (C, fold),
+    ``cv_results_`` and the best C (:func:`set_cv_results`), then the refit
+    at that C on all ``n_samples`` samples (``best_estimator_``,
+    ``refit_time_``, ``weights_``), and a ``ConvergenceWarning`` naming the
+    path points that stopped short of ``tol`` (``point`` says what a point
+    is).
+    """
+    name = type(est).__name__
+    n_s = len(setup.splits)
+    with TaskProgress(plan.verbose, name, n_s * setup.n_paths * Cs.size,
+                      "path point") as progress:
+
+        def done(k, fold):
+            PointTicker.rest(progress, k, setup.n_paths * Cs.size, f"fold {k + 1} of {n_s}",
+                             fold_summary(fold[1]))
+
+        folds = _fit_folds(setup.bank, setup.targets, setup.bank_splits, setup.pairs, Cs,
+                           setup.form, est.n_jobs, setup.labels,
+                           (lambda k: PointTicker(progress, k)) if progress.on else None,
+                           done if progress.on else None, est.client)
+    n_c = Cs.size
+    scores = np.empty((n_c, n_s))
+    fit_time = np.empty((n_c, n_s))
+    score_time = np.empty((n_c, n_s))
+    for k, (decisions, stats) in enumerate(folds):
+        fit_time[:, k] = stats["fit_time"].sum(axis=1)
+        for c in range(n_c):
+            t0 = time.perf_counter()
+            scores[c, k] = setup.score(k, decisions[c])
+            score_time[c, k] = time.perf_counter() - t0
+    set_cv_results(est, Cs, scores, fit_time, score_time, folds)
+    if plan.verbose:
+        write(f"[{name}] best C={est.best_C_:g}; refitting on all {n_samples} samples")
+    t0 = time.perf_counter()
+    est.best_estimator_ = setup.refit(est.best_C_)
+    est.refit_time_ = time.perf_counter() - t0
+    est.weights_ = est.best_estimator_.weights_
+    if not est.path_converged_.all():
+        bad = int((~est.path_converged_).sum())
+        warnings.warn(
+            f"{name}: {bad} of {est.path_converged_.size} path points {point} did "
+            f"not reach the relative gap tol={plan.tol:g}; raise max_iter or loosen tol",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return est
+
+
 class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEstimator):
     """Multiple kernel learning classifier with ``C`` chosen by cross-validation.
 
@@ -874,63 +968,35 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
                             plan.threshold, self.callback, plan.verbose, name, plan.entry)
         n_s = len(splits)
         shared = plan.shared and len(pairs) > 1
-        n_paths = 1 if shared else len(pairs)
-        with TaskProgress(plan.verbose, name, n_s * n_paths * Cs.size,
-                          "path point") as progress:
 
-            def where(k):
-                fold = f"fold {k + 1} of {n_s}"
-                if len(pairs) == 1 or shared:
-                    return [fold]
-                return [f"{fold}, {pair_label(classes, i, j)}," for i, j in pairs]
+        def labels(k):
+            fold = f"fold {k + 1} of {n_s}"
+            if len(pairs) == 1 or shared:
+                return [fold]
+            return [f"{fold}, {pair_label(classes, i, j)}," for i, j in pairs]
 
-            def done(k, fold):
-                PointTicker.rest(progress, k, n_paths * Cs.size, f"fold {k + 1} of {n_s}",
-                                 fold_summary(fold[1]))
+        def score(k, decisions):
+            test = splits[k][1]
+            return scorer(_FoldModel(classes, decisions), np.arange(test.size)[:, None],
+                          y[test])
 
-            folds = _fit_folds(bank, bank_y, bank_splits, pairs, Cs, form, self.n_jobs, where,
-                               (lambda k: PointTicker(progress, k)) if progress.on else None,
-                               done if progress.on else None, self.client)
+        def refit(C):
+            refit = self._estimator(C)
+            # The refit reads the kernels of all points from the one bank too,
+            # where a direct fit would build this same bank (more than two
+            # classes, or precomputed kernels); its model is the direct fit's.
+            refit._given_bank = bank
+            refit._given_position = position
+            try:
+                return refit.fit(X_given, y_given)
+            finally:
+                del refit._given_bank, refit._given_position
 
-        n_c = Cs.size
-        scores = np.empty((n_c, n_s))
-        fit_time = np.empty((n_c, n_s))
-        score_time = np.empty((n_c, n_s))
-        for k, ((_, test), (decisions, stats)) in enumerate(zip(splits, folds, strict=True)):
-            positions = np.arange(test.size)[:, None]
-            fit_time[:, k] = stats["fit_time"].sum(axis=1)
-            for c in range(n_c):
-                t0 = time.perf_counter()
-                scores[c, k] = scorer(_FoldModel(classes, decisions[c]), positions, y[test])
-                score_time[c, k] = time.perf_counter() - t0
-        set_cv_results(self, Cs, scores, fit_time, score_time, folds)
-
-        if plan.verbose:
-            write(f"[{name}] best C={self.best_C_:g}; refitting on all {y.shape[0]} samples")
-        t0 = time.perf_counter()
-        refit = self._estimator(self.best_C_)
-        # The refit reads the kernels of all points from the one bank too,
-        # where a direct fit would build this same bank (more than two
-        # classes, or precomputed kernels); its model is the direct fit's.
-        refit._given_bank = bank
-        refit._given_position = position
-        try:
-            refit.fit(X_given, y_given)
-        finally:
-            del refit._given_bank, refit._given_position
-        self.best_estimator_ = refit
-        self.refit_time_ = time.perf_counter() - t0
+        setup = SearchSetup(bank, bank_y, splits, bank_splits, pairs, form, score, refit,
+                            labels, 1 if shared else len(pairs))
+        search(self, Cs, setup, plan, y.shape[0], point="(fold, C, pair)")
         self.classes_ = classes
         self.n_features_in_ = n_features
-        self.weights_ = self.best_estimator_.weights_
-        if not self.path_converged_.all():
-            bad = int((~self.path_converged_).sum())
-            warnings.warn(
-                f"{name}: {bad} of {self.path_converged_.size} path points (fold, C, pair) did "
-                f"not reach the relative gap tol={plan.tol:g}; raise max_iter or loosen tol",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
         return self
 
     def __sklearn_tags__(self):

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import time
-import warnings
-
 import numpy as np
 
 from .._constraints import NO_VALIDATION, Check
@@ -15,22 +12,20 @@ from ._checks import check_feature_names, check_is_fitted, check_targets, check_
 from ._core import RUN_PARAMS, EstimatorCore
 from ._losses import oracle_entry
 from ._params import check_estimator_client
-from ._progress import PointTicker, TaskProgress, fold_summary, write
 from ._sklearn import (
     HAS_SKLEARN,
     BaseEstimator,
-    ConvergenceWarning,
     RegressorMixin,
     SharedClientMixin,
 )
 from .mkl_cv import (
-    _fit_folds,
+    SearchSetup,
     _Formulation,
     _splits,
     _StopFactory,
     check_Cs,
     run_search,
-    set_cv_results,
+    search,
 )
 from .mkl_tasks import MKLRegressor
 
@@ -277,48 +272,17 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
                             plan.threshold, self.callback, plan.verbose, name,
                             oracle_entry("regression", self.loss), (("epsilon", eps),))
         n_s = len(splits)
-        with TaskProgress(plan.verbose, name, n_s * Cs.size, "path point") as progress:
 
-            def where(k):
-                return [f"fold {k + 1} of {n_s}"]
+        def score(k, decisions):
+            test = splits[k][1]
+            model = _FoldRegressor(decisions[:, 0] * y_scale + y_mean)
+            return scorer(model, np.arange(test.size)[:, None], t[test])
 
-            def done(k, fold):
-                PointTicker.rest(progress, k, Cs.size, f"fold {k + 1} of {n_s}",
-                                 fold_summary(fold[1]))
-
-            # The first fold alone, the others guided by its path.
-            folds = _fit_folds(bank, ts, splits, None, Cs, form, self.n_jobs, where,
-                               (lambda k: PointTicker(progress, k)) if progress.on else None,
-                               done if progress.on else None, self.client)
-
-        n_c = Cs.size
-        scores = np.empty((n_c, n_s))
-        fit_time = np.empty((n_c, n_s))
-        score_time = np.empty((n_c, n_s))
-        for k, ((_, test), (preds, stats)) in enumerate(zip(splits, folds, strict=True)):
-            positions = np.arange(test.size)[:, None]
-            fit_time[:, k] = stats["fit_time"].sum(axis=1)
-            for c in range(n_c):
-                t0 = time.perf_counter()
-                model = _FoldRegressor(preds[c][:, 0] * y_scale + y_mean)
-                scores[c, k] = scorer(model, positions, t[test])
-                score_time[c, k] = time.perf_counter() - t0
-        set_cv_results(self, Cs, scores, fit_time, score_time, folds)
-        if plan.verbose:
-            write(f"[{name}] best C={self.best_C_:g}; refitting on all {t.shape[0]} samples")
-        t0 = time.perf_counter()
-        self.best_estimator_ = self._estimator(self.best_C_).fit(X_given, y_given)
-        self.refit_time_ = time.perf_counter() - t0
+        setup = SearchSetup(bank, ts, splits, splits, None, form, score,
+                            lambda C: self._estimator(C).fit(X_given, y_given),
+                            lambda k: [f"fold {k + 1} of {n_s}"], 1)
+        search(self, Cs, setup, plan, t.shape[0])
         self.n_features_in_ = X.shape[1]
-        self.weights_ = self.best_estimator_.weights_
-        if not self.path_converged_.all():
-            bad = int((~self.path_converged_).sum())
-            warnings.warn(
-                f"{name}: {bad} of {self.path_converged_.size} path points (fold, C) did not "
-                f"reach the relative gap tol={plan.tol:g}; raise max_iter or loosen tol",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
         return self
 
     def predict(self, X):
