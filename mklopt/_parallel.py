@@ -137,9 +137,12 @@ def _dask_client(joblib):
         backend = joblib.parallel.get_active_backend()[0]
     except (AttributeError, ImportError):  # pragma: no cover - very old joblib
         return None
-    if "dask" not in type(backend).__name__.lower():
+    # joblib's Dask backend holds a distributed.Client; no other backend does.
+    client = getattr(backend, "client", None)
+    distributed = optional("distributed") if client is not None else None
+    if distributed is None or not isinstance(client, distributed.Client):
         return None
-    return getattr(backend, "client", None)
+    return client
 
 
 def _scatter_shared(client, tasks):
