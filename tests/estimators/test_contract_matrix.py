@@ -259,6 +259,7 @@ def test_n_jobs_gives_the_serial_model_bit_for_bit(cell):
     _assert_same_model(serial, parallel, X_test)
 
 
+@pytest.mark.slow  # a two-process cluster (tests/estimators/test_parallel_fits.py has a quick one)
 def test_the_dask_backend_gives_the_serial_model_bit_for_bit():
     pytest.importorskip("distributed")
     import joblib
