@@ -46,6 +46,10 @@ class Domain:
 
     n_kernels: int
 
+    def __repr__(self):
+        # What error messages and the conformance kit print for the set.
+        return f"{type(self).__name__}(n_kernels={getattr(self, 'n_kernels', '?')})"
+
     def initial(self):
         """The uniform feasible starting point of the papers."""
         raise NotImplementedError
@@ -155,6 +159,9 @@ class LpBall(Domain):
         self.n_kernels = check_int(n_kernels, "n_kernels", low=1)
         self.p = check_norm(p, "p")
         self.p_star = 1.0 if self.p == np.inf else self.p / (self.p - 1.0)
+
+    def __repr__(self):
+        return f"LpBall(n_kernels={self.n_kernels}, p={self.p:g})"
 
     def initial(self):
         # m^(-1/p) is the uniform point of the unit sphere; it is 1 for p = inf.
@@ -299,6 +306,9 @@ class ElasticNet(Domain):
             # lam = 1: w = 1 wherever beta > 0 (and 0/0 -> 1 at beta = 0 too:
             # at lam = 1 every weight may be 1).
             return np.where(den > 0.0, beta / den, 1.0)
+
+    def __repr__(self):
+        return f"ElasticNet(n_kernels={self.n_kernels}, lam={self.lam:g})"
 
     def initial(self):
         # beta uniform on the simplex: w = 1 / (m (1 - lam) + lam)
@@ -524,6 +534,9 @@ class GroupSimplex(Domain):
         self.group_of = np.empty(self.n_kernels, dtype=np.int64)
         for j in range(self.n_groups):
             self.group_of[self.order[self.offsets[j] : self.offsets[j + 1]]] = j
+
+    def __repr__(self):
+        return f"GroupSimplex(n_kernels={self.n_kernels}, n_groups={self.n_groups})"
 
     def initial(self):
         lam = self.initial_lam()

@@ -16,7 +16,16 @@ from ._policy import inner_tol_for
 from ._types import Handover, OracleAnswer, OracleRequest, Progress, Result
 from .domains import retract_onto
 from .oracles._warnings import ConvergenceWarning
-from .stopping import AnyOf, DualityGap, MaxIter, NoPointError, Stop, TimeLimit, as_criterion
+from .stopping import (
+    AnyOf,
+    DualityGap,
+    InvalidQueryError,
+    MaxIter,
+    NoPointError,
+    Stop,
+    TimeLimit,
+    as_criterion,
+)
 
 __all__ = ["solve"]
 
@@ -32,9 +41,13 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     oracle : callable
         ``oracle(w, warm_start=alpha) -> answer``, e.g.
         :class:`mklopt.oracles.SVMDual`.
-    method : OuterMethod
-        An outer method (ask/tell; see :class:`mklopt._types.OuterMethod`);
-        it is (re)started here.
+    method : OuterMethod or str
+        An outer method (ask/tell; see :class:`mklopt._types.OuterMethod`),
+        (re)started here, or the registered name of one (``"level"``,
+        ``"cutting_plane"``, ...; see :func:`mklopt.methods.method_names`),
+        built with its default parameters. A class is refused with a
+        ``TypeError`` saying to pass an instance: its parameters would be
+        guessed.
     stop : StopCriterion or callable, default=DualityGap(1e-2) | MaxIter(500)
         Checked after every oracle call; see :mod:`mklopt.stopping`.
     callback : callable, optional
@@ -65,7 +78,11 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
         oracle call. A run ended by Ctrl-C (reason ``"interrupted"``), a
         time limit (``"time_limit"``) or the callback still returns the best
         point found so far (``converged=False``), even when the stop came
-        in the middle of an oracle call.
+        in the middle of an oracle call. So does a run whose method asks for
+        a query that is not finite or not in its feasible set (reason
+        ``"invalid_query"``, with a
+        :class:`~mklopt.oracles.ConvergenceWarning` naming the method and
+        the query): the query is never passed to the oracle.
 
     Raises
     ------
@@ -76,6 +93,12 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
         A time limit (or the callback) stopped the run inside its first
         oracle call: there is no certified point to return. A
         ``RuntimeError``.
+    InvalidQueryError
+        The method's first query is not finite or not in its feasible set
+        (a ``ValueError`` naming the method and the query): there is no
+        point to return.
+    TypeError
+        ``method`` is a class, or not an outer method.
 
     Notes
     -----
@@ -157,6 +180,7 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     Long runs report progress on the ``"mklopt"`` logger at INFO level (at
     most one line a second); per-call detail goes to ``callback``.
     """
+    method = _as_method(method)
     if stop is None:
         stop = DualityGap(1e-2) | MaxIter(500)
     stop = as_criterion(stop)
@@ -211,6 +235,10 @@ def _run(oracle, method, stop, callback, warm_start, adapt_tol, run, initial=Non
                 query = method.ask() if first is None else first
                 if request.warm_start is not None:
                     warm = request.warm_start
+            bad = _invalid_query(method, query)
+            if bad is not None:
+                verdict = _refuse_query(method, query, bad, rep, len(history))
+                break
             if inner is not None:
                 inner.set(rep, exact=recheck is not None or request.need == "exact")
             kwargs = {}
@@ -285,6 +313,80 @@ def _run(oracle, method, stop, callback, warm_start, adapt_tol, run, initial=Non
     elapsed = time.perf_counter() - t0
     verdict = _check_gap_target(stop, method.report(), verdict)
     return _result(method, method.report(), oracle, history, verdict, elapsed, calls0)
+
+
+def _as_method(method):
+    """The outer method ``solve`` runs: an instance, or one built from a registered name."""
+    if isinstance(method, str):
+        from .methods import get_method
+
+        return get_method(method)()  # unknown names: a ValueError listing the known ones
+    if isinstance(method, type):
+        raise TypeError(
+            f"method must be an outer method instance or a registered name, got the class "
+            f"{method.__name__}; pass {method.__name__}() (or {method.__name__}(...) with "
+            "its parameters)"
+        )
+    missing = [a for a in ("start", "ask", "tell", "report")
+               if not callable(getattr(method, a, None))]
+    if missing:
+        raise TypeError(
+            f"method must be an outer method (start, ask, tell, report) or a registered name; "
+            f"{type(method).__name__} has no {', '.join(missing)}"
+        )
+    return method
+
+
+#: How far off its feasible set a query may be (the rounding of a projection
+#: or an LP solution) before the driver refuses it.
+QUERY_TOL = 1e-6
+
+
+def _invalid_query(method, query):
+    """Why ``query`` must not reach the oracle (``"not finite"``, ...), or None.
+
+    Only weight vectors are checked (``query_is_array``; boosting's queries
+    are records): every entry finite, and inside the method's ``domain`` up
+    to :data:`QUERY_TOL` when the domain has a membership test.
+    """
+    if not getattr(method, "query_is_array", True):
+        return None
+    try:
+        w = np.asarray(query, dtype=np.float64)
+    except (TypeError, ValueError):
+        return "not an array of kernel weights"
+    if not np.all(np.isfinite(w)):
+        return "not finite (NaN or inf)"
+    domain = getattr(method, "domain", None)
+    if domain is None:
+        return None
+    try:
+        inside = domain.contains(w, tol=QUERY_TOL)
+    except NotImplementedError:  # a user's set without a membership test
+        return None
+    except (TypeError, ValueError):  # a wrong shape
+        inside = False
+    return None if inside else f"not in its feasible set {domain!r}"
+
+
+def _refuse_query(method, query, why, rep, n_calls):
+    """End the run on a bad query: the verdict with the best point, or raise without one."""
+    w = np.asarray(query, dtype=np.float64) if getattr(method, "query_is_array", True) else query
+    shown = np.array2string(w, precision=4, threshold=12) if isinstance(w, np.ndarray) else repr(w)
+    name = type(method).__name__
+    message = f"{name} asked for the query w={shown} after {n_calls} oracle calls: it is {why}"
+    if rep.best is None:
+        raise InvalidQueryError(
+            f"{message}. No point was evaluated, so there is nothing to return; the method "
+            "is at fault (check its first query)", method=name, query=w, n_oracle_calls=n_calls)
+    warnings.warn(
+        f"{message}. It was not passed to the oracle; the run ends with the best point found "
+        f"so far (value {float(rep.upper):.6g}, gap {float(rep.gap):.3g}), reason "
+        "'invalid_query'",
+        ConvergenceWarning,
+        stacklevel=4,
+    )
+    return Stop("invalid_query", False)
 
 
 def _request_of(rep):

@@ -38,6 +38,7 @@ __all__ = [
     "WeightChange",
     "as_criterion",
     "NoPointError",
+    "InvalidQueryError",
 ]
 
 
@@ -50,6 +51,25 @@ class NoPointError(RuntimeError):
     the time limit. Ctrl-C at that stage raises ``KeyboardInterrupt``
     instead.
     """
+
+
+class InvalidQueryError(ValueError):
+    """A method asked for a query that is not finite or not in its feasible set.
+
+    :func:`mklopt.solve` never passes such a query to the oracle. When the
+    run has a certified point already, it ends there and returns it (reason
+    ``"invalid_query"``, as an interrupted run does) with a
+    :class:`~mklopt.oracles.ConvergenceWarning` carrying this message; when
+    the bad query is the first one, there is nothing to return and this is
+    raised. ``method`` names the method, ``query`` is the offending point
+    and ``n_oracle_calls`` the calls made before it.
+    """
+
+    def __init__(self, message, method=None, query=None, n_oracle_calls=0):
+        super().__init__(message)
+        self.method = method
+        self.query = query
+        self.n_oracle_calls = n_oracle_calls
 
 
 class Stop(NamedTuple):

@@ -53,8 +53,9 @@ class OracleBase:
     = l(alpha) - w'q / 2``, subgradient ``-q / 2``, value-only answers
     (``need_q=False``) and kernel subsets (``kernels=``), so every outer
     method and the driver's options work with it. An iterative solver passes
-    ``tol`` and ``max_iter`` to ``_setup``; the driver then adapts ``tol``
-    to the gap it must resolve.
+    ``tol`` (and optionally ``max_iter``, by default ``max(10**6, 100 n)``
+    iterations) to ``_setup``; the driver then adapts ``tol`` to the gap it
+    must resolve.
     """
 
     #: ``need_q=False`` is supported (see :meth:`__call__`).
@@ -78,6 +79,8 @@ class OracleBase:
         self.n_samples = int(bank.n_samples)
         if tol is not None:  # iterative solvers only (the driver adapts it)
             self.tol = check_real(tol, "tol", low=0.0, strict_low=True)
+            if max_iter is None:  # the signature's default: a budget no solve should need
+                max_iter = max(1_000_000, 100 * self.n_samples)
             self.max_iter = check_int(max_iter, "max_iter", low=1)
         self.n_calls = 0
         self.n_unconverged = 0
