@@ -119,8 +119,7 @@ class AnalyticLp(MethodBase):
     def _tell(self, s, query, answer):
         s.theta = self.update(query, answer.q, self.p)
         if s.theta is None:
-            s.theta = np.array(query, dtype=np.float64)
-            self._finish("stationary", converged=True)
+            s.theta = _stationary(self, query, answer)
 
     @staticmethod
     def update(theta, q, p):
@@ -217,8 +216,22 @@ class AnalyticElasticNet(MethodBase):
 
     def _tell(self, s, query, answer):
         w = self.domain.analytic_step(query, answer.q)
-        if w is None:
-            s.theta = np.array(query, dtype=np.float64)
-            self._finish("stationary", converged=True)
-        else:
-            s.theta = w
+        s.theta = _stationary(self, query, answer) if w is None else w
+
+
+def _stationary(method, query, answer):
+    """The next point when the update is undefined (``q_k = 0`` wherever ``theta_k > 0``).
+
+    With a zero gap the point is optimal and the run ends converged. Otherwise
+    kernels at zero weight have ``q_k > 0`` and the multiplicative update can
+    never revive them (the conformance kit found such a stall claiming
+    convergence on a piecewise-linear toy): the point is mixed with a little
+    of the uniform one, as after a hand-over, and the run goes on.
+    """
+    dom = method.domain
+    theta = np.array(query, dtype=np.float64)
+    if dom.gap(theta, answer) <= 0.0:
+        method._finish("stationary", converged=True)
+        return theta
+    mixed = (1.0 - _RESUME_MIX) * theta + _RESUME_MIX * np.asarray(dom.initial())
+    return np.asarray(dom.project(mixed), dtype=np.float64)

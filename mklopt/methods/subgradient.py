@@ -109,6 +109,13 @@ class Subgradient(MethodBase):
     True
     """
 
+    #: What the conformance kit holds it to (:func:`mklopt.testing.check_method`):
+    #: no rate on a non-smooth J (measured on the kit's piecewise-linear toys,
+    #: the best value stalls at 0.1 to 0.8 of its first excess within 200 calls).
+    conformance = {"piecewise": None,
+                   "reason": "a descent method with a line search: it stalls at the kinks of a "
+                             "non-smooth J, so no rate is promised there"}
+
     def __init__(self, direction="reduced", line_search_tol=0.1, step_scale=1.0, zero_tol=1e-10,
                  norm=1.0, elastic_net=None):
         self.direction = direction

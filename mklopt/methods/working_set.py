@@ -31,6 +31,7 @@ of zero weight" relies on for its gradient.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -184,6 +185,20 @@ class KernelWorkingSet(MethodBase):
         if m <= 2 * int(self.size):
             self._restart(s, np.arange(m))  # small bank: no working set needed
             s.pricing = False
+        return domain, s
+
+    def _resume(self, oracle, handover):
+        # From a hand-over (a chain, ``solve(..., initial=...)``): on a small
+        # bank the inner method resumes from it; on a large one its answer is
+        # the first pricing (it picks the first working set). Before this the
+        # method restarted at the uniform point, found by the conformance kit.
+        domain, s = self._start(oracle)
+        q = getattr(handover.answer, "q", None)
+        if not s.pricing:
+            if "handover" in inspect.signature(s.inner.start).parameters:
+                s.inner.start(_SubsetOracle(oracle, s.W), handover)
+        elif q is not None and np.shape(q) == (s.m,):
+            self._after_pricing(s, handover.weights, handover.answer)
         return domain, s
 
     def _ask(self, s):

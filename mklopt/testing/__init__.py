@@ -2,8 +2,10 @@
 
 :func:`check_method` and :func:`check_oracle` raise ``AssertionError``
 naming the violated property; :func:`parametrize_with_checks` runs them as
-pytest cases; :mod:`mklopt.testing.strategies` has hypothesis strategies
-(imported only from there: hypothesis is a test dependency).
+pytest cases, one per check; :mod:`mklopt.testing.strategies` has
+hypothesis strategies. hypothesis is a test dependency, not one of
+mklopt's: ``check_method`` draws its problems with it and says how to
+install it when it is missing.
 
 The toy oracles answer like :class:`mklopt.oracles.SVMDual` (an
 :class:`~mklopt.OracleAnswer` with ``value``, ``q``, ``alpha``, ...) but in
@@ -19,661 +21,42 @@ is smooth. Both return their L1 optimum with a certified error bound
 (``exact_l1_optimum``).
 """
 
-import math
-import warnings
-
-import numpy as np
-from scipy.optimize import linprog
-
-from .._optional import require
-from .._types import OracleAnswer
-from ..domains import ElasticNet, GroupSimplex, LpBall, Simplex
-
-__all__ = ["PiecewiseLinearOracle", "SmoothQuadraticOracle", "check_method", "check_oracle",
-           "parametrize_with_checks"]
-
-
-def _cvxpy():
-    """cvxpy, for the exact optima of the smooth oracle (a test extra)."""
-    return require("cvxpy", "the exact optimum of SmoothQuadraticOracle")
-
-
-def elastic_net_metric(n_kernels, lam):
-    r"""``A^{-1}`` of the conic form of the elastic-net support function.
-
-    With ``r_k = sqrt(q_k)`` and ``A = (1 - lam) 11' + lam I``, the support
-    function of :class:`~mklopt.domains.ElasticNet` is
-    ``h(q) = max_{u >= 0} 2 r'u - u'Au``, whose Lagrange dual (the sign
-    constraint's multiplier) is ``min_{z >= r} z'A^{-1}z``. So an exact
-    optimum ``max_alpha 1'alpha - h(q(alpha)) / 2`` is the second-order cone
-    program ``max 1'alpha - z'A^{-1}z / 2`` subject to
-    ``||L_k'v(alpha)|| <= z_k``. ``A^{-1}`` follows from Sherman-Morrison,
-    for ``0 < lam <= 1`` (``lam = 0`` is L1-MKL and is solved as such).
-    """
-    c = 1.0 - lam
-    return (np.eye(n_kernels) - c / (lam + n_kernels * c) * np.ones((n_kernels, n_kernels))) / lam
-
-
-def _solve_tight(prob):
-    """Solve with Clarabel and accept only an optimal status.
-
-    At its default tolerances (1e-8) Clarabel reported a drawn problem
-    optimal 1.6e-6 relative below a certified lower bound, and it can stop
-    "optimal_inaccurate" or fail. The solve runs at 1e-9 first and is
-    retried with the defaults, then with more iterations and no
-    equilibration. If no attempt is optimal the first inaccurate value is
-    returned (as a single default solve did before); none at all raises.
-    """
-    cp = _cvxpy()
-    attempts = [
-        dict(tol_gap_abs=1e-9, tol_gap_rel=1e-9, tol_feas=1e-9),
-        {},
-        dict(max_iter=1000, equilibrate_enable=False),
-        dict(max_iter=1000, equilibrate_enable=False, static_regularization_constant=1e-7),
-    ]
-    inaccurate = None
-    for opts in attempts:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # "may be inaccurate": the status says it
-                prob.solve(solver=cp.CLARABEL, **opts)
-        except cp.error.SolverError:
-            continue
-        if prob.status == cp.OPTIMAL:
-            return float(prob.value)
-        if prob.status == cp.OPTIMAL_INACCURATE and inaccurate is None:
-            inaccurate = float(prob.value)
-    if inaccurate is not None:
-        return inaccurate
-    raise RuntimeError(f"the reference conic solve did not reach an optimum ({prob.status})")
-
-
-class PiecewiseLinearOracle:
-    """``J(w) = max_j (s_j - w'q_j / 2)``: non-smooth, exact optimum by an LP.
-
-    Parameters
-    ----------
-    s : array-like of shape (n_pieces,)
-        ``s_j = 1'alpha_j`` of each piece.
-    Q : array-like of shape (n_pieces, n_kernels)
-        ``q_j`` of each piece (non-negative).
-    """
-
-    def __init__(self, s, Q):
-        self.s = np.asarray(s, dtype=float)
-        self.Q = np.asarray(Q, dtype=float)  # (n_pieces, n_kernels)
-        self.n_kernels = self.Q.shape[1]
-        self.n_samples = self.Q.shape[0]
-        self.n_calls = 0
-
-    @classmethod
-    def random(cls, n_kernels, n_pieces, seed=0):
-        rng = np.random.default_rng(seed)
-        Q = rng.uniform(0.5, 3.0, size=(n_pieces, n_kernels)) ** 2
-        s = rng.uniform(5.0, 6.0, size=n_pieces)
-        return cls(s, Q)
-
-    def __call__(self, w, warm_start=None):
-        self.n_calls += 1
-        vals = self.s - 0.5 * self.Q @ w
-        j = int(np.argmax(vals))
-        alpha = np.zeros(self.n_samples)
-        alpha[j] = 1.0
-        q = self.Q[j].copy()
-        return OracleAnswer(
-            w=np.array(w, dtype=float),
-            value=float(vals[j]),
-            grad=-0.5 * q,
-            q=q,
-            alpha=alpha,
-            bias=0.0,
-            support=np.array([j], dtype=np.int64),
-            n_solver_iter=1,
-            linear_term=float(self.s[j]),
-        )
-
-    def __repr__(self):
-        return f"PiecewiseLinearOracle(n_kernels={self.n_kernels}, n_pieces={len(self.s)})"
-
-    def exact_l1_optimum(self):
-        """``J* = min_{w in simplex} J(w)``, as a float (see :meth:`certified_l1_optimum`).
-
-        Returns
-        -------
-        float
-            The optimal value; every toy oracle returns its optimum this way.
-        """
-        return self.exact_l1_solution()[0]
-
-    def exact_l1_solution(self):
-        """``(J*, w*)``: the L1 optimum and a minimiser (see :meth:`certified_l1_optimum`)."""
-        value, _, w = self._certified()
-        return value, w
-
-    def certified_l1_optimum(self):
-        """``(J*, bound)``: the L1 optimum and a certified bound on its error.
-
-        The LP in ``(w, t)`` is solved by HiGHS, then polished on its active
-        pieces and kernels by solving the vertex's linear equations (primal
-        ``w`` and dual multipliers ``mu`` over the pieces). ``J*`` is ``J(w)``
-        at the polished point, and ``bound = J(w) - D(mu)`` with ``D(mu) =
-        mu's - max_k (mu'Q)_k / 2``, a lower bound of every ``J`` on the
-        simplex: the returned value is within ``bound`` above the optimum.
-        """
-        value, bound, _ = self._certified()
-        return value, bound
-
-    def _value(self, w):
-        return float(np.max(self.s - 0.5 * self.Q @ w))
-
-    def _lower(self, mu):
-        return float(mu @ self.s - 0.5 * np.max(mu @ self.Q))
-
-    def _certified(self):
-        m, J = self.n_kernels, len(self.s)
-        c = np.r_[np.zeros(m), 1.0]
-        A_ub = np.c_[-0.5 * self.Q, -np.ones(J)]
-        A_eq = np.r_[np.ones(m), 0.0][None, :]
-        res = linprog(
-            c, A_ub=A_ub, b_ub=-self.s, A_eq=A_eq, b_eq=[1.0],
-            bounds=[(0, None)] * m + [(None, None)], method="highs",
-        )
-        assert res.status == 0
-        w = _to_simplex(res.x[:m])
-        mu = _to_simplex(-np.asarray(res.ineqlin.marginals, dtype=float))
-        up, low = self._value(w), self._lower(mu)
-        # Polish: the vertex's equations on the active pieces A and kernels S.
-        scale = max(1.0, abs(up))
-        active = np.flatnonzero(self.s - 0.5 * self.Q @ w >= up - 1e-7 * scale)
-        S = np.flatnonzero(w > 1e-9)
-        # primal: s_j - Q_jS w_S / 2 = t (j in A), sum w_S = 1
-        A = np.zeros((len(active) + 1, len(S) + 1))
-        A[:-1, :-1], A[:-1, -1], A[-1, :-1] = 0.5 * self.Q[np.ix_(active, S)], 1.0, 1.0
-        x = np.linalg.lstsq(A, np.r_[self.s[active], 1.0], rcond=None)[0]
-        w2 = np.zeros(m)
-        w2[S] = x[:-1]
-        if np.all(w2 >= 0) and self._value(_to_simplex(w2)) < up:
-            w = _to_simplex(w2)
-            up = self._value(w)
-        # dual: (mu_A' Q_A)_k equal on S, sum mu_A = 1
-        B = np.zeros((len(S) + 1, len(active) + 1))
-        B[:-1, :-1], B[:-1, -1], B[-1, :-1] = self.Q[np.ix_(active, S)].T, -1.0, 1.0
-        y = np.linalg.lstsq(B, np.r_[np.zeros(len(S)), 1.0], rcond=None)[0]
-        mu2 = np.zeros(J)
-        mu2[active] = y[:-1]
-        if np.all(mu2 >= 0) and self._lower(_to_simplex(mu2)) > low:
-            low = self._lower(_to_simplex(mu2))
-        return up, max(0.0, up - low), w
-
-
-def _to_simplex(x):
-    """``x`` clipped at 0 and scaled to sum 1 (a point of the simplex)."""
-    x = np.maximum(np.asarray(x, dtype=float), 0.0)
-    return x / x.sum()
-
-
-class SmoothQuadraticOracle:
-    """``J(w) = max_a s'a - 1/2 sum_k w_k a'M_k a = s'(sum_k w_k M_k)^{-1} s / 2``.
-
-    An unconstrained stand-in for the SVM dual: ``J`` is smooth and convex on
-    the simplex, the maximiser ``a*(w)`` is exact, so ``D(a) = s'a - max_k
-    a'M_k a / 2`` is an exact lower bound and the L1 optimum is the QCQP
-    ``max_a s'a - t/2, a'M_k a <= t`` (``exact_l1_optimum``, by cvxpy).
-    """
-
-    def __init__(self, s, M):
-        self.s = np.asarray(s, dtype=float)
-        self.M = np.asarray(M, dtype=float)  # (n_kernels, r, r), positive definite
-        self.n_kernels = self.M.shape[0]
-        self.n_samples = self.M.shape[1]
-        self.n_calls = 0
-
-    @classmethod
-    def random(cls, n_kernels, dim=5, seed=0):
-        rng = np.random.default_rng(seed)
-        B = rng.normal(size=(n_kernels, dim, dim))
-        M = np.einsum("kij,klj->kil", B, B) + 0.1 * np.eye(dim)
-        M *= rng.uniform(0.2, 2.0, size=(n_kernels, 1, 1))
-        return cls(rng.normal(size=dim), M)
-
-    def __call__(self, w, warm_start=None):
-        self.n_calls += 1
-        w = np.asarray(w, dtype=float)
-        A = np.tensordot(w, self.M, axes=1)
-        a = np.linalg.solve(A, self.s)
-        q = np.einsum("i,kij,j->k", a, self.M, a)
-        sa = float(self.s @ a)
-        return OracleAnswer(
-            w=w.copy(),
-            value=sa - 0.5 * float(w @ q),
-            grad=-0.5 * q,
-            q=q,
-            alpha=a,
-            bias=0.0,
-            support=np.arange(a.size, dtype=np.int64),
-            n_solver_iter=1,
-            linear_term=sa,
-        )
-
-    def __repr__(self):
-        return f"SmoothQuadraticOracle(n_kernels={self.n_kernels}, dim={self.n_samples})"
-
-    def exact_l1_optimum(self):
-        """``J* = min_{w in simplex} J(w)``, as a float (see :meth:`certified_l1_optimum`)."""
-        return self.certified_l1_optimum()[0]
-
-    def _solve_at(self, w):
-        """``(J(w), a(w), q(a(w)))`` by one linear solve."""
-        a = np.linalg.solve(np.tensordot(w, self.M, axes=1), self.s)
-        q = np.einsum("i,kij,j->k", a, self.M, a)
-        return float(self.s @ a) - 0.5 * float(w @ q), a, q
-
-    def certified_l1_optimum(self):
-        """``(J*, bound)``: the L1 optimum and a certified bound on its error.
-
-        Newton's method on the optimality conditions of a face of the
-        simplex (``q_k(a(w))`` equal on the kernels in use, ``a(w) = (sum_k
-        w_k M_k)^{-1} s``), from the uniform weights, kernels entering when
-        their ``q_k`` exceeds the others' and leaving when their weight would
-        turn negative, each step cut back until it makes progress (with a
-        Frank-Wolfe step when Newton's makes none: proportional kernels make
-        the face system singular). ``J* = J(w)`` at the final point, and ``bound =
-        (max_k q_k - w'q) / 2 = J(w) - D(a(w))`` is its certified distance
-        above the optimum: about 1e-15 relative on drawn toys. Should Newton
-        stall above 1e-12 relative, it restarts from the kernel weights of
-        the conic program (cvxpy and Clarabel, a test extra), whose own
-        answer is good to 1e-9..1e-6.
-        """
-        value, gap, _ = self._polish_l1(np.full(self.n_kernels, 1.0 / self.n_kernels))
-        if gap <= 1e-12 * max(1.0, abs(value)):
-            return value, gap
-        cp = _cvxpy()
-        a = cp.Variable(self.n_samples)
-        t = cp.Variable()
-        cons = [cp.quad_form(a, cp.psd_wrap(Mk)) <= t for Mk in self.M]
-        prob = cp.Problem(cp.Maximize(self.s @ a - t / 2), cons)
-        _solve_tight(prob)
-        # the cone constraints' multipliers are w / 2
-        lam = np.array([float(np.asarray(c.dual_value).ravel()[0]) for c in cons])
-        if np.isfinite(lam).all() and lam.max() > 0:
-            v2, g2, _ = self._polish_l1(_to_simplex(lam))
-            if g2 < gap:
-                value, gap = v2, g2
-        return value, gap
-
-    def _polish_l1(self, w, max_iter=100):
-        """Minimise ``J`` over the simplex from ``w``: ``(J, gap, w)`` at the best point.
-
-        Each iteration takes Newton's step on the current face (cut at the
-        boundary of the simplex, then halved until it makes progress), or
-        when that makes none, a Frank-Wolfe step towards the vertex of the
-        largest ``q_k`` (a descent direction whenever the gap is positive),
-        halved likewise. Progress is a lower ``J``, or the same ``J`` to
-        rounding and a lower gap, so the iterates cannot cycle between
-        faces, and Newton gives the fast local convergence. Kernels that are
-        multiples of one another make the face system singular; the
-        least-squares Newton step is still a direction of the face's
-        quadratic model.
-        """
-        m = self.n_kernels
-        value, a, q = self._solve_at(w)
-        gap = max(0.0, 0.5 * (float(q.max()) - float(w @ q)))
-        best = (value, gap, w.copy())
-        for _ in range(max_iter):
-            if gap <= 1e-15 * max(1.0, abs(value)):
-                break
-            # J is flat at the optimum (its excess is the square of the gap's
-            # order), so near it a step that leaves J unchanged to rounding
-            # but lowers the gap is progress too.
-            slack = 4.0 * np.finfo(float).eps * max(1.0, abs(value))
-            step = None
-            d = self._newton_direction(w, a, q)
-            candidates = []
-            if d is not None:
-                # Cut at the first weight that reaches 0 (which then leaves the face).
-                neg = np.flatnonzero(d < 0.0)
-                ratios = -w[neg] / d[neg]
-                if ratios.size and ratios.min() < 1.0:
-                    candidates.append((d, float(ratios.min()), int(neg[np.argmin(ratios)])))
-                else:
-                    candidates.append((d, 1.0, -1))
-            candidates.append((np.eye(m)[int(np.argmax(q))] - w, 1.0, -1))  # Frank-Wolfe
-            for d, t, block in candidates:  # Newton first; Frank-Wolfe when it gives nothing
-                cut = t
-                while t > 1e-12 and step is None:
-                    w2 = w + t * d
-                    if t == cut and block >= 0:
-                        w2[block] = 0.0
-                    w2 = _to_simplex(w2)
-                    v2, a2, q2 = self._solve_at(w2)
-                    g2 = max(0.0, 0.5 * (float(q2.max()) - float(w2 @ q2)))
-                    if v2 < value - slack or (v2 <= value + slack and g2 < gap):
-                        step = (v2, a2, q2, w2, g2)
-                    t *= 0.5
-                if step is not None:
-                    break
-            if step is None:
-                break  # no progress to rounding: the best point is final
-            value, a, q, w, gap = step
-            if gap < best[1]:
-                best = (value, gap, w.copy())
-        return best
-
-    def _newton_direction(self, w, a, q):
-        """Newton's direction on the face of ``w`` (plus the kernel of the largest ``q_k``).
-
-        Solves ``F(w_S, tau) = (q_S - tau, sum w_S - 1) = 0`` to first
-        order, with ``dq_k/dw_j = -2 (M_k a)' A^{-1} (M_j a)``; None when
-        the system has no finite solution.
-        """
-        m = self.n_kernels
-        S = np.flatnonzero(w > 0)
-        top = int(np.argmax(q))
-        if top not in S:  # a kernel with a larger q_k enters the face
-            S = np.union1d(S, [top])
-        A = np.tensordot(w, self.M, axes=1)
-        G = np.einsum("kij,j->ik", self.M[S], a)
-        H = -2.0 * G.T @ np.linalg.solve(A, G)
-        n = len(S)
-        K = np.zeros((n + 1, n + 1))
-        K[:n, :n], K[:n, n], K[n, :n] = H, -1.0, 1.0
-        tau = float(w[S] @ q[S])
-        rhs = -np.r_[q[S] - tau, w[S].sum() - 1.0]
-        try:
-            step = np.linalg.solve(K, rhs)[:n]
-        except np.linalg.LinAlgError:
-            step = np.linalg.lstsq(K, rhs, rcond=None)[0][:n]
-        if not np.all(np.isfinite(step)):
-            return None
-        d = np.zeros(m)
-        d[S] = step
-        return d
-
-    def exact_optimum(self, domain):
-        """``J* = max_a s'a - h(q(a)) / 2`` for the formulation of ``domain`` (cvxpy, Clarabel)."""
-        cp = _cvxpy()
-        L = [np.linalg.cholesky(Mk) for Mk in self.M]
-        a = cp.Variable(self.n_samples)
-        if isinstance(domain, Simplex) or (isinstance(domain, ElasticNet) and domain.lam == 0.0):
-            return self.exact_l1_optimum()
-        if isinstance(domain, ElasticNet):
-            z = cp.Variable(self.n_kernels)
-            cons = [cp.norm(Lk.T @ a) <= z[k] for k, Lk in enumerate(L)]
-            obj = self.s @ a - cp.quad_form(z, elastic_net_metric(self.n_kernels, domain.lam)) / 2
-        elif isinstance(domain, LpBall):
-            t = cp.Variable(self.n_kernels)
-            cons = [cp.sum_squares(Lk.T @ a) <= t[k] for k, Lk in enumerate(L)]
-            obj = self.s @ a - cp.norm(t, domain.p_star) / 2
-        elif isinstance(domain, GroupSimplex):
-            u = cp.Variable(domain.n_groups)
-            cons = [cp.norm(Lk.T @ a) <= u[domain.group_of[k]] for k, Lk in enumerate(L)]
-            obj = self.s @ a - cp.square(cp.sum(u)) / 2
-        else:  # pragma: no cover
-            raise TypeError(domain)
-        prob = cp.Problem(cp.Maximize(obj), cons)
-        return _solve_tight(prob)
-
-
-def _close(a, b, rtol=1e-6):
-    return abs(a - b) <= rtol * max(1.0, abs(a), abs(b))
-
-
-def check_oracle(oracle_factory, n_points=3, seed=0):
-    """Check an oracle's answer contract; raise ``AssertionError`` naming the broken property.
-
-    Parameters
-    ----------
-    oracle_factory : callable
-        ``oracle_factory() -> oracle``; a fresh oracle is built for each
-        property so that no state leaks between them.
-    n_points : int, default=3
-        How many simplex points (the centre, then random points, some with
-        exact zeros) each property is checked at.
-    seed : int, default=0
-        Seed of the drawn points.
-
-    Notes
-    -----
-    At each point ``w`` the answer must have a finite ``value``; ``q >= 0``
-    (the kernels are PSD); ``grad == -q / 2``; ``value == linear_term -
-    w'q / 2``; and a call warm-started with the answer's own ``alpha`` must
-    reach the same value as the cold call. A weight vector of the wrong
-    length must raise ``ValueError`` or ``TypeError``, not answer.
-    """
-    rng = np.random.default_rng(seed)
-    m = oracle_factory().n_kernels
-    points = [np.full(m, 1.0 / m)]
-    for _ in range(max(0, n_points - 1)):
-        w = rng.dirichlet(np.ones(m))
-        w[rng.random(m) < 0.3] = 0.0  # exact zeros: kernels switched off
-        if w.sum() == 0:
-            w[0] = 1.0
-        points.append(w / w.sum())
-    for w in points:
-        ans = oracle_factory()(w)
-        where = f"at w={np.round(w, 4).tolist()}"
-        value = float(ans.value)
-        if not np.isfinite(value):
-            raise AssertionError(f"value is finite: got {value} {where}")
-        q = np.asarray(ans.q, dtype=float)
-        if q.shape != (m,) or np.any(q < -1e-10 * max(1.0, np.abs(q).max())):
-            raise AssertionError(f"q >= 0 with one entry per kernel: got {q} {where}")
-        grad = np.asarray(ans.grad, dtype=float)
-        if not np.allclose(grad, -0.5 * q, rtol=1e-9, atol=1e-12):
-            raise AssertionError(f"grad == -q/2: got grad={grad}, q={q} {where}")
-        lin = float(ans.linear_term)
-        if not _close(value, lin - 0.5 * float(w @ q)):
-            raise AssertionError(
-                f"value == linear_term - w'q/2: got {value} vs {lin - 0.5 * float(w @ q)} {where}"
-            )
-        warm = oracle_factory()(w, warm_start=ans.alpha)
-        if not _close(float(warm.value), value, rtol=1e-5):
-            raise AssertionError(
-                f"a warm start reaches the cold start's value: got {warm.value} vs {value} {where}"
-            )
-    bad = np.full(m + 1, 1.0 / (m + 1))
-    try:
-        oracle_factory()(bad)
-    except (ValueError, TypeError):
-        pass
-    else:
-        raise AssertionError(
-            f"a w of length {m + 1} (n_kernels={m}) raises ValueError or TypeError"
-        )
-
-
-def _reference(oracle, domain):
-    """``(J*, slack)`` of ``oracle`` on ``domain``, or None when the kit has no reference.
-
-    L1 (the simplex): the certified optimum, slack ``max(bound, 1e-9 |J*|)``.
-    Other sets: the smooth toy's conic optimum (cvxpy, a test extra), good
-    to about 1e-6 relative, so the slack is ``1e-6 |J*|``.
-    """
-    l1 = domain is None or isinstance(domain, Simplex) or (
-        isinstance(domain, ElasticNet) and domain.lam == 0.0)
-    if l1:
-        value, bound = oracle.certified_l1_optimum()
-        return value, max(bound, 1e-9 * max(1.0, abs(value)))
-    if isinstance(oracle, SmoothQuadraticOracle):
-        value = oracle.exact_optimum(domain)
-        return value, 1e-6 * max(1.0, abs(value))
-    return None
-
-
-def _params(method):
-    get = getattr(method, "get_params", None)
-    return dict(get()) if callable(get) else None
-
-
-def check_method(method_or_class, seeds=(0, 1), max_calls=150):
-    """Check an outer method's contract on toy problems with exact optima.
-
-    Raises ``AssertionError`` naming the violated property.
-
-    Parameters
-    ----------
-    method_or_class : MethodBase or type
-        An instance (its parameters are kept) or a class built with defaults.
-    seeds : sequence of int, default=(0, 1)
-        Seeds of the drawn problems: per seed one
-        :class:`PiecewiseLinearOracle` (4 kernels, non-smooth) and one
-        :class:`SmoothQuadraticOracle` (5 kernels, smooth).
-    max_calls : int, default=150
-        Oracle calls per run.
-
-    Notes
-    -----
-    On each problem: every query is in the method's domain; the history has
-    one row per oracle call; the best value never increases and the gap is
-    never negative; the reported weights reproduce the reported value; and
-    with ``J*`` known for the method's formulation, ``lower <= J* <= upper``
-    at every call and ``value - J* <= gap`` at the end; the same for a run
-    started from weights off the feasible set (``solve(..., initial=x)``),
-    when the method takes a hand-over. A run reported
-    converged meets its gap target; a second run after ``start`` gives the
-    same result as the first (``start`` resets everything); and the
-    method's hyper-parameters (``get_params``) are the same after the runs.
-
-    ``J*`` is certified to about 1e-15 for L1-MKL (the simplex; see
-    :meth:`SmoothQuadraticOracle.certified_l1_optimum`). For other feasible
-    sets the smooth toy's optimum comes from a conic solve (cvxpy, a test
-    extra) and is trusted to 1e-6 relative; the piecewise toy then checks
-    everything but the bounds.
-    """
-    from ..driver import solve
-    from ..stopping import DualityGap, MaxOracleCalls
-
-    method = method_or_class() if isinstance(method_or_class, type) else method_or_class
-    name = type(method).__name__
-    before = _params(method)
-    tol = 1e-6
-    problems = []
-    for seed in seeds:
-        problems.append(lambda seed=seed: PiecewiseLinearOracle.random(4, 6, seed=seed))
-        problems.append(lambda seed=seed: SmoothQuadraticOracle.random(5, 4, seed=seed))
-    for make in problems:
-        oracle = make()
-        where = f"{name} on {oracle!r}"
-        rows = []
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a false claim is reported below, by name
-            res = solve(oracle, method, stop=DualityGap(tol) | MaxOracleCalls(max_calls),
-                        callback=rows.append)
-        dom = method.domain
-        after = _params(method)
-        if before is not None and (after is None or before.keys() != after.keys() or any(
-                not (before[k] is after[k] or _same(before[k], after[k])) for k in before)):
-            raise AssertionError(
-                f"{where}: a run leaves the hyper-parameters unchanged: {before} became {after}"
-            )
-        if not len(rows) == len(res.history) == res.n_oracle_calls == oracle.n_calls:
-            raise AssertionError(
-                f"{where}: one history row per oracle call: {len(res.history)} rows, "
-                f"{len(rows)} callbacks, {res.n_oracle_calls} counted, {oracle.n_calls} made"
-            )
-        ref = _reference(oracle, dom)
-        exact, slack = ref if ref is not None else (None, 1e-9 * max(1.0, abs(res.value)))
-        prev = math.inf
-        for row in rows:
-            if row.upper > prev + slack:
-                raise AssertionError(
-                    f"{where}: the best value never increases: {prev} then {row.upper}"
-                )
-            prev = row.upper
-            if row.gap < 0:
-                raise AssertionError(f"{where}: the gap is never negative: {row.gap}")
-            _check_row(row, dom, exact, slack, where)
-        _check_final_gap(res, exact, slack, where)
-        again = make()(res.weights).value
-        if not _close(float(again), float(res.value), rtol=1e-9):
-            raise AssertionError(
-                f"{where}: the reported weights reproduce the reported value: "
-                f"J(weights)={again}, value={res.value}"
-            )
-        claim = method.report().stop
-        # The driver demotes a false claim; the method itself must not make one.
-        if (res.converged or (claim is not None and claim.converged)) and not res.rel_gap <= tol:
-            raise AssertionError(
-                f"{where}: converged implies the gap target is met: rel_gap={res.rel_gap} > {tol}"
-            )
-        _check_started_run(method, make, dom, res, exact, slack, tol, max_calls, where)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            second = solve(make(), method, stop=DualityGap(tol) | MaxOracleCalls(max_calls))
-        if second.n_oracle_calls != res.n_oracle_calls or not np.allclose(
-                second.weights, res.weights, rtol=1e-9, atol=1e-12):
-            raise AssertionError(
-                f"{where}: start resets everything: two runs differ "
-                f"({res.n_oracle_calls} vs {second.n_oracle_calls} calls)"
-            )
-
-
-def _check_started_run(method, make, dom, res, exact, slack, tol, max_calls, where):
-    """A run started from given weights keeps feasible queries and valid bounds.
-
-    The weights are off the feasible set on purpose (half-way between the
-    start and the optimum found, scaled by 1.5): the driver maps them onto
-    the set (``Domain.retract``) and the method resumes from the answer
-    there as from a hand-over, which it must offer as a best point only
-    where that answer gives ``J``.
-    """
-    from ..driver import _takes_handover, solve
-    from ..stopping import DualityGap, MaxOracleCalls
-
-    if dom is None or not getattr(method, "query_is_array", True) or not _takes_handover(method):
-        return
-    x = 0.75 * (np.asarray(dom.initial(), dtype=np.float64) + np.asarray(res.weights))
-    rows = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        started = solve(make(), method, stop=DualityGap(tol) | MaxOracleCalls(max_calls),
-                        callback=rows.append, initial=x)
-    where = f"{where}, started from given weights"
-    for row in rows:
-        _check_row(row, dom, exact, slack, where)
-    _check_final_gap(started, exact, slack, where)
-
-
-def _check_row(row, dom, exact, slack, where):
-    """A history row's query is feasible and its bounds hold around ``J*`` (when known)."""
-    if dom is not None and not dom.contains(row.weights, tol=1e-7):
-        raise AssertionError(f"{where}: queries are feasible: {row.weights} is not in {dom}")
-    if exact is not None and not (row.lower <= exact + slack and exact <= row.upper + slack):
-        raise AssertionError(
-            f"{where}: bounds are valid (lower <= J* <= upper): "
-            f"lower={row.lower}, J*={exact}, upper={row.upper}"
-        )
-
-
-def _check_final_gap(res, exact, slack, where):
-    if exact is not None and not res.value - exact <= res.gap + slack:
-        raise AssertionError(
-            f"{where}: value - J* <= gap: value={res.value}, J*={exact}, gap={res.gap}"
-        )
-
-
-def _same(a, b):
-    try:
-        return bool(np.all(a == b))
-    except Exception:  # objects that cannot be compared
-        return False
-
-
-def parametrize_with_checks(methods=(), oracles=()):
-    """A ``pytest.mark.parametrize`` over ``check_method`` / ``check_oracle`` runs.
+from ._method_checks import DEFAULT_CONFORMANCE, check_method, method_checks
+from ._oracle_checks import check_oracle, oracle_checks, separable_toy
+from ._toys import (  # noqa: F401  (_cvxpy, _solve_tight: the test suite's conic references)
+    PiecewiseLinearOracle,
+    SmoothQuadraticOracle,
+    _cvxpy,
+    _solve_tight,
+    elastic_net_metric,
+)
+
+__all__ = ["PiecewiseLinearOracle", "SmoothQuadraticOracle", "DEFAULT_CONFORMANCE",
+           "check_method", "check_oracle", "method_checks", "oracle_checks",
+           "parametrize_with_checks", "separable_toy"]
+
+
+def parametrize_with_checks(methods=(), oracles=(), *, thorough=False, separable=None):
+    """A ``pytest.mark.parametrize`` with one case per check of every method and oracle.
 
     Parameters
     ----------
     methods : sequence of MethodBase or type
-        Methods (instances or classes) to pass to :func:`check_method`.
+        Methods (instances or classes) to check with :func:`check_method`.
     oracles : sequence of callable
-        Oracle factories to pass to :func:`check_oracle`.
+        Oracle factories to check with :func:`check_oracle`.
+    thorough : bool, default=False
+        The long profile of both kits.
+    separable : callable, optional
+        Passed to :func:`check_oracle` (the decision check's oracle builder).
 
     Returns
     -------
     MarkDecorator
         Parametrizes one argument, ``check``: a no-argument callable, with
-        an id such as ``"check_method[CuttingPlane]"``.
+        an id such as ``"check_method[FrankWolfe-progress]"`` or
+        ``"check_oracle[oracle0-minorant]"``, so a failure names the
+        property that broke.
 
     Examples
     --------
@@ -683,19 +66,23 @@ def parametrize_with_checks(methods=(), oracles=()):
         def test_mklopt_contract(check):
             check()
     """
-    import functools
-
     import pytest
 
     params = []
+    seen = {}
     for m in methods:
-        label = m.__name__ if isinstance(m, type) else repr(m)
-        params.append(pytest.param(functools.partial(check_method, m),
-                                   id=f"check_method[{label}]"))
+        label = m.__name__ if isinstance(m, type) else type(m).__name__
+        if not isinstance(m, type) and repr(m) != f"{label}()":
+            label = repr(m)
+        n = seen[label] = seen.get(label, 0) + 1
+        if n > 1:
+            label = f"{label}#{n}"
+        for check, fn in method_checks(m, thorough=thorough):
+            params.append(pytest.param(fn, id=f"check_method[{label}-{check}]"))
     for i, factory in enumerate(oracles):
         label = getattr(factory, "__name__", "oracle")
         if label == "<lambda>":
             label = f"oracle{i}"
-        params.append(pytest.param(functools.partial(check_oracle, factory),
-                                   id=f"check_oracle[{label}]"))
+        for check, fn in oracle_checks(factory, thorough=thorough, separable=separable):
+            params.append(pytest.param(fn, id=f"check_oracle[{label}-{check}]"))
     return pytest.mark.parametrize("check", params)
