@@ -304,18 +304,19 @@ def _check_warm_start(factory, cfg):
 def separable_toy(n_samples=24, seed=0):
     """``(K, y)``: a linearly separable toy whose decision needs its offset.
 
-    One feature; class -1 in ``[1, 2]`` and class +1 in ``[3, 4]``, so the
-    separating threshold is far from 0 and a decision without its bias (or
-    with its sign flipped) misclassifies. Three unit-diagonal kernels: linear
-    on the standardised-free feature scaled to the unit ball, and two RBFs.
+    One feature ``x``; class -1 in ``[1, 2]`` and class +1 in ``[3, 4]``.
+    The three kernels are ``phi(x) phi(z)`` for ``phi(x) = u, u^2, sqrt(u)``
+    with ``u = x / 4``: every one is positive and increasing, so a decision
+    ``sum_i alpha_i y_i K(x_i, x)`` is one signed multiple of an increasing
+    function, and only its offset puts the threshold between the classes. A
+    decision without its bias, or with its sign flipped, misclassifies.
     """
     rng = np.random.default_rng(seed)
     half = n_samples // 2
     x = np.r_[rng.uniform(1.0, 2.0, half), rng.uniform(3.0, 4.0, n_samples - half)]
     y = np.r_[-np.ones(half), np.ones(n_samples - half)]
-    d2 = (x[:, None] - x[None]) ** 2
-    xs = x / 4.0
-    K = np.stack([np.outer(xs, xs), np.exp(-d2 / 2.0), np.exp(-d2 / 8.0)])
+    u = x / 4.0
+    K = np.stack([np.outer(f, f) for f in (u, u * u, np.sqrt(u))])
     return K, y
 
 

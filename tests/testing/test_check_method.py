@@ -67,7 +67,7 @@ class _TrustsItsStart(LevelBundle):
 
 
 @pytest.mark.parametrize("cls, message", [
-    (_TrustsItsStart, "started from given weights: bounds are valid"),
+    (_TrustsItsStart, "started from initial=w0: bounds are valid"),
     (_Mutating, "hyper-parameters unchanged"),
     (_Miscounted, "reported weights reproduce the reported value"),
     (_Uphill, "never increases"),
@@ -86,3 +86,15 @@ from mklopt.testing import PiecewiseLinearOracle, parametrize_with_checks  # noq
                          oracles=[lambda: PiecewiseLinearOracle.random(3, 5, seed=4)])
 def test_the_pytest_helper_runs_each_check(check):
     check()
+
+
+def test_one_pytest_case_per_check_named_by_method_and_property():
+    mark = parametrize_with_checks(methods=[CuttingPlane, LevelBundle(lam=0.5)],
+                                   oracles=[lambda: PiecewiseLinearOracle.random(3, 5, seed=4)])
+    ids = [p.id for p in mark.args[1]]
+    checks = ["invariants", "reset", "progress", "handover", "chain"]
+    assert ids[:5] == [f"check_method[CuttingPlane-{c}]" for c in checks]
+    assert all(i.startswith("check_method[LevelBundle(lam=0.5") for i in ids[5:10])
+    assert {i.split("-")[-1].rstrip("]") for i in ids[10:]} == {
+        "answers", "minorant", "subgradient", "tolerance", "warm_start", "decision", "reference"}
+    assert all(i.startswith("check_oracle[oracle0-") for i in ids[10:])
