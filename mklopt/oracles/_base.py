@@ -22,6 +22,7 @@ which would check ``w`` again.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -160,6 +161,44 @@ class DualOracle:
         A copy, checked and repaired as a warm start is.
         """
         return self._from_warm(alpha)
+
+    def dual_violation(self, alpha):
+        """How far an answer's ``alpha`` is from the dual's constraints (0 inside them).
+
+        The largest violation of ``0 <= a <= upper`` and of ``s'a = total``
+        by the problem's variables ``a`` of ``alpha`` (taken as they are,
+        not repaired as a warm start is). :func:`mklopt.testing.check_oracle`
+        reads it to check that every answer is dual feasible.
+        """
+        alpha = np.asarray(alpha, dtype=np.float64)
+        P = self.problem
+        if alpha.shape == (P.n_variables,):
+            a = alpha
+        else:  # an alpha of n entries for 2n variables (SVR: beta = a - a*)
+            a = np.concatenate([np.maximum(alpha, 0.0), np.maximum(-alpha, 0.0)])
+        if a.shape != (P.n_variables,):
+            return math.inf
+        box = max(0.0, float(np.max(-a, initial=0.0)), float(np.max(a - P.upper, initial=0.0)))
+        return max(box, abs(float(P.signs @ a) - P.total))
+
+    def reference_value(self, w):
+        """``J(w)`` by an independent conic solve of the same dual (cvxpy, a test extra).
+
+        ``-min_a a'Qa / 2 + p'a`` over ``0 <= a <= upper``, ``s'a = total``,
+        with ``Q = (s s') * K(w)[rows][:, rows]`` formed densely: for small
+        problems only, as :func:`mklopt.testing.check_oracle`'s reference.
+        """
+        from ..testing import _cvxpy, _solve_tight
+
+        cp = _cvxpy()
+        w = check_weights(w, self.n_kernels)
+        P = self.problem
+        K = np.asarray(self.bank.combine(w), dtype=np.float64)[np.ix_(P.rows, P.rows)]
+        Q = np.outer(P.signs, P.signs) * K
+        a = cp.Variable(P.n_variables)
+        cons = [a >= 0, a <= P.upper, P.signs @ a == P.total]
+        obj = 0.5 * cp.quad_form(a, cp.psd_wrap(0.5 * (Q + Q.T))) + P.linear @ a
+        return -_solve_tight(cp.Problem(cp.Minimize(obj), cons))
 
     def to_alpha(self, a):
         """An answer's ``alpha`` (what warm starts take) from the problem's variables ``a``."""
