@@ -113,6 +113,32 @@ class Chain(MethodBase):
         _switch_criterion(self.switch)
 
     @property
+    def conformance(self):
+        """What the conformance kit holds the chain to: what its weakest stage promises.
+
+        Per kind of toy, no rate if a stage promises none, else the largest
+        factor and budget of the stages (:func:`mklopt.testing.check_method`).
+        """
+        out, reasons = {}, []
+        for m, n in ((self.first, "first"), (self.then, "then")):
+            declared = getattr(_make_stage(m, n), "conformance", None) or {}
+            if declared.get("reason"):
+                reasons.append(f"{n} stage: {declared['reason']}")
+            for kind in ("smooth", "piecewise"):
+                if kind not in declared:
+                    continue
+                mine, theirs = out.get(kind, ()), declared[kind]
+                if theirs is None or mine is None:
+                    out[kind] = None
+                elif mine == ():
+                    out[kind] = theirs
+                else:
+                    out[kind] = (max(mine[0], theirs[0]), max(mine[1], theirs[1]))
+        if reasons:
+            out["reason"] = "; ".join(reasons)
+        return out
+
+    @property
     def uses_cuts(self):
         """Whether the first stage reads cuts from a handover (chains nest)."""
         return bool(getattr(_make_stage(self.first, "first"), "uses_cuts", False))

@@ -48,6 +48,11 @@ class BBSPG(MethodBase):
         Armijo's sufficient-decrease constant, in (0, 1).
     """
 
+    # The conformance kit's rates (mklopt.testing.check_method): a smooth
+    # method, so no rate is promised on a non-smooth J, as for mklopt's SPG.
+    conformance = {"piecewise": None,
+                   "reason": "spectral steps assume a smooth J; at kinks they stall"}
+
     def __init__(self, memory=10, sufficient=1e-4):
         self.memory = memory
         self.sufficient = sufficient
@@ -63,6 +68,14 @@ class BBSPG(MethodBase):
         domain = Simplex(oracle.n_kernels)
         state = _State(domain, trial=domain.initial(), recent=deque(maxlen=int(self.memory)))
         return domain, state
+
+    def _resume(self, oracle, handover):
+        # From a hand-over (a chain, solve(..., initial=...)): its answer is the
+        # first accepted point, so the first step is taken from there.
+        domain, s = self._start(oracle)
+        if getattr(handover.answer, "grad", None) is not None:
+            self._accept(s, np.asarray(handover.weights, dtype=float), handover.answer)
+        return domain, s
 
     def _ask(self, s):
         return s.trial
