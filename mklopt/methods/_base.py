@@ -495,7 +495,11 @@ class MethodBase:
     def get_params(self, deep=False):
         """The constructor's parameters as a dict (scikit-learn style)."""
         sig = inspect.signature(type(self).__init__)
-        return {p: getattr(self, p) for p in sig.parameters if p != "self"}
+        # A method without an __init__ of its own (no parameters) has object's
+        # (*args, **kwargs): no parameters, rather than an AttributeError.
+        plain = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        return {p: getattr(self, p) for p, par in sig.parameters.items()
+                if p != "self" and par.kind in plain}
 
     def set_params(self, **params):
         """Set constructor parameters by name and return the method (scikit-learn style).
