@@ -188,7 +188,7 @@ class DualOracle:
         with ``Q = (s s') * K(w)[rows][:, rows]`` formed densely: for small
         problems only, as :func:`mklopt.testing.check_oracle`'s reference.
         """
-        from ..testing import _cvxpy, _solve_tight
+        from .._conic import _cvxpy, _solve_tight
 
         cp = _cvxpy()
         w = check_weights(w, self.n_kernels)

@@ -1,20 +1,14 @@
 """Toy oracles of known optima: a piecewise-linear and a smooth stand-in for the SVM dual."""
 
-import warnings
 
 import numpy as np
 from scipy.optimize import linprog
 
-from .._optional import require
+from .._conic import _cvxpy, _solve_tight  # noqa: F401 (re-exported by mklopt.testing)
 from .._types import OracleAnswer
 from ..domains import ElasticNet, GroupSimplex, LpBall, Simplex
 
 __all__ = ["PiecewiseLinearOracle", "SmoothQuadraticOracle", "elastic_net_metric"]
-
-
-def _cvxpy():
-    """cvxpy, for the exact optima of the smooth oracle (a test extra)."""
-    return require("cvxpy", "the exact optimum of SmoothQuadraticOracle")
 
 
 def elastic_net_metric(n_kernels, lam):
@@ -31,40 +25,6 @@ def elastic_net_metric(n_kernels, lam):
     """
     c = 1.0 - lam
     return (np.eye(n_kernels) - c / (lam + n_kernels * c) * np.ones((n_kernels, n_kernels))) / lam
-
-
-def _solve_tight(prob):
-    """Solve with Clarabel and accept only an optimal status.
-
-    At its default tolerances (1e-8) Clarabel reported a drawn problem
-    optimal 1.6e-6 relative below a certified lower bound, and it can stop
-    "optimal_inaccurate" or fail. The solve runs at 1e-9 first and is
-    retried with the defaults, then with more iterations and no
-    equilibration. If no attempt is optimal the first inaccurate value is
-    returned (as a single default solve did before); none at all raises.
-    """
-    cp = _cvxpy()
-    attempts = [
-        dict(tol_gap_abs=1e-9, tol_gap_rel=1e-9, tol_feas=1e-9),
-        {},
-        dict(max_iter=1000, equilibrate_enable=False),
-        dict(max_iter=1000, equilibrate_enable=False, static_regularization_constant=1e-7),
-    ]
-    inaccurate = None
-    for opts in attempts:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # "may be inaccurate": the status says it
-                prob.solve(solver=cp.CLARABEL, **opts)
-        except cp.error.SolverError:
-            continue
-        if prob.status == cp.OPTIMAL:
-            return float(prob.value)
-        if prob.status == cp.OPTIMAL_INACCURATE and inaccurate is None:
-            inaccurate = float(prob.value)
-    if inaccurate is not None:
-        return inaccurate
-    raise RuntimeError(f"the reference conic solve did not reach an optimum ({prob.status})")
 
 
 class PiecewiseLinearOracle:

@@ -19,7 +19,7 @@ how to install it if it is missing.
 import numpy as np
 
 from .._optional import require
-from . import PiecewiseLinearOracle, SmoothQuadraticOracle
+from ._toys import PiecewiseLinearOracle, SmoothQuadraticOracle
 
 require("hypothesis", "mklopt.testing.strategies")
 from hypothesis import strategies as st  # noqa: E402
