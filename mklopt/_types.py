@@ -344,12 +344,19 @@ class Handover:
         cut ``f(w, alpha_j) = l(alpha_j) - w'q_j / 2``, a valid minorant of
         ``J`` whatever the accuracy it was computed to. Empty unless the
         receiving method uses cuts.
+    domain : Domain, optional
+        The feasible set ``weights`` lie in, when the giver knows it. Given
+        to :func:`mklopt.solve` as ``initial``, a hand-over whose answer
+        already meets the stopping rule on that set (its own duality gap,
+        ``domain.gap(weights, answer)``) ends the run at once, before the
+        method builds any state (a master problem).
     """
 
     weights: NDArray[np.float64]
     answer: Any
     lower: float = -float("inf")
     cuts: tuple = ()
+    domain: Any = None
 
 
 @runtime_checkable

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from . import _interrupt
-from ._policy import inner_tol_for
+from ._policy import inner_tol_for, relative_gap
 from ._types import Handover, OracleAnswer, OracleRequest, Progress, Result
 from .domains import retract_onto
 from .oracles._warnings import ConvergenceWarning
@@ -59,8 +59,14 @@ def solve(oracle, method, stop=None, callback=None, warm_start=None, adapt_tol=T
     adapt_tol : bool, default=True
         Let the oracle's tolerance follow the gap (see Notes). Only oracles
         with a ``tol`` attribute are affected, and it is restored at the end.
-    initial : Result or array-like of shape (n_kernels,), optional
-        Where to start. A :class:`~mklopt.Result` resumes an earlier run
+    initial : Result, Handover or array-like of shape (n_kernels,), optional
+        Where to start. A :class:`~mklopt._types.Handover` (weights, their
+        answer, cuts) starts the method from that point as a
+        :class:`~mklopt.methods.Chain` stage does, warm-starting the first
+        call with its ``alpha``: no call is made at the hand-over, and a
+        hand-over that names its ``domain`` and whose own gap meets ``stop``
+        ends the run there without starting the method (a C path hands
+        each point to the next ``C`` this way). A :class:`~mklopt.Result` resumes an earlier run
         (see Notes): the method starts from its best point (weights,
         ``alpha``, ``q``, value and lower bound) without calling the oracle
         there, and the first call is warm-started with its ``alpha`` unless
@@ -201,6 +207,14 @@ def _run(oracle, method, stop, callback, warm_start, adapt_tol, run, initial=Non
         method.start(oracle, handover=_handover(initial, oracle, method))
         if warm_start is None:
             warm_start = initial.alpha
+    elif isinstance(initial, Handover):
+        # A hand-over certified by its own answer needs no method at all.
+        done = _certified_handover(initial, stop)
+        if done is not None:
+            return done
+        method.start(oracle, handover=initial)
+        if warm_start is None:
+            warm_start = getattr(initial.answer, "alpha", None)
     else:
         method.start(oracle)
         first = _initial_query(method, oracle, initial)
@@ -387,6 +401,52 @@ def _refuse_query(method, query, why, rep, n_calls):
         stacklevel=4,
     )
     return Stop("invalid_query", False)
+
+
+def certifies(stop, value, lower, weights):
+    """``(verdict, row)`` when ``stop`` converges on a point with ``lower <= J* <= value``.
+
+    For a point whose bounds are known without an oracle call (a resumed or
+    handed-over point, a C path's point carried to the next C): the row the
+    driver would record there (no call, iteration 0) is checked by a fresh
+    copy of the criterion (``stop`` is reset). Returns the
+    :class:`~mklopt.stopping.Stop` with that row, or None when the verdict
+    is not a convergence.
+    """
+    gap = float(value) - float(lower)
+    row = Progress(iteration=0, elapsed=0.0, n_oracle_calls=0, value=float(value),
+                   lower=float(lower), upper=float(value), gap=gap,
+                   rel_gap=relative_gap(gap, value),
+                   weights=np.asarray(weights, dtype=np.float64))
+    criterion = as_criterion(stop)
+    criterion.reset()
+    verdict = criterion(row)
+    return (verdict, row) if verdict is not None and verdict.converged else None
+
+
+def _certified_handover(handover, stop):
+    """The one-point result of ``handover`` when its own gap meets ``stop``, else None.
+
+    Only for a hand-over that names its feasible set (``domain``): the
+    answer's duality gap on it, ``domain.gap(weights, answer)``, is a
+    certificate that needs no method.
+    """
+    domain, answer = handover.domain, handover.answer
+    if domain is None or not getattr(answer, "converged", True):
+        return None
+    upper = float(answer.value)
+    gap = max(0.0, float(domain.gap(handover.weights, answer)))
+    found = certifies(stop, upper, upper - gap, handover.weights)
+    if found is None:
+        return None
+    verdict, row = found
+    return Result(
+        weights=np.array(handover.weights, dtype=np.float64), alpha=answer.alpha,
+        bias=float(answer.bias), value=upper, gap=row.gap, rel_gap=row.rel_gap,
+        lower=row.lower, n_iter=0, n_oracle_calls=0, converged=True, reason=verdict.reason,
+        history=(row,), elapsed=0.0, extra={},
+        q=None if answer.q is None else np.array(answer.q, dtype=np.float64),
+    )
 
 
 def _request_of(rep):

@@ -71,12 +71,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._policy import relative_gap
-from .._types import Handover, Progress, Result
-from ..domains import Simplex, retract_onto
-from ..driver import _takes_handover, solve
+from .._types import Handover
+from ..domains import retract_onto
+from ..driver import _takes_handover, certifies, solve
 from ..oracles import SVMDual
-from ..stopping import as_criterion
 from ._progress import call_lines
 
 __all__ = ["PathPoint", "c_path", "ray_scale", "recording_oracle"]
@@ -180,24 +178,6 @@ def _make_svm(y, bank, C, tol):
     return _recording(SVMDual)(bank, y, C=C, tol=tol)
 
 
-class _Started:
-    """An outer method already started (from a handover) that :func:`~mklopt.solve` runs on.
-
-    The driver starts a method with ``method.start(oracle)``, which would
-    forget the handover; this adapter makes that call a no-op and forwards
-    everything else.
-    """
-
-    def __init__(self, method):
-        self._method = method
-
-    def start(self, oracle):
-        pass
-
-    def __getattr__(self, name):
-        return getattr(self._method, name)
-
-
 def _line_before_run(callback, answer):
     """At ``verbose=2``, the line of the hand-over call a path point makes before its run."""
     before = getattr(callback, "before_run", None)
@@ -205,79 +185,16 @@ def _line_before_run(callback, answer):
         before(float(answer.value))
 
 
-def _certified_point(domain, weights, answer, stop):
-    """The result at ``weights`` if its own answer meets ``stop`` on the simplex, else None.
-
-    The L1 duality gap of one answer, ``(max_k q_k - w'q) / 2``, needs no
-    method: checking it first skips starting one (a master problem) at the
-    points the previous weights certify. Other feasible sets go through
-    :func:`_certified_at_start`, which asks the method itself.
-    """
-    if not isinstance(domain, Simplex) or not getattr(answer, "converged", True):
-        return None
-    upper = float(answer.value)
-    gap = max(0.0, float(domain.gap(weights, answer)))
-    rel = relative_gap(gap, upper)
-    return _verdict(Progress(iteration=0, elapsed=0.0, n_oracle_calls=1, value=upper,
-                             lower=upper - gap, upper=upper, gap=gap, rel_gap=rel,
-                             weights=np.asarray(weights, dtype=np.float64)),
-                    stop, weights, answer, {})
-
-
-def _converged_at(row, stop):
-    """The verdict of a fresh ``stop()`` on ``row`` when it is a convergence, else None."""
-    criterion = as_criterion(stop())
-    criterion.reset()
-    verdict = criterion(row)
-    return verdict if verdict is not None and verdict.converged else None
-
-
-def _verdict(row, stop, weights, answer, extra):
-    """A one-point :class:`Result` when ``stop`` holds at ``row`` as converged, else None."""
-    verdict = _converged_at(row, stop)
-    if verdict is None:
-        return None
-    return Result(
-        weights=np.array(weights, dtype=np.float64), alpha=answer.alpha,
-        bias=float(answer.bias), value=row.upper, gap=row.gap, rel_gap=row.rel_gap,
-        lower=row.lower, n_iter=0, n_oracle_calls=0, converged=True, reason=verdict.reason,
-        history=(row,), elapsed=0.0, extra=extra,
-        q=None if answer.q is None else np.array(answer.q, dtype=np.float64),
-    )
-
-
-def _certified_at_start(method, oracle, handover, stop):
-    """The run's result if the handed-over point already meets ``stop``, else None.
-
-    Near the end of a path the optimal weights hardly move: the previous
-    weights, evaluated under the new ``C``, often certify the gap by
-    themselves. The verdict is the stopping criterion's own, on the row the
-    driver would record.
-    """
-    method.start(oracle, handover=handover)
-    rep = method.report()
-    if rep.best is None:
-        return None
-    row = Progress(iteration=0, elapsed=0.0, n_oracle_calls=1, value=float(rep.upper),
-                   lower=rep.lower, upper=rep.upper, gap=rep.gap, rel_gap=rep.rel_gap,
-                   weights=np.asarray(handover.weights, dtype=np.float64))
-    return _verdict(row, stop, rep.weights, rep.best, method.extra())
-
-
 def _from_handover(method, oracle, handover, domain, stop, callback):
     """A path point's result from the handed-over weights and their answer.
 
-    Cheapest first: the answer's own gap (:func:`_certified_point`, no
-    master problem), then the method started from the handover
-    (:func:`_certified_at_start`), then a run that goes on from that start.
+    The driver takes the hand-over as the run's start (``initial``):
+    cheapest first, the answer's own gap on the problem's feasible set
+    ``domain`` (no master problem is built), then the method started from
+    the hand-over, then a run that goes on from that start.
     """
-    res = _certified_point(domain, handover.weights, handover.answer, stop)
-    if res is None:
-        res = _certified_at_start(method, oracle, handover, stop)
-    if res is None:
-        res = solve(oracle, _Started(method), stop=stop(), callback=callback,
-                    warm_start=handover.answer.alpha)
-    return res
+    return solve(oracle, method, stop=stop(), callback=callback,
+                 initial=dataclasses.replace(handover, domain=domain))
 
 
 def _same_but_larger_box(old, new, alpha):
@@ -317,10 +234,7 @@ def _carried_over(prev, old, new, C, stop):
     gap = prev.value - prev.lower
     if not gap >= 0.0:  # nan: no dual value to certify with
         return None
-    row = Progress(iteration=0, elapsed=0.0, n_oracle_calls=0, value=prev.value,
-                   lower=prev.lower, upper=prev.value, gap=gap, rel_gap=prev.rel_gap,
-                   weights=prev.weights)
-    if _converged_at(row, stop) is None:
+    if certifies(stop(), prev.value, prev.lower, prev.weights) is None:
         return None
     return dataclasses.replace(prev, C=float(C), n_iter=0, n_oracle_calls=0, fit_time=0.0,
                                carried=True)
