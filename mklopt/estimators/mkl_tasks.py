@@ -56,6 +56,11 @@ _TASK_PARAMS = {
 }
 
 
+def _renamed(old, new):
+    warnings.warn(f"{old} is deprecated and will be removed in the next release; use {new}",
+                  FutureWarning, stacklevel=3)
+
+
 class _TaskMKL(EstimatorCore, BaseEstimator):
     """One MKL problem on one oracle: parameters, fit loop, prediction."""
 
@@ -97,10 +102,10 @@ class _TaskMKL(EstimatorCore, BaseEstimator):
 
     def _fit_oracle_run(self, X, make_oracle, plan):
         if self.standardize:
-            self.x_mean_, self.x_scale_ = _scaling(X)
-            X = (X - self.x_mean_) / self.x_scale_
+            self.scaler_mean_, self.scaler_scale_ = _scaling(X)
+            X = (X - self.scaler_mean_) / self.scaler_scale_
         else:
-            self.x_mean_ = self.x_scale_ = None
+            self.scaler_mean_ = self.scaler_scale_ = None
         bank = KernelBank.from_specs(
             X,
             plan.specs,
@@ -145,9 +150,32 @@ class _TaskMKL(EstimatorCore, BaseEstimator):
         check_is_fitted(self, "models_")
         check_feature_names(self, X, reset=False)
         X = check_X(X, type(self).__name__, n_features=self.n_features_in_)
-        if getattr(self, "x_mean_", None) is not None:
-            X = (X - self.x_mean_) / self.x_scale_
+        if getattr(self, "scaler_mean_", None) is not None:
+            X = (X - self.scaler_mean_) / self.scaler_scale_
         return self.models_[0].predictor(X)
+
+    # The standardisation had other names here than on the classifiers
+    # (scaler_mean_, scaler_scale_); the old ones read the same arrays and
+    # warn, for one release.
+    @property
+    def x_mean_(self):
+        """Deprecated alias of ``scaler_mean_`` (removed in the next release)."""
+        _renamed("x_mean_", "scaler_mean_")
+        return self.scaler_mean_
+
+    @x_mean_.setter
+    def x_mean_(self, value):
+        self.scaler_mean_ = value
+
+    @property
+    def x_scale_(self):
+        """Deprecated alias of ``scaler_scale_`` (removed in the next release)."""
+        _renamed("x_scale_", "scaler_scale_")
+        return self.scaler_scale_
+
+    @x_scale_.setter
+    def x_scale_(self, value):
+        self.scaler_scale_ = value
 
 
 _COMMON_DOC = """
@@ -198,8 +226,10 @@ _COMMON_ATTRS = """
         Training indices of the support vectors.
     intercept_ : ndarray of shape (1,)
         Offset of the decision function (``-rho``).
-    x_mean_, x_scale_ : ndarray of shape (n_features,) or None
-        The training standardisation (None with ``standardize=False``).
+    scaler_mean_, scaler_scale_ : ndarray of shape (n_features,) or None
+        The training standardisation (None with ``standardize=False``), as
+        on the classifiers. ``x_mean_`` and ``x_scale_`` are deprecated
+        aliases.
     n_iter_, n_oracle_calls_, gap_, converged_, history_, result_
         The run record, as for :class:`~mklopt.MKLClassifier`."""
 

@@ -222,3 +222,20 @@ def test_regressor_runs_the_exact_step(method):
     assert abs(exact.result_.value - level.result_.value) <= (
         exact.result_.gap + level.result_.gap + 1e-9 * abs(level.result_.value))
     np.testing.assert_allclose(exact.predict(X), level.predict(X), atol=1e-2 * np.std(y))
+
+
+def test_the_standardisation_has_the_classifiers_name_and_the_old_one_warns():
+    import numpy as np
+
+    from mklopt import MKLOneClass, MKLRegressor
+    from mklopt.kernels import rbf
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(3.0, 2.0, size=(30, 2))
+    for est in (MKLRegressor(kernels=[rbf(1.0)]).fit(X, X[:, 0]),
+                MKLOneClass(kernels=[rbf(1.0)]).fit(X)):
+        np.testing.assert_allclose(est.scaler_mean_, X.mean(0))
+        with pytest.warns(FutureWarning, match="x_mean_ is deprecated.*scaler_mean_"):
+            np.testing.assert_array_equal(est.x_mean_, est.scaler_mean_)
+        with pytest.warns(FutureWarning, match="x_scale_ is deprecated.*scaler_scale_"):
+            np.testing.assert_array_equal(est.x_scale_, est.scaler_scale_)
