@@ -367,9 +367,10 @@ class _TaskPersist(PairModelPersist):
 
     def _fitted_to_arrays(self):
         fitted = {"x_mean": None, "x_scale": None}
-        if getattr(self, "x_mean_", None) is not None:
-            fitted["x_mean"] = np.asarray(self.x_mean_, dtype=np.float64).tolist()
-            fitted["x_scale"] = np.asarray(self.x_scale_, dtype=np.float64).tolist()
+        # saved under the names of format 2 (the attributes are scaler_*)
+        if getattr(self, "scaler_mean_", None) is not None:
+            fitted["x_mean"] = np.asarray(self.scaler_mean_, dtype=np.float64).tolist()
+            fitted["x_scale"] = np.asarray(self.scaler_scale_, dtype=np.float64).tolist()
         return {"classes": np.array([-1, 1], dtype=np.int64),
                 "pairs": np.array([[0, 1]], dtype=np.int64), "fitted": fitted}
 
@@ -384,11 +385,11 @@ class _TaskPersist(PairModelPersist):
         if (mean is None) != (scale is None):
             raise ValueError("fitted x_mean and x_scale go together, scales positive")
         if mean is None:
-            self.x_mean_ = self.x_scale_ = None
+            self.scaler_mean_ = self.scaler_scale_ = None
         else:
-            self.x_mean_ = _finite_vector(mean, "x_mean", d)
-            self.x_scale_ = _finite_vector(scale, "x_scale", d)
-            if np.any(self.x_scale_ <= 0):
+            self.scaler_mean_ = _finite_vector(mean, "x_mean", d)
+            self.scaler_scale_ = _finite_vector(scale, "x_scale", d)
+            if np.any(self.scaler_scale_ <= 0):
                 raise ValueError("fitted x_mean and x_scale go together, scales positive")
         return fitted
 
