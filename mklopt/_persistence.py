@@ -2,7 +2,7 @@
 
 :class:`Persistent` is documented, and exported, as
 :class:`mklopt.persist.Persistent`. This module sits below everything else
-(it imports only NumPy), so that the estimators and
+(it imports only NumPy and :mod:`mklopt._registry`), so that the estimators and
 :class:`~mklopt.kernels.FeatureMap` can derive from it without importing
 :mod:`mklopt.persist`.
 """
@@ -15,6 +15,8 @@ import numbers
 
 import numpy as np
 
+from ._registry import Registry
+
 __all__ = [
     "Persistent",
     "persistent_kind",
@@ -24,9 +26,10 @@ __all__ = [
     "to_json",
 ]
 
-# kind -> class, and "module.QualName" -> class, of every Persistent subclass.
-_BY_KIND: dict[str, type] = {}
-_BY_NAME: dict[str, type] = {}
+# kind -> class, and "module.QualName" -> class, of every Persistent subclass
+# (a class defined again under the same name takes its place).
+_BY_KIND: Registry[str, type] = Registry("persistent kind")
+_BY_NAME: Registry[str, type] = Registry("persistent class", plural="persistent classes")
 
 
 def qualified_name(cls):
@@ -42,12 +45,12 @@ def kind_of(cls_or_obj):
 
 def persistent_kind(kind):
     """The class registered under ``kind``, or None."""
-    return _BY_KIND.get(kind) if isinstance(kind, str) else None
+    return _BY_KIND.get(kind, None) if isinstance(kind, str) else None
 
 
 def persistent_class(name):
     """The class whose :func:`qualified_name` is ``name``, or None (its module has not run)."""
-    return _BY_NAME.get(name) if isinstance(name, str) else None
+    return _BY_NAME.get(name, None) if isinstance(name, str) else None
 
 
 def to_json(value, name):
@@ -124,8 +127,8 @@ class Persistent:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         # A dataclass(slots=True) is built twice; the later class wins.
-        _BY_KIND[kind_of(cls)] = cls
-        _BY_NAME[qualified_name(cls)] = cls
+        _BY_KIND.register(kind_of(cls), cls, replace=True)
+        _BY_NAME.register(qualified_name(cls), cls, replace=True)
 
     def to_arrays(self):
         """The object's state as arrays and JSON values (a dataclass: its fields).

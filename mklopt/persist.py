@@ -70,12 +70,14 @@ import os
 import tempfile
 import warnings
 import zipfile
+from collections.abc import Callable
 
 import numpy as np
 
 from . import __version__
 from . import estimators as _estimators  # noqa: F401 (registers the estimators' classes)
 from ._persistence import Persistent, persistent_class, qualified_name
+from ._registry import Registry
 from .tasks import estimator_entry
 
 __all__ = [
@@ -97,7 +99,7 @@ _CALLER_ARRAYS = ("x_mean", "x_scale")
 # Upgrades of older layouts: version v -> function(arrays, meta) returning
 # the arrays and metadata of version v + 1. Versions 1 to 4 only add to each
 # other, so none is needed yet.
-_UPGRADES = {}
+_UPGRADES: Registry[int, Callable] = Registry("format upgrade")
 
 
 class ModelFormatError(ValueError):

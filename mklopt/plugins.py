@@ -22,8 +22,10 @@ or :func:`mklopt.kernels.register_kernel_family`::
 The groups are read once per process, when a registry is first asked for
 a name (:func:`mklopt.methods.get_method`, :func:`mklopt.tasks.get_oracle`,
 :func:`mklopt.kernels.get_storage`, :func:`mklopt.kernels.get_kernel_family`
-or a spec of an unknown family, the command line). A plugin that fails to import raises
-:class:`PluginError` naming the entry point and its package.
+or a spec of an unknown family, the command line). Each registry is a
+:class:`mklopt._registry.Registry` that names its group; it alone calls
+:func:`load`. A plugin that fails to import raises :class:`PluginError`
+naming the entry point and its package.
 """
 
 from __future__ import annotations

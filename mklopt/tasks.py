@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ._registry import Registry
+
 __all__ = [
     "ORACLES",
     "ESTIMATORS",
@@ -94,10 +96,18 @@ class EstimatorEntry:
     task: str
 
 
-#: Registered oracles: (task, name) -> :class:`OracleEntry`.
-ORACLES: dict[tuple[str, str], OracleEntry] = {}
+def _unknown_oracle(key, keys):
+    task, name = key
+    known = ", ".join(repr(n) for (t, n) in keys if t == task) or "none"
+    return f"loss must name an oracle registered for the {task} task ({known}), got {name!r}"
+
+
+#: Registered oracles: (task, name) -> :class:`OracleEntry`; one entry per
+#: factory (re-registering a factory under its name updates its entry).
+ORACLES: Registry[tuple[str, str], OracleEntry] = Registry(
+    "oracle", group="mklopt.oracles", identity=lambda e: e.factory, unknown=_unknown_oracle)
 #: Registered estimators: name -> :class:`EstimatorEntry`.
-ESTIMATORS: dict[str, EstimatorEntry] = {}
+ESTIMATORS: Registry[str, EstimatorEntry] = Registry("estimator", identity=lambda e: e.cls)
 
 
 def register_oracle(name, task, factory=None, params=None, exact_step=False, replace=False):
@@ -151,35 +161,17 @@ def register_oracle(name, task, factory=None, params=None, exact_step=False, rep
             sig = {}
         params = tuple(p for p in ("C", "epsilon", "nu", "tol") if p in sig)
     entry = OracleEntry(name, task, factory, tuple(params), bool(exact_step))
-    old = ORACLES.get((task, name))
-    if old is not None and old.factory is not factory and not replace:
-        raise ValueError(f"oracle name {name!r} is already registered for task {task!r}")
-    ORACLES[(task, name)] = entry
-    return entry
-
-
-def _load_plugins():
-    from . import plugins
-
-    plugins.load("mklopt.oracles")
+    return ORACLES.register((task, name), entry, replace)
 
 
 def get_oracle(task, name):
     """The :class:`OracleEntry` of ``name`` for ``task``; the error lists the known names."""
-    _load_plugins()
-    try:
-        return ORACLES[(task, name)]
-    except (KeyError, TypeError):
-        known = ", ".join(repr(n) for n in oracle_names(task)) or "none"
-        raise ValueError(
-            f"loss must name an oracle registered for the {task} task ({known}), got {name!r}"
-        ) from None
+    return ORACLES.get((task, name))
 
 
 def oracle_names(task=None):
     """Registered oracle names (of ``task`` only, if given), in registration order."""
-    _load_plugins()
-    return [n for (t, n) in ORACLES if task is None or t == task]
+    return [n for (t, n) in ORACLES.names() if task is None or t == task]
 
 
 def register_estimator(cls, task, name=None, replace=False):
@@ -198,10 +190,7 @@ def register_estimator(cls, task, name=None, replace=False):
         Let ``name`` be taken over by another class.
     """
     name = cls.__name__ if name is None else name
-    old = ESTIMATORS.get(name)
-    if old is not None and old.cls is not cls and not replace:
-        raise ValueError(f"estimator name {name!r} is already registered")
-    ESTIMATORS[name] = EstimatorEntry(name, cls, task)
+    ESTIMATORS.register(name, EstimatorEntry(name, cls, task), replace)
     return cls
 
 
@@ -214,9 +203,7 @@ def estimator_entry(obj):
         If nothing registered matches.
     """
     if isinstance(obj, str):
-        if obj in ESTIMATORS:
-            return ESTIMATORS[obj]
-        raise ValueError(f"no estimator is registered as {obj!r}")
+        return ESTIMATORS.get(obj)
     by_cls = {e.cls: e for e in ESTIMATORS.values()}
     for base in type(obj).__mro__:
         if base in by_cls:

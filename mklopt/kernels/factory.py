@@ -33,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from .._memory import check_memory, fits, fmt_bytes
+from .._registry import Registry
 from .feature_maps import FeatureMap, FeatureMapFunctions, FeatureMapStorage
 from .functions import KernelFunctions
 from .products import ProductStorage, products_bytes, products_pay
@@ -173,7 +174,10 @@ STORAGES = ("auto", "dense", "on_the_fly", "products", "feature_map")
 #: 94 %); see benchmarks/README.md, "Storage chosen by auto".
 AUTO_TABLE_SHARE = 0.5
 
-_REGISTRY: dict[str, StorageEntry] = {}
+#: Registered storages: name -> :class:`StorageEntry`; one entry per factory.
+_REGISTRY: Registry[str, StorageEntry] = Registry(
+    "storage", group="mklopt.storages", identity=lambda e: e.factory,
+    unknown=lambda name, keys: _unknown("storage", name))
 _OPTIONS = ("dtype", "max_memory")
 
 
@@ -242,31 +246,12 @@ def register_storage(name, factory=None, functions=None, replace=False):
         params = {}
     var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     options = tuple(o for o in _OPTIONS if var_kw or o in params)
-    old = _REGISTRY.get(name)
-    if old is not None and old.factory is not factory and not replace:
-        raise ValueError(
-            f"storage name {name!r} is already registered (to {_qualname(old.factory)}); "
-            "pass replace=True to take it over"
-        )
-    entry = StorageEntry(name, factory, options, functions)
-    _REGISTRY[name] = entry
-    return entry
-
-
-def _qualname(obj):
-    return getattr(obj, "__qualname__", type(obj).__name__)
-
-
-def _load_plugins():
-    from .. import plugins
-
-    plugins.load("mklopt.storages")
+    return _REGISTRY.register(name, StorageEntry(name, factory, options, functions), replace)
 
 
 def storage_names():
     """Every accepted storage name: ``"auto"``, then the registered ones in order."""
-    _load_plugins()
-    return ["auto", *_REGISTRY]
+    return ["auto", *_REGISTRY.names()]
 
 
 def _accepted(name):
@@ -289,11 +274,7 @@ def get_storage(name):
     ValueError
         For an unknown name; the message lists the registered names.
     """
-    _load_plugins()
-    entry = _REGISTRY.get(name) if isinstance(name, str) else None
-    if entry is None:
-        raise ValueError(_unknown("storage", name))
-    return entry
+    return _REGISTRY.get(name)
 
 
 def check_storage(storage, name="storage"):
@@ -310,10 +291,8 @@ def check_storage(storage, name="storage"):
         return storage
     if not isinstance(storage, str):
         raise TypeError(f"{_accepted(name)}, got {type(storage).__name__}")
-    if storage != "auto":
-        _load_plugins()
-        if storage not in _REGISTRY:
-            raise ValueError(_unknown(name, storage))
+    if storage != "auto" and _REGISTRY.get(storage, None) is None:
+        raise ValueError(_unknown(name, storage))
     return storage
 
 

@@ -35,6 +35,7 @@ import math
 import numpy as np
 
 from .._jit.groups import GAUSSIAN, POLY
+from .._registry import Registry
 from .._validation import check_int, check_real
 from ._monomials import _poly_map_T
 from .specs import RBF, Linear, Poly, _check_features, _features_repr
@@ -51,8 +52,11 @@ __all__ = [
     "parse_kernel",
 ]
 
-#: Registered kernel families: name -> family object.
-KERNEL_FAMILIES: dict[str, KernelFamily] = {}
+#: Registered kernel families: name -> family object. The ``mklopt.kernels``
+#: entry points are read when a name is missing (built-in families are looked
+#: up while mklopt imports and on workers); the built-in names are frozen.
+KERNEL_FAMILIES: Registry[str, KernelFamily] = Registry(
+    "kernel family", plural="families", group="mklopt.kernels", read="miss")
 
 #: Names a family parameter cannot take (the saved form and the spec use them).
 _RESERVED = frozenset({"kind", "features", "family", "values"})
@@ -347,23 +351,7 @@ def register_kernel_family(family, replace=False):
             f"family.params of {name!r} must be distinct and avoid the reserved names "
             f"{sorted(_RESERVED)}, got {params!r}"
         )
-    old = KERNEL_FAMILIES.get(name)
-    if old is not None and old is not family and not replace:
-        if name in _BUILTIN:
-            raise ValueError(f"kernel family {name!r} is built in and cannot be replaced")
-        raise ValueError(
-            f"kernel family {name!r} is already registered (pass replace=True to replace it)"
-        )
-    if name in _BUILTIN and old is not None and old is not family:
-        raise ValueError(f"kernel family {name!r} is built in and cannot be replaced")
-    KERNEL_FAMILIES[name] = family
-    return family
-
-
-def _load_plugins():
-    from .. import plugins
-
-    plugins.load("mklopt.kernels")
+    return KERNEL_FAMILIES.register(name, family, replace)
 
 
 def kernel_family_names():
@@ -374,8 +362,7 @@ def kernel_family_names():
     >>> kernel_family_names()[:3]
     ['rbf', 'poly', 'linear']
     """
-    _load_plugins()
-    return list(KERNEL_FAMILIES)
+    return KERNEL_FAMILIES.names()
 
 
 def get_kernel_family(name):
@@ -400,14 +387,7 @@ def get_kernel_family(name):
     >>> get_kernel_family("poly").params
     ('degree',)
     """
-    family = KERNEL_FAMILIES.get(name) if isinstance(name, str) else None
-    if family is None:
-        _load_plugins()
-        family = KERNEL_FAMILIES.get(name) if isinstance(name, str) else None
-    if family is None:
-        known = ", ".join(repr(n) for n in KERNEL_FAMILIES)
-        raise ValueError(f"unknown kernel family {name!r}; registered families: {known}")
-    return family
+    return KERNEL_FAMILIES.get(name)
 
 
 def family_of(spec):
@@ -434,10 +414,7 @@ def family_of(spec):
     if fam is not None:
         return fam
     if type(spec) is KernelSpec:
-        fam = KERNEL_FAMILIES.get(spec.family)
-        if fam is None:
-            _load_plugins()
-            fam = KERNEL_FAMILIES.get(spec.family)
+        fam = KERNEL_FAMILIES.get(spec.family, None)
         if fam is None:
             known = ", ".join(repr(n) for n in KERNEL_FAMILIES)
             raise ValueError(
@@ -638,10 +615,9 @@ class _Linear(KernelFamily):
         return POLY, 1.0, 0.0
 
 
+# The built-in spec classes, found by type (before any name lookup).
 _BY_TYPE: dict[type, KernelFamily] = {}
-_BUILTIN: frozenset[str] = frozenset()
 for _fam, _type in ((_Gaussian(), RBF), (_Polynomial(), Poly), (_Linear(), Linear)):
-    register_kernel_family(_fam)
-    _BY_TYPE[_type] = _fam
-_BUILTIN = frozenset(KERNEL_FAMILIES)
+    _BY_TYPE[_type] = register_kernel_family(_fam)
+KERNEL_FAMILIES.freeze(*KERNEL_FAMILIES)
 del _fam, _type

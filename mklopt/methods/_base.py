@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from .._registry import Registry
 from .._types import MethodReport, OracleRequest
 from ..stopping import Stop
 
@@ -55,11 +56,12 @@ __all__ = [
     "get_preset",
 ]
 
-#: Registered outer methods: name -> class (canonical names and aliases).
-METHODS: dict[str, type] = {}
+#: Registered outer methods: name -> class (canonical names and aliases);
+#: the ``mklopt.methods`` entry points are read on the first lookup.
+METHODS: Registry[str, type] = Registry("method", group="mklopt.methods")
 #: Named configurations of registered methods (the benchmarks' keys such as
 #: ``"sd"`` or ``"lp4/3"``): key -> :class:`Preset`.
-PRESETS: dict[str, Preset] = {}
+PRESETS: Registry[str, Preset] = Registry("preset")
 
 
 def register(*names, replace=False):
@@ -68,7 +70,8 @@ def register(*names, replace=False):
     Parameters
     ----------
     *names : str
-        Registry names; the first is the canonical one (``cls.name``).
+        Registry names; the first is the canonical one (``cls.name``), the
+        others are aliases (``"silp"`` for ``"cutting_plane"``).
     replace : bool, default=False
         Let a name already taken by another class be taken over. Re-running
         a notebook cell that defines and registers a method builds a new
@@ -82,29 +85,22 @@ def register(*names, replace=False):
 
     def deco(cls):
         for name in names:
-            if name in METHODS and METHODS[name] is not cls and not replace:
-                raise ValueError(f"method name {name!r} is already registered")
-            METHODS[name] = cls
+            METHODS.register(name, cls, replace=replace)
         cls.name = names[0]
         return cls
 
     return deco
 
 
-def _load_plugins():
-    from .. import plugins
-
-    plugins.load("mklopt.methods")
-
-
 def get_method(name):
-    """The method class registered under ``name`` (entry points included: :mod:`mklopt.plugins`)."""
-    _load_plugins()
-    try:
-        return METHODS[name]
-    except KeyError:
-        known = ", ".join(sorted(METHODS))
-        raise ValueError(f"unknown method {name!r}; known methods: {known}") from None
+    """The method class registered under ``name`` (entry points included: :mod:`mklopt.plugins`).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name; the message lists the registered ones.
+    """
+    return METHODS.get(name)
 
 
 def method_names(oracle_kind=None):
@@ -117,9 +113,8 @@ def method_names(oracle_kind=None):
         :attr:`MethodBase.oracle_kind`); ``"dual"`` gives the names an
         estimator such as :class:`~mklopt.MKLClassifier` accepts.
     """
-    _load_plugins()
-    return [n for n, cls in METHODS.items()
-            if oracle_kind is None or getattr(cls, "oracle_kind", "dual") == oracle_kind]
+    return [n for n in METHODS.names()
+            if oracle_kind is None or getattr(METHODS[n], "oracle_kind", "dual") == oracle_kind]
 
 
 #: The estimators' formulation parameters a method may declare it takes.
@@ -179,14 +174,18 @@ class Preset:
         return self.cls(**dict(self.params))
 
 
-def add_preset(key, method, label, **params):
-    """Register the preset ``key``: method ``method`` with ``params``, shown as ``label``."""
-    if key in PRESETS:
-        raise ValueError(f"preset {key!r} is already registered")
+def add_preset(key, method, label, *, replace=False, **params):
+    """Register the preset ``key``: method ``method`` with ``params``, shown as ``label``.
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is not registered, or ``key`` is another preset's and
+        ``replace`` is false.
+    """
     if method not in METHODS:  # (plugins are read only then, never while mklopt imports)
         get_method(method)  # the method must be registered first
-    PRESETS[key] = preset = Preset(key, method, label, tuple(params.items()))
-    return preset
+    return PRESETS.register(key, Preset(key, method, label, tuple(params.items())), replace)
 
 
 def get_preset(key):
@@ -197,8 +196,7 @@ def get_preset(key):
     """
     if key in PRESETS:
         return PRESETS[key]
-    _load_plugins()
-    if key in METHODS:
+    if METHODS.get(key, None) is not None:
         return Preset(key, key, key)
     known = ", ".join([*PRESETS, *(n for n in METHODS if n not in PRESETS)])
     raise ValueError(f"unknown method {key!r}; choose from {known}") from None
