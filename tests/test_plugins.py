@@ -87,6 +87,14 @@ def test_mklopt_fit_runs_a_plugin_oracle_and_method(tmp_path):
         np.testing.assert_allclose(back.predict(X), here.predict(X), rtol=1e-9, atol=1e-9)
     finally:
         sys.path.remove(str(PLUGIN))
+        # leave the registries as they were, for the tests that list their names
+        from mklopt.methods import METHODS
+        from mklopt.tasks import ORACLES
+
+        METHODS.pop("bb_spg", None)
+        ORACLES.pop(("regression", "kernel_ridge"), None)
+        for mod in [m for m in sys.modules if m.startswith("mkl_extras")]:
+            del sys.modules[mod]
 
 
 def test_entry_points_feed_the_registries_in_process(tmp_path, monkeypatch):
