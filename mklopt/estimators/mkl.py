@@ -15,7 +15,7 @@ from .._interrupt import fit_run
 from .._policy import INNER_TOL_MAX, default_inner_tol
 from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion
-from ..kernels.factory import shared_storage
+from ..kernels.factory import shared_storage, storage_traits
 from ..kernels.sharded import ShardLostError
 from ..kernels.stack import _as_stack
 from ..methods import Chain, LevelBundle, estimator_params_of, get_method, method_names
@@ -798,9 +798,7 @@ class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
             # The bank holds the user's matrices in the order of X.
             plan.position = None
             return pair_rows(y_idx, pairs, by_class=True)
-        if not (self._shares_bank(len(pairs)) and (given or (
-                isinstance(self.storage, str)
-                and self.storage in ("auto", "dense", "on_the_fly", "products")))):
+        if not (self._shares_bank(len(pairs)) and (given or storage_traits(self.storage)[0])):
             return pair_rows(y_idx, pairs)
         if given:
             # MKLClassifierCV's refit: its bank holds the samples class by class

@@ -16,7 +16,7 @@ from .._interrupt import fit_run
 from .._parallel import client_map, parallel_map
 from ..datasets import _scaling
 from ..kernels import KernelBank
-from ..kernels.factory import shared_storage
+from ..kernels.factory import shared_storage, storage_traits
 from ..kernels.stack import _as_stack
 from ..oracles import CompositeOracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
@@ -932,12 +932,13 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
             else:
                 Xs = X
             plan = base._prepare_fit(Xs)  # the rules that tie the parameters together
-            if not isinstance(self.storage, str) or self.storage == "feature_map":
+            if storage_traits(self.storage)[1]:
                 raise ValueError(
-                    f"{name} reads every fold from one bank of stored or computed kernels; "
-                    "storage must be 'auto', 'dense' or 'on_the_fly' (feature maps have no "
-                    "views)"
-                )
+                    f"{name} reads every fold from one bank of exact kernels; storage="
+                    f"{self.storage!r} brings approximate kernels of its own (feature maps), "
+                    "which the folds cannot share: use 'auto', 'dense', 'on_the_fly' or "
+                    "'products'"
+            )
         classes, y_idx = class_indices(y, name)
         position = None
         if not is_precomputed(self.kernels):

@@ -7,7 +7,7 @@ import numpy as np
 from .._constraints import NO_VALIDATION, Check
 from ..datasets import _scaling
 from ..kernels import KernelBank
-from ..kernels.factory import shared_storage
+from ..kernels.factory import shared_storage, storage_traits
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._core import RUN_PARAMS, EstimatorCore
 from ._losses import oracle_entry
@@ -246,10 +246,12 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         base = self._estimator(float(Cs[0]))
         plan = base._check_common(X)
         eps = float(self.epsilon)
-        if not isinstance(self.storage, str) or self.storage == "feature_map":
+        if storage_traits(self.storage)[1]:
             raise ValueError(
-                f"{name} reads every fold from one bank of stored or computed kernels; "
-                "storage must be 'auto', 'dense' or 'on_the_fly' (feature maps have no views)"
+                f"{name} reads every fold from one bank of exact kernels; storage="
+                f"{self.storage!r} brings approximate kernels of its own (feature maps), "
+                "which the folds cannot share: use 'auto', 'dense', 'on_the_fly' or "
+                "'products'"
             )
         if self.standardize:
             mean, scale = _scaling(X)

@@ -152,12 +152,20 @@ class StorageEntry:
         ``functions(X, specs, normalize=..., max_memory=...)``. None: the
         exact :class:`~mklopt.kernels.KernelFunctions`. Such storages are
         built on the client, never sharded.
+    order_free : bool
+        Whether the storage holds the exact kernels of its points whatever
+        their order, so that a fit may give it the points in another order
+        (the classifiers hold them class by class, for contiguous reads of
+        each pair's block). True for the built-in exact storages; False by
+        default for a user's, which may depend on the order (random
+        landmarks, say).
     """
 
     name: str
     factory: Callable[..., Any]
     options: tuple = ()
     functions: Callable[..., Any] | None = None
+    order_free: bool = False
 
     def make(self, functions, dtype=np.float64, max_memory=None):
         """The storage of ``functions``, given the bank's ``dtype`` and ``max_memory``."""
@@ -181,7 +189,7 @@ _REGISTRY: Registry[str, StorageEntry] = Registry(
 _OPTIONS = ("dtype", "max_memory")
 
 
-def register_storage(name, factory=None, functions=None, replace=False):
+def register_storage(name, factory=None, functions=None, replace=False, order_free=False):
     """Make a storage available as ``storage=name``; usable as a class decorator.
 
     Parameters
@@ -202,6 +210,9 @@ def register_storage(name, factory=None, functions=None, replace=False):
     replace : bool, default=False
         Let ``name`` be taken over by another factory (re-running a notebook
         cell).
+    order_free : bool, default=False
+        Declare that the storage's kernels do not depend on the order of the
+        points (see :class:`StorageEntry`).
 
     Returns
     -------
@@ -233,7 +244,7 @@ def register_storage(name, factory=None, functions=None, replace=False):
         raise ValueError("name 'auto' is reserved for the automatic choice of a storage")
     if factory is None:
         def deco(cls):
-            register_storage(name, cls, functions, replace)
+            register_storage(name, cls, functions, replace, order_free)
             return cls
         return deco
     if not callable(factory):
@@ -246,7 +257,23 @@ def register_storage(name, factory=None, functions=None, replace=False):
         params = {}
     var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     options = tuple(o for o in _OPTIONS if var_kw or o in params)
-    return _REGISTRY.register(name, StorageEntry(name, factory, options, functions), replace)
+    entry = StorageEntry(name, factory, options, functions, bool(order_free))
+    return _REGISTRY.register(name, entry, replace)
+
+
+def storage_traits(storage):
+    """``(order_free, own_functions)`` of an estimator's ``storage`` (a name or a FeatureMap).
+
+    ``"auto"`` chooses among the built-in exact storages: order free, with
+    the exact kernel functions. A :class:`FeatureMap` brings its own
+    (approximate) functions and depends on the points it is fitted on.
+    """
+    if isinstance(storage, FeatureMap):
+        return False, True
+    if storage == "auto":
+        return True, False
+    entry = get_storage(storage)
+    return entry.order_free, entry.functions is not None
 
 
 def storage_names():
@@ -487,9 +514,9 @@ def _products(functions, dtype=np.float64, max_memory=None):
     return ProductStorage.build(functions, max_memory=max_memory)
 
 
-register_storage("dense", _dense)
-register_storage("on_the_fly", _on_the_fly)
-register_storage("products", _products)
+register_storage("dense", _dense, order_free=True)
+register_storage("on_the_fly", _on_the_fly, order_free=True)
+register_storage("products", _products, order_free=True)
 register_storage("feature_map", _feature_map, functions=_feature_map_functions)
 
 

@@ -40,7 +40,7 @@ from mklopt.kernels import (
 )
 from mklopt.kernels import factory as factory_module
 from mklopt.kernels.functions import KernelFunctions
-from mklopt.kernels.storage import OnTheFlyStorage, table_share
+from mklopt.kernels.storage import DenseStorage, OnTheFlyStorage, table_share
 from mklopt.methods import LevelBundle
 from mklopt.oracles import SVMDual
 from mklopt.persist import load_model, save_model
@@ -414,3 +414,36 @@ def test_sharded_banks_build_through_the_factory_and_apply_the_same_rule(client)
             assert rel(mine.combine(w), dense.combine(w)) <= 1e-13
         finally:
             mine.storage.close()
+
+
+def test_storage_traits_come_from_the_registry_not_from_names():
+    from mklopt.kernels import nystroem
+    from mklopt.kernels.factory import storage_traits
+
+    assert storage_traits("auto") == (True, False)
+    assert storage_traits("dense") == (True, False)
+    assert storage_traits("products") == (True, False)
+    assert storage_traits("feature_map") == (False, True)
+    assert storage_traits(nystroem(n_components=5)) == (False, True)
+    try:
+        register_storage("ordered_doc", lambda functions: DenseStorage(functions.matrices()),
+                         replace=True)
+        assert storage_traits("ordered_doc") == (False, False)  # a user's: order kept
+        register_storage("free_doc", lambda functions: DenseStorage(functions.matrices()),
+                         order_free=True, replace=True)
+        assert storage_traits("free_doc") == (True, False)
+    finally:
+        for name in ("ordered_doc", "free_doc"):
+            factory_module._REGISTRY.pop(name, None)
+
+
+@pytest.mark.parametrize("make", ["MKLClassifierCV", "MKLRegressorCV"])
+def test_cv_estimators_refuse_approximate_storages_naming_the_option(make):
+    import mklopt
+    from mklopt.kernels import nystroem
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = (X[:, 0] > 0).astype(int) if make == "MKLClassifierCV" else X[:, 0]
+    with pytest.raises(ValueError, match="storage=.*brings approximate kernels.*'auto'"):
+        getattr(mklopt, make)(storage=nystroem(n_components=5), cv=3, Cs=2).fit(X, y)
