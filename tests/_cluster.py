@@ -81,6 +81,66 @@ def shards_on_workers(client):
     return sum(client.run(n_actors).values()), client.run_on_scheduler(shard_tasks)
 
 
+#: How long a test waits for a cluster event (a worker's death seen by the
+#: scheduler, a restarted worker joining) before it fails. Generous: on a
+#: loaded 2-core machine a restarted worker takes tens of seconds to import
+#: mklopt and numba, and an event that never happens still fails the test.
+EVENT_SECONDS = 300.0
+
+
+def wait_for(predicate, what, seconds=EVENT_SECONDS):
+    """Return once ``predicate()`` is true; fail (AssertionError) after ``seconds``.
+
+    The polling interval is short and the bound generous: the test waits on
+    the event, not on a guess of how long it takes.
+    """
+    import time
+
+    end = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"{what}: not after {seconds} s")
+        time.sleep(0.05)
+
+
+def workers_of(client):
+    """The addresses of the workers the scheduler knows, as a set."""
+    return set(client.scheduler_info()["workers"])
+
+
+def wait_for_workers(client, n=2, seconds=EVENT_SECONDS):
+    """Wait until ``n`` workers are up (a killed one restarted by its nanny)."""
+    client.wait_for_workers(n, timeout=seconds)
+
+
+def kill_worker(client, address, seconds=EVENT_SECONDS):
+    """SIGKILL the worker at ``address``, and return once the scheduler has removed it.
+
+    Waiting for the removal fixes the order of events: whatever the test
+    does next meets a cluster that knows the worker is gone, however slowly
+    a loaded machine delivers the news.
+    """
+    pid = client.run(os.getpid, workers=[address])[address]
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: address not in workers_of(client), f"worker {address} removed")
+
+
+def kill_last_holder(client, future, seconds=EVENT_SECONDS):
+    """Kill the one worker holding ``future``'s data, so that the data is lost.
+
+    A task that ran on another worker fetched its own copy of its input
+    (the scheduler moves tasks off a busy worker, as when the first round
+    compiles numba there), so the data may be on several workers: all but
+    one copy are dropped first. Returns the killed worker's address.
+    """
+    client.replicate([future], n=1)
+    wait_for(lambda: len(client.who_has([future])[future.key]) == 1,
+             "the data on one worker only", seconds)
+    (holder,) = client.who_has([future])[future.key]
+    kill_worker(client, holder, seconds)
+    return holder
+
+
 def wait_released(client, seconds=2.0):
     """``shards_on_workers`` once it is ``(0, [])`` or ``seconds`` have passed."""
     import time
@@ -128,7 +188,7 @@ def first_scatter_to_one_worker(client):
     As if the other workers had joined after the scatter (one restarted after
     a crash holds no copy of what was scattered before).
     """
-    client.wait_for_workers(2, timeout=60)
+    wait_for_workers(client, 2)
     holder = sorted(client.scheduler_info()["workers"])[0]
     real = client.scatter
     calls = []
@@ -144,4 +204,4 @@ def first_scatter_to_one_worker(client):
         yield holder, calls
     finally:
         del client.scatter
-        client.wait_for_workers(2, timeout=60)
+        wait_for_workers(client, 2)

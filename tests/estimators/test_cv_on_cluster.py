@@ -14,7 +14,13 @@ import pytest
 
 from mklopt import MKLClassifierCV, MKLRegressorCV, datasets
 from mklopt.kernels import linear, poly, rbf
-from tests._cluster import KillOnce, first_scatter_to_one_worker, local_client, no_hang
+from tests._cluster import (
+    KillOnce,
+    first_scatter_to_one_worker,
+    local_client,
+    no_hang,
+    wait_for_workers,
+)
 
 distributed = pytest.importorskip("distributed")
 threadpoolctl = pytest.importorskip("threadpoolctl")
@@ -76,7 +82,7 @@ def test_folds_are_named_tasks_on_a_bank_scattered_once(client, three_classes, s
 
     client.scatter = spy
     try:
-        with no_hang(120), distributed.get_task_stream(client) as stream:
+        with no_hang(600), distributed.get_task_stream(client) as stream:
             cv = _fit(_cv(client=client), X, y)
     finally:
         del client.scatter
@@ -93,12 +99,12 @@ def test_a_worker_killed_during_a_fold_gives_a_retried_task(client, three_classe
     X, y = three_classes
     marker = tmp_path / "killed"
     try:
-        with no_hang(150):
+        with no_hang(600):
             cv = _fit(_cv(client=client, callback=KillOnce(marker)), X, y)
         assert marker.exists()  # a worker did die in the middle of a fold
         _assert_same(serial, cv)
     finally:
-        client.wait_for_workers(2, timeout=60)
+        wait_for_workers(client, 2)
     assert client.submit(sum, [1, 2], pure=False).result() == 3  # still usable
 
 
@@ -114,7 +120,7 @@ def test_a_worker_killed_with_the_last_copy_of_the_bank_gives_retried_tasks(
     with threadpoolctl.threadpool_limits(1):
         serial = _fit(_cv(cv=2), X, y)
     marker = tmp_path / "killed"
-    with first_scatter_to_one_worker(client) as (holder, calls), no_hang(150):
+    with first_scatter_to_one_worker(client) as (holder, calls), no_hang(600):
         cv = _fit(_cv(cv=2, client=client, callback=KillOnce(marker, holder)), X, y)
     assert marker.exists()  # the bank's only holder did die in a fold
     assert len(calls) == 2  # and the bank was scattered again
@@ -131,7 +137,7 @@ def test_regressor_cv_on_the_cluster_equals_the_serial_fit(client):
     kw = dict(Cs=CS, cv=3, kernels=[rbf(0.5), poly(2), linear()], tol=1e-2)
     with threadpoolctl.threadpool_limits(1):
         a = _fit(MKLRegressorCV(**kw), X, y)
-    with no_hang(120), distributed.get_task_stream(client) as stream:
+    with no_hang(600), distributed.get_task_stream(client) as stream:
         b = _fit(MKLRegressorCV(**kw, client=client), X, y)
     for k in range(3):
         key = f"split{k}_test_score"

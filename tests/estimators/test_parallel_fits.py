@@ -23,7 +23,7 @@ import sklearn.base
 from mklopt import MKBoostClassifier, MKLClassifier, datasets
 from mklopt._parallel import check_n_jobs, parallel_map
 from mklopt.kernels import poly, rbf
-from tests._cluster import KillOnce, local_client, no_hang
+from tests._cluster import KillOnce, local_client, no_hang, wait_for_workers
 
 distributed = pytest.importorskip("distributed")
 
@@ -235,7 +235,7 @@ class _RecordTask:
 
 def test_pair_tasks_are_named_after_their_pair(client, data, serial, tmp_path):
     X, y = data
-    with no_hang(120), joblib.parallel_backend("dask"):
+    with no_hang(600), joblib.parallel_backend("dask"):
         b = mkl(callback=_RecordTask(tmp_path)).fit(X, y)
     assert_same_mkl(serial[0], b, X)
     names = sorted(p.stem.rsplit("-", 1)[0] for p in tmp_path.glob("*.txt"))
@@ -246,12 +246,12 @@ def test_a_worker_killed_during_a_pair_gives_a_retried_task(client, data, serial
     X, y = data
     marker = tmp_path / "killed"
     try:
-        with no_hang(120), joblib.parallel_backend("dask"):
+        with no_hang(600), joblib.parallel_backend("dask"):
             b = mkl(callback=KillOnce(marker)).fit(X, y)
         assert marker.exists()  # a worker did die mid-fit
         assert_same_mkl(serial[0], b, X)
     finally:
-        client.wait_for_workers(2, timeout=60)
+        wait_for_workers(client, 2)
     assert client.submit(sum, [1, 2], pure=False).result() == 3  # still usable
 
 
@@ -276,12 +276,12 @@ def test_a_pair_whose_workers_keep_dying_fails_the_fit_in_bounded_time(client, d
     X, y = data
     old = client.run_on_scheduler(_set_allowed_failures, 0)
     try:
-        with no_hang(120), joblib.parallel_backend("dask"):
+        with no_hang(600), joblib.parallel_backend("dask"):
             with pytest.raises(distributed.KilledWorker, match="Attempted to run task"):
                 mkl(callback=_kill_my_worker).fit(X, y)
     finally:
         client.run_on_scheduler(_set_allowed_failures, old)
-        client.wait_for_workers(2, timeout=60)
+        wait_for_workers(client, 2)
     assert client.submit(sum, [1, 2], pure=False).result() == 3  # still usable
 
 
