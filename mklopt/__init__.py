@@ -5,7 +5,6 @@ move the kernel weights, and one driver with pluggable stopping criteria
 certified by duality gaps.
 """
 
-from . import datasets, domains, methods, stopping
 from ._types import (
     Handover,
     MethodReport,
@@ -17,8 +16,6 @@ from ._types import (
     Result,
 )
 from ._version import __version__  # noqa: F401 (mklopt.__version__)
-from .driver import solve
-from .kernels import KernelBank, KernelStack
 
 __all__ = [
     "solve",
@@ -44,21 +41,38 @@ __all__ = [
     "MKLOneClass",
 ]
 
-# The estimators are resolved on first access (PEP 562) so that ``import
-# mklopt`` does not import scikit-learn, which they use when it is installed.
-_LAZY_ESTIMATORS = {
-    "MKLClassifier", "MKLClassifierCV", "MKBoostClassifier", "MKLRegressor", "MKLRegressorCV",
-    "MKLOneClass",
+# Everything else is resolved on first access (PEP 562), so that ``import
+# mklopt`` costs numpy and little more: the driver, the kernels and the
+# methods import numba and scipy.optimize, and the estimators import
+# scikit-learn when it is installed. ``from mklopt import solve`` and
+# ``mklopt.datasets`` work as if imported eagerly.
+_LAZY = {
+    "solve": "driver",
+    "KernelBank": "kernels",
+    "KernelStack": "kernels",
+    **dict.fromkeys(
+        ["MKLClassifier", "MKLClassifierCV", "MKBoostClassifier", "MKLRegressor",
+         "MKLRegressorCV", "MKLOneClass"],
+        "estimators",
+    ),
+}
+_LAZY_MODULES = {
+    "datasets", "domains", "methods", "stopping", "kernels", "oracles", "driver", "estimators",
+    "tasks", "persist", "plugins",
 }
 
 
 def __getattr__(name):
-    if name in _LAZY_ESTIMATORS:
-        from . import estimators
+    import importlib
 
-        return getattr(estimators, name)
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f".{name}", __name__)
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
     raise AttributeError(f"module 'mklopt' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | _LAZY_ESTIMATORS)
+    return sorted(set(globals()) | set(_LAZY) | _LAZY_MODULES)

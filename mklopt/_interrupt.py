@@ -394,21 +394,40 @@ def fit_run(name, time_limit, verbose=0):
     Work stopped outside a solve (kernel construction, or a binary problem that had no time left)
     ends the fit with :class:`~mklopt.stopping.NoPointError`, or with
     ``KeyboardInterrupt`` on Ctrl-C.
+
+    Before the deadline starts, the numba kernels of the estimator's default
+    fit are compiled or loaded from the cache (:func:`mklopt._compile.prepare`;
+    a first run after install says so at ``verbose >= 1``), so that
+    ``time_limit`` counts the problem, not the compiling. A ``NoPointError``
+    of a fit that compiled other kernels meanwhile says how long that took.
     """
-    deadline = None
-    if isinstance(time_limit, (int, float)) and math.isfinite(time_limit) and time_limit > 0:
-        deadline = time.time() + time_limit + grace(time_limit)
+    from . import _compile
     from ._heartbeat import heartbeat
 
+    loud = isinstance(verbose, int) and not isinstance(verbose, bool) and verbose >= 1
+    with _compile.echo(loud):
+        _compile.prepare(name)
+    compiled = _compile.compile_seconds()
+    limit = None
+    deadline = None
+    if isinstance(time_limit, (int, float)) and math.isfinite(time_limit) and time_limit > 0:
+        limit = float(time_limit)
+        deadline = time.time() + time_limit + grace(time_limit)
+    from .stopping import NoPointError
+
     try:
-        with Run(deadline), heartbeat(verbose, name):
+        with Run(deadline), heartbeat(verbose, name), _compile.echo(loud):
             yield
     except Stopped as exc:
         if exc.reason == "interrupted":
             raise KeyboardInterrupt(f"{name}.fit interrupted; nothing was fitted") from None
-        from .stopping import NoPointError
-
+        note = _compile.compile_note(_compile.compile_seconds() - compiled, limit)
         raise NoPointError(
             f"{name}.fit stopped ({exc.reason}) before any point was certified (while "
-            "building the kernels); nothing was fitted. Raise time_limit"
+            f"building the kernels); nothing was fitted.{note} Raise time_limit"
         ) from None
+    except NoPointError as exc:
+        note = _compile.compile_note(_compile.compile_seconds() - compiled, limit)
+        if note and exc.args and isinstance(exc.args[0], str):
+            exc.args = (exc.args[0] + note,) + exc.args[1:]
+        raise

@@ -1,4 +1,4 @@
-"""The ``mklopt`` command line: ``bench``, ``fit`` and ``predict``.
+"""The ``mklopt`` command line: ``bench``, ``fit``, ``predict`` and ``compile``.
 
 Every failure a user can cause (a bad option, a missing or malformed file, a
 corrupt model) is reported as one line on stderr with exit status 2, never
@@ -59,9 +59,17 @@ def _bench_kloft(args):
 
 
 def _bench(args):
+    from . import _compile
     from .bench import runs as B
     from .bench import scale as _bench_scale
 
+    # A first run after install compiles for a while before its first line: say so.
+    _compile.watch()
+    with _compile.echo(not args.quiet):
+        return _bench_run(args, B, _bench_scale)
+
+
+def _bench_run(args, B, _bench_scale):
     if args.sizes and args.protocol != "kloft2010":
         raise UserError("--sizes belongs to --protocol kloft2010")
     if args.protocol == "kloft2010":
@@ -667,10 +675,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def _compile_cmd(args):
+    from . import _compile
+
+    failed = _compile.compile_all()
+    if failed:
+        raise UserError(f"could not compile the path(s): {', '.join(failed)}")
+    return 0
+
+
 # ----------------------------------------------------------------------------
 def build_parser():
     ap = _Parser(prog="mklopt", description="Multiple kernel learning certified by duality gaps.")
-    sub = ap.add_subparsers(dest="command", metavar="{bench,fit,predict}")
+    sub = ap.add_subparsers(dest="command", metavar="{bench,fit,predict,compile}")
     sub.required = True
 
     b = sub.add_parser(
@@ -865,6 +882,15 @@ def build_parser():
     )
     p.add_argument("--out", default=None, help="write predictions here (default: stdout)")
     p.set_defaults(func=_predict)
+
+    c = sub.add_parser(
+        "compile",
+        help="compile mklopt's numba kernels ahead of time (for images and clusters)",
+        description="Compile the numba kernels of every estimator path on a tiny problem, "
+        "a line per path, into numba's cache (NUMBA_CACHE_DIR, or __pycache__ beside the "
+        "installed package). A first run after install then starts at once.",
+    )
+    c.set_defaults(func=_compile_cmd)
     return ap
 
 

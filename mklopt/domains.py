@@ -32,7 +32,6 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from scipy.optimize import brentq
 
 from ._jit.projections import project_simplex, project_simplex_product
 from ._validation import check_int, check_real, check_vector
@@ -461,6 +460,8 @@ def _decreasing_root(G):
             a, b = 0.5 * a, a
             if a < 1e-300:
                 return a
+    from scipy.optimize import brentq  # here: scipy.optimize is slow to import
+
     return brentq(G, a, b, xtol=1e-15 * b, rtol=4 * np.finfo(float).eps, maxiter=500)
 
 

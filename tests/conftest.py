@@ -4,6 +4,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
+from mklopt import _compile
+
+# The "compiling mklopt's kernels" line is said at most once per process; in
+# this one it would land in whichever test compiles first (a fresh clone)
+# and change that test's output. tests/test_startup.py checks it in fresh
+# interpreters.
+_compile._state.said = True
+
 settings.register_profile(
     "default", deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow]
 )

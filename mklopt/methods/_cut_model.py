@@ -39,7 +39,6 @@ from typing import NamedTuple
 import ecos
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
 try:  # ECOS's C extension, which ecos.solve calls after checking scipy.sparse inputs
     import _ecos
@@ -276,7 +275,9 @@ class CutModel:
         """The model ``g(w) = max_j f(w, alpha_j)`` (``-inf`` without cuts)."""
         if self.n_cuts == 0:
             return -np.inf
-        return model_value(self.Q, self.s, np.ascontiguousarray(w, dtype=np.float64))
+        # A writable copy (w is often a read-only query): the signature the
+        # jitted callers use, so numba compiles and caches one, not two.
+        return model_value(self.Q, self.s, np.array(w, dtype=np.float64))
 
     # ---- the LP: min_{w in simplex} g(w) -------------------------------------------
     def minimize(self, precision=0.0):
@@ -445,6 +446,8 @@ class CutModel:
         if direct is not None:
             value, x, marg = direct
             return value, x[:mw], np.maximum(-marg, 0.0)
+        from scipy.optimize import linprog  # here: slow to import, and rarely needed
+
         res = None
         for method in ("highs-ds", "highs-ipm"):  # ipm is more forgiving of bad scaling
             res = linprog(

@@ -41,12 +41,26 @@ import numpy as np
 
 from .._jit.cuts import check_cut_lp
 
-try:  # SciPy >= 1.15 vendors HiGHS's bindings here (private to SciPy)
-    from scipy.optimize._highspy import _core as _h
+#: SciPy's vendored HiGHS bindings (``scipy.optimize._highspy._core``), or
+#: None when this SciPy build has none. Imported on first use (see
+#: :func:`_core`): importing them imports all of ``scipy.optimize``, which
+#: a process that only predicts never needs. A test may set it to None.
+_h = ...
 
-    _h._Highs, _h.HighsLp, _h.MatrixFormat.kRowwise, _h.HighsModelStatus.kOptimal  # noqa: B018
-except (ImportError, AttributeError):  # pragma: no cover - depends on the SciPy build
-    _h = None
+
+def _core():
+    """The HiGHS bindings module (imported once), or None."""
+    global _h
+    if _h is ...:
+        try:  # SciPy >= 1.15 vendors HiGHS's bindings here (private to SciPy)
+            from scipy.optimize._highspy import _core as h
+
+            h._Highs, h.HighsLp, h.MatrixFormat.kRowwise, h.HighsModelStatus.kOptimal  # noqa: B018
+        except (ImportError, AttributeError):  # pragma: no cover - depends on the SciPy build
+            h = None
+        _h = h
+    return _h
+
 
 __all__ = ["available", "solve_dense_lp", "CutLP"]
 
@@ -60,6 +74,7 @@ _CUT_LP_FEAS_TOL = 1e-10
 
 def available():
     """Whether the direct path is usable with this SciPy."""
+    _h = _core()
     return _h is not None
 
 
@@ -85,6 +100,7 @@ def solve_dense_lp(c, A_ub, b_ub, A_eq, b_eq, lb, ub):
         path is unavailable, HiGHS does not report an optimum, or the
         answer fails its check; the caller then uses ``linprog``.
     """
+    _h = _core()
     if _h is None:
         return None
     c = np.ascontiguousarray(c, dtype=np.float64)
@@ -153,6 +169,7 @@ _POOL_SIZE = 8
 
 def _new_highs():
     """A HiGHS object with :class:`CutLP`'s options, from the pool when one is there."""
+    _h = _core()
     try:
         return _POOL.pop()  # atomic under the GIL, so safe across threads
     except IndexError:
@@ -227,6 +244,7 @@ class CutLP:
         self._open[:] = False
 
     def _build(self):
+        _h = _core()
         m = self.n_kernels
         n = m + 1
         lp = _h.HighsLp()
@@ -288,6 +306,7 @@ class CutLP:
             the answer fails its check (the model is then dropped, so the
             next call starts cold).
         """
+        _h = _core()
         if _h is None:
             return None
         m = self.n_kernels
@@ -329,6 +348,7 @@ class CutLP:
 
     def _add_rows(self, s, Q, k):
         """Pass the last ``k`` cuts to HiGHS as rows ``-q_j'w / 2 - t <= -s_j``."""
+        _h = _core()
         m = self.n_kernels
         J = s.shape[0]
         vals = np.empty((k, m + 1))

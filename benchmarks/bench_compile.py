@@ -1,0 +1,175 @@
+"""What numba compiles, and loads from its cache, on the default fit's path.
+
+    python benchmarks/bench_compile.py                  # ionosphere, MKLClassifier() defaults
+    python benchmarks/bench_compile.py --dataset sonar  # another bundled set
+    python benchmarks/bench_compile.py --json out.json  # the records, for a table
+
+Runs two fresh processes that share one new, empty ``NUMBA_CACHE_DIR``:
+the first compiles (a first run after install), the second loads every
+kernel from the cache (every later process). In each, ``import mklopt``,
+``datasets.load`` and ``MKLClassifier().fit`` are timed, and every call to
+a numba dispatcher's ``compile`` is recorded: the function, the signature
+(dtype, layout, read-only arrays, literal values), whether it was compiled
+or loaded from the cache, and its seconds. A compile's seconds include the
+functions it calls that compile with it (their rows are marked
+``nested``); the totals count only the outermost ones.
+
+With ``--prepared``, the second process calls
+:func:`mklopt._compile.prepare` first (what a fit does before its
+``time_limit`` starts) and the table shows what the fit itself still loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def child(dataset, prepared):
+    t0 = time.perf_counter()
+    import numba.core.dispatcher as nd
+
+    records = []
+    depth = [0]
+    real = nd.Dispatcher.compile
+
+    def compile(self, sig):
+        args = tuple(sig.args) if hasattr(sig, "args") else tuple(sig)
+        if args in self.overloads:
+            return real(self, sig)
+        hits = sum(self._cache_hits.values())
+        depth[0] += 1
+        t = time.perf_counter()
+        try:
+            return real(self, sig)
+        finally:
+            dt = time.perf_counter() - t
+            depth[0] -= 1
+            records.append(dict(
+                function=f"{self.py_func.__module__}.{self.py_func.__qualname__}",
+                signature=", ".join(str(a) for a in args),
+                kind="cache" if sum(self._cache_hits.values()) > hits else "compile",
+                seconds=dt,
+                nested=depth[0] > 0,
+            ))
+
+    nd.Dispatcher.compile = compile
+    t_numba = time.perf_counter()
+
+    t = time.perf_counter()
+    import mklopt
+    from mklopt import MKLClassifier, datasets
+
+    t_import = time.perf_counter() - t
+    t = time.perf_counter()
+    X, y = datasets.load(dataset)
+    t_load = time.perf_counter() - t
+    t_prepare = 0.0
+    if prepared:
+        from mklopt._compile import prepare
+
+        t = time.perf_counter()
+        prepare()
+        t_prepare = time.perf_counter() - t
+    n_before_fit = len(records)
+    t = time.perf_counter()
+    clf = MKLClassifier().fit(X, y)
+    t_fit = time.perf_counter() - t
+    t = time.perf_counter()
+    clf.fit(X, y)
+    t_refit = time.perf_counter() - t
+    json.dump(dict(
+        version=mklopt.__version__,
+        numba_import=t_numba - t0,
+        import_mklopt=t_import,
+        load=t_load,
+        prepare=t_prepare,
+        fit=t_fit,
+        refit=t_refit,
+        rel_gap=float(clf.result_.rel_gap),
+        records=records,
+        n_before_fit=n_before_fit,
+    ), sys.stdout)
+
+
+def run(dataset, cache, prepared=False):
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+    t = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", "--dataset", dataset]
+        + (["--prepared"] if prepared else []),
+        env=env, check=True, capture_output=True, text=True,
+    )
+    res = json.loads(out.stdout)
+    res["process"] = time.perf_counter() - t
+    return res
+
+
+def table(first, second):
+    rows = {}
+    for tag, res in (("first", first), ("second", second)):
+        for r in res["records"]:
+            row = rows.setdefault(r["function"], dict(sigs=set(), compile=0.0, cache=0.0,
+                                                      nested=True))
+            row["sigs"].add(r["signature"])
+            if not r["nested"]:
+                row["nested"] = False
+            if tag == "first" and r["kind"] == "compile":
+                row["compile"] += r["seconds"]
+            if tag == "second" and r["kind"] == "cache":
+                row["cache"] += r["seconds"]
+    lines = ["| function | signatures | compile s (first process) | cache load s (second) |",
+             "|---|---:|---:|---:|"]
+    for name, row in sorted(rows.items(), key=lambda kv: -kv[1]["compile"]):
+        short = name.replace("mklopt._jit.", "")
+        lines.append(f"| `{short}`{' (nested)' if row['nested'] else ''} | {len(row['sigs'])} "
+                     f"| {row['compile']:.2f} | {row['cache']:.3f} |")
+
+    def total(res, kind):
+        return sum(r["seconds"] for r in res["records"] if r["kind"] == kind and not r["nested"])
+
+    n_sigs = sum(len(r["sigs"]) for r in rows.values())
+    lines.append(f"| **{len(rows)} functions** | **{n_sigs}** | **{total(first, 'compile'):.1f}**"
+                 f" | **{total(second, 'cache'):.2f}** |")
+    return "\n".join(lines), rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dataset", default="ionosphere")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--prepared", action="store_true")
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    if args.child:
+        return child(args.dataset, args.prepared)
+    with tempfile.TemporaryDirectory(prefix="mklopt-numba-") as cache:
+        first = run(args.dataset, cache)
+        second = run(args.dataset, cache, prepared=args.prepared)
+    text, _ = table(first, second)
+    print(text)
+    print()
+    print("| process | whole process s | numba import s | import mklopt s | prepare s "
+          "| first fit s | second fit s |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for tag, res in (("first (empty cache)", first), ("second (cached)", second)):
+        print(f"| {tag} | {res['process']:.2f} | {res['numba_import']:.2f} "
+              f"| {res['import_mklopt']:.2f} | {res['prepare']:.2f} | {res['fit']:.2f} "
+              f"| {res['refit']:.3f} |")
+    if args.prepared:
+        left = second["records"][second["n_before_fit"]:]
+        print(f"\nafter prepare(), the fit itself loaded or compiled {len(left)} more: "
+              + ", ".join(sorted({r['function'] for r in left})))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(dict(first=first, second=second), fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

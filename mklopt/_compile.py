@@ -1,0 +1,350 @@
+"""Compiling mklopt's numba kernels ahead of the work, and saying so when it is slow.
+
+numba compiles each jitted primitive the first time it is called with a
+signature and caches the machine code on disk (``cache=True``). A first
+run after install therefore spends tens of seconds compiling before any
+work; every later process loads the cache in a fraction of a second. This
+module keeps that cost visible and out of the user's budget:
+
+- :func:`watch` listens to numba's compile events (``numba.core.event``):
+  when a process has compiled for about :data:`SAY_AFTER` seconds it says
+  so once, on the ``"mklopt"`` logger (a warning, so that it reaches
+  stderr when logging is not configured) and, inside :func:`echo` (an
+  estimator at ``verbose >= 1``, ``mklopt bench``), also on stderr;
+- :func:`prepare` compiles (or loads from the cache) what an estimator's
+  default fit uses, with the signatures the fit calls them with, before
+  the fit's ``time_limit`` starts (:func:`mklopt._interrupt.fit_run`);
+- :func:`compile_all` (``mklopt compile``) runs every estimator path on a
+  tiny problem, with a line per path, so that images and cluster workers
+  start with a full cache;
+- :func:`compile_seconds` is the process's compile time so far, with which
+  a fit stopped by its ``time_limit`` before any point tells how much of the
+  limit went to compiling.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import sys
+import threading
+import time
+
+__all__ = ["SAY_AFTER", "watch", "echo", "prepare", "compile_all", "compile_seconds",
+           "compile_note"]
+
+log = logging.getLogger("mklopt")
+
+#: Seconds of compiling after which the process says what it is doing.
+SAY_AFTER = 2.0
+
+#: Seconds the default fit's kernels take to compile on a quiet 2-core
+#: machine (benchmarks/README.md, "Compilation"): the estimate of the
+#: message when nothing better is known.
+REFERENCE_SECONDS = 30.0
+
+_ECHO = contextvars.ContextVar("mklopt_compile_echo", default=False)
+
+
+class _State:
+    """The process's compile bookkeeping (one per process, behind a lock)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.started = 0.0
+        self.spent = 0.0  # seconds of outermost compiles that ended
+        self.said = False
+        self.timer = None
+        self.plan = None  # (done weight, total weight) while prepare() runs
+        self.installed = False
+
+
+_state = _State()
+
+
+def compile_seconds():
+    """Seconds this process has spent compiling numba code since :func:`watch`."""
+    s = _state
+    with s.lock:
+        ongoing = time.perf_counter() - s.started if s.depth else 0.0
+        return s.spent + ongoing
+
+
+@contextlib.contextmanager
+def echo(on=True):
+    """Within the block, the compile message also goes to stderr (``on``)."""
+    token = _ECHO.set(bool(on))
+    try:
+        yield
+    finally:
+        _ECHO.reset(token)
+
+
+def _estimate(elapsed):
+    plan = _state.plan
+    if plan is not None and plan[0] > 0:
+        done, total = plan
+        return max(elapsed, elapsed * total / done)
+    return max(elapsed, REFERENCE_SECONDS)
+
+
+def message(seconds):
+    """The one line said when a process compiles for long."""
+    return (f"compiling mklopt's kernels (first run after install, about {seconds:.0f} s; "
+            "cached afterwards)")
+
+
+def _say(echo_on):
+    s = _state
+    with s.lock:
+        if s.said or s.depth == 0:
+            return
+        s.said = True
+        elapsed = s.spent + time.perf_counter() - s.started
+    line = message(_estimate(elapsed))
+    visible = not log.hasHandlers()  # logging's last resort prints warnings to stderr
+    log.warning(line)
+    if echo_on and not visible:
+        print(line, file=sys.stderr, flush=True)
+
+
+def watch():
+    """Listen to numba's compile events (once per process; importing numba if needed)."""
+    s = _state
+    if s.installed:
+        return
+    from numba.core import event
+
+    class _Listener(event.Listener):
+        def on_start(self, ev):
+            with s.lock:
+                s.depth += 1
+                if s.depth > 1:
+                    return
+                s.started = time.perf_counter()
+                if s.said:
+                    return
+                s.timer = threading.Timer(max(0.0, SAY_AFTER - s.spent), _say,
+                                          args=(_ECHO.get(),))
+                s.timer.daemon = True
+                s.timer.start()
+
+        def on_end(self, ev):
+            with s.lock:
+                s.depth -= 1
+                if s.depth:
+                    return
+                s.spent += time.perf_counter() - s.started
+                if s.timer is not None:
+                    s.timer.cancel()
+                    s.timer = None
+
+    with s.lock:
+        if s.installed:
+            return
+        event.register("numba:compile", _Listener())
+        s.installed = True
+
+
+def compile_note(seconds, limit=None):
+    """A sentence for an error whose cause was ``seconds`` of compiling, or ``""``."""
+    if seconds < 1.0 and (limit is None or seconds < 0.25 * limit):
+        return ""
+    return (f" {seconds:.0f} s of it went to compiling mklopt's numba kernels (a first run "
+            "after install); they are cached now, so a run again will not pay it: run "
+            "again, or run `mklopt compile` once ahead.")
+
+
+# ---------------------------------------------------------------- prepare
+def _default_fit():
+    """``[(module, function, signature, weight)]``: what ``MKLClassifier().fit`` calls.
+
+    The signatures are those the default fit calls the primitives with
+    (``benchmarks/bench_compile.py`` lists them; a test checks that a fit
+    after :func:`prepare` compiles nothing more). ``weight`` is the
+    primitive's measured share of the compile time, for the estimate;
+    the list runs from the cheapest, so that the estimate starts early.
+    """
+    from numba import types as t
+
+    def a(dtype, ndim, ro=False):
+        return t.Array(dtype, ndim, "C", readonly=ro)
+
+    f8, i8, b1 = t.float64, t.int64, t.boolean
+    F1, F2, F3, I1, B1 = a(f8, 1), a(f8, 2), a(f8, 3), a(i8, 1), a(b1, 1)
+    rF1, rF2, rI1 = a(f8, 1, True), a(f8, 2, True), a(i8, 1, True)
+    return [
+        ("cuts", "scatter_normalised", (F1, I1, i8), 1.0),
+        ("smo", "smo_violation", (rF1, rF1, F1, F1), 0.9),
+        ("smo", "smo_rho", (rF1, rF1, F1, F1), 1.0),
+        ("cuts", "renormalise", (F1, f8), 1.9),
+        ("cuts", "model_value", (F2, F1, F1), 1.7),
+        ("cuts", "price_kernels", (F2, F1, F1, B1), 2.2),
+        ("smo", "smo_gradient", (F2, rI1, rF1, rF1, F1, F1), 2.4),
+        ("cuts", "check_cut_lp", (F1, F1, B1, F2, F1, f8, f8, f8, f8), 2.8),
+        ("cuts", "level_socp", (F2, F1, I1, rF1, f8), 4.2),
+        ("combine", "combine_kernels", (F3, F1, F2, I1), 4.8),
+        ("feasible", "repair_box_equality", (F1, rF1, rF1, f8, f8, F1), 5.0),
+        ("groups", "raw_traces", (F2, I1, I1, I1, I1, I1, F1, F1, F1), 7.0),
+        ("cuts", "kkt_grow", (F2, F1, rF1, B1), 11.9),
+        ("groups", "kernel_sym",
+         (rF2, F2, I1, I1, I1, I1, I1, F1, F1, F1, I1, I1, F3, I1), 38.1),
+        ("smo", "smo_solve", (F2, rI1, rF1, rF1, F1, F1, f8, i8, b1, I1), 59.0),
+    ]
+
+
+#: The estimators whose default fit :func:`prepare` knows.
+_PLANS = {"MKLClassifier": _default_fit}
+_prepared = set()
+
+
+def _dispatcher(module, name):
+    import importlib
+
+    return getattr(importlib.import_module(f"mklopt._jit.{module}"), name)
+
+
+def prepare(estimator="MKLClassifier", progress=None):
+    """Compile, or load from numba's cache, what ``estimator``'s default fit calls.
+
+    A no-op after the first time in a process, and for an estimator whose
+    plan is not known (its kernels then compile inside its fit, where
+    :func:`watch` still says so). ``progress(k, n, name)``, when given, is
+    called before each primitive.
+
+    Returns
+    -------
+    seconds : float
+        Spent here (0 when there was nothing to do).
+    """
+    plan = _PLANS.get(estimator)
+    if plan is None or estimator in _prepared:
+        return 0.0
+    if _disabled():
+        _prepared.add(estimator)
+        return 0.0
+    watch()
+    t0 = time.perf_counter()
+    items = plan()
+    total = sum(w for *_, w in items)
+    done = 0.0
+    try:
+        for k, (module, name, sig, weight) in enumerate(items):
+            if progress is not None:
+                progress(k, len(items), f"{module}.{name}")
+            with _state.lock:
+                _state.plan = (done, total)
+            disp = _dispatcher(module, name)
+            if tuple(sig) not in disp.overloads:
+                disp.compile(tuple(sig))
+            done += weight
+    finally:
+        with _state.lock:
+            _state.plan = None
+    _prepared.add(estimator)
+    return time.perf_counter() - t0
+
+
+def _disabled():
+    from numba.core import config
+
+    return bool(config.DISABLE_JIT)
+
+
+# ---------------------------------------------------------------- compile_all
+def _paths():
+    """``[(name, run)]``: every estimator path on a tiny problem (what ``mklopt compile`` runs)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3))
+    y = np.where(X[:, 0] + 0.3 * rng.standard_normal(40) > 0, 1, -1)
+    y3 = np.digitize(X[:, 1], [-0.4, 0.4])
+    t = X[:, 0] + 0.1 * rng.standard_normal(40)
+
+    def clf(**kw):
+        from mklopt import MKLClassifier
+
+        return lambda: MKLClassifier(max_iter=5, **kw).fit(X, y)
+
+    def quiet(fn):
+        def run():
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fn()
+        return run
+
+    def regressor():
+        from mklopt import MKLRegressor
+
+        MKLRegressor(max_iter=5).fit(X, t)
+
+    def one_class():
+        from mklopt import MKLOneClass
+
+        MKLOneClass(max_iter=5).fit(X)
+
+    def boost():
+        from mklopt import MKBoostClassifier
+
+        MKBoostClassifier(n_rounds=3).fit(X, y)
+
+    def multiclass():
+        from mklopt import MKLClassifier
+
+        MKLClassifier(max_iter=5).fit(X, y3)
+
+    paths = [("MKLClassifier, default fit", lambda: prepare("MKLClassifier"))]
+    paths.append(("MKLClassifier, default fit (the rest)", clf()))
+    paths += [(f"MKLClassifier(method={m!r})", clf(method=m))
+              for m in ("silp", "simplemkl", "mirror", "lp", "spg", "working_set", "active_set",
+                        "exact")]
+    paths += [
+        ("MKLClassifier(storage='on_the_fly')", clf(storage="on_the_fly")),
+        ("MKLClassifier(loss='logistic')", clf(loss="logistic")),
+        ("MKLClassifier on three classes", multiclass),
+        ("MKLRegressor", regressor),
+        ("MKLOneClass", one_class),
+        ("MKBoostClassifier", boost),
+    ]
+    return [(name, quiet(run)) for name, run in paths]
+
+
+def compile_all(write=None):
+    """Compile the kernels of every estimator path (``mklopt compile``).
+
+    ``write(line)`` receives a line per path (default: stderr). A path that
+    fails (e.g. an optional dependency missing) is reported and skipped.
+
+    Returns
+    -------
+    failed : list of str
+        The paths that raised.
+    """
+    if write is None:
+        def write(line):
+            print(line, file=sys.stderr, flush=True)
+    watch()
+    with _state.lock:
+        _state.said = True  # this command says it itself
+    paths = _paths()
+    failed = []
+    t0 = time.perf_counter()
+    for k, (name, run) in enumerate(paths, 1):
+        t = time.perf_counter()
+        c = compile_seconds()
+        try:
+            run()
+        except Exception as exc:  # noqa: BLE001 - reported, the others still compile
+            failed.append(name)
+            write(f"[{k}/{len(paths)}] {name}: failed ({type(exc).__name__}: {exc})")
+            continue
+        write(f"[{k}/{len(paths)}] {name}: {time.perf_counter() - t:.1f} s "
+              f"({compile_seconds() - c:.1f} s compiling)")
+    write(f"compiled mklopt's kernels in {time.perf_counter() - t0:.1f} s; later processes "
+          "load them from numba's cache")
+    return failed

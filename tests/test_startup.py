@@ -1,0 +1,139 @@
+"""Start-up: what ``import mklopt`` loads, compiling ahead of a fit, and saying so.
+
+Each check runs in a fresh interpreter (``sys.modules`` and numba's
+dispatchers of this test process are shared by every test).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mklopt
+from mklopt import _compile
+from mklopt._interrupt import fit_run
+from mklopt.stopping import NoPointError
+
+ROOT = str(Path(mklopt.__file__).resolve().parents[1])
+
+
+def run_python(code, **env):
+    """``(stdout, stderr)`` of ``python -c code`` with the mklopt under test."""
+    full = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    full.update(env)
+    out = subprocess.run([sys.executable, "-c", code], env=full, capture_output=True,
+                         text=True, timeout=1800)
+    assert out.returncode == 0, out.stderr
+    return out.stdout, out.stderr
+
+
+def test_import_mklopt_loads_neither_numba_nor_scipy_optimize_nor_the_data_sets():
+    code = """
+import json, sys
+import mklopt
+heavy = ["scipy.optimize", "numba", "numba.core.compiler", "mklopt.datasets", "sklearn"]
+before = [m for m in heavy if m in sys.modules]
+names = {n: type(getattr(mklopt, n)).__name__ for n in mklopt.__all__}
+print(json.dumps([before, names, [m for m in heavy if m in sys.modules]]))
+"""
+    before, names, after = json.loads(run_python(code)[0])
+    assert before == []
+    # every public name still resolves, on first access
+    assert set(names) == set(mklopt.__all__)
+    assert names["solve"] == "function" and names["datasets"] == "module"
+    assert names["MKLClassifier"] == names["KernelBank"] == "type"
+    assert "numba" in after and "mklopt.datasets" in after
+
+
+def test_dir_lists_the_lazy_names():
+    assert set(mklopt.__all__) <= set(dir(mklopt))
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        mklopt.nope  # noqa: B018
+
+
+def test_after_prepare_the_default_fit_compiles_and_loads_nothing_more():
+    # The signatures prepare() compiles are the ones the default fit calls:
+    # a fit after it adds no overload to any of mklopt's dispatchers.
+    code = """
+import importlib, json, pkgutil
+import mklopt._jit as J
+from numba.core.registry import CPUDispatcher
+from mklopt import MKLClassifier, datasets
+from mklopt._compile import prepare
+
+X, y = datasets.load("ionosphere")
+prepare("MKLClassifier")
+mods = [importlib.import_module(f"mklopt._jit.{m.name}") for m in pkgutil.iter_modules(J.__path__)]
+disps = {f"{m.__name__}.{k}": v for m in mods for k, v in vars(m).items()
+         if isinstance(v, CPUDispatcher)}
+before = {k: len(d.overloads) for k, d in disps.items()}
+clf = MKLClassifier().fit(X, y)
+new = sorted(k for k, d in disps.items() if len(d.overloads) > before[k])
+print(json.dumps([new, float(clf.result_.rel_gap)]))
+"""
+    new, gap = json.loads(run_python(code)[0].splitlines()[-1])
+    assert new == []
+    assert gap <= 1e-2
+
+
+def test_the_compile_message_comes_once_and_only_when_compiling(tmp_path):
+    # Two primitives compiled in a fresh cache, with the threshold at zero:
+    # one line. A second process loads them from the same cache: no line.
+    code = """
+import logging
+from numba import types as t
+import mklopt._compile as C
+C.SAY_AFTER = 0.0
+C.watch()
+from mklopt._jit import cuts
+cuts.renormalise.compile((t.Array(t.float64, 1, "C"), t.float64))
+cuts.scatter_normalised.compile((t.Array(t.float64, 1, "C"), t.Array(t.int64, 1, "C"), t.int64))
+"""
+    cache = str(tmp_path / "numba-cache")
+    _, first = run_python(code, NUMBA_CACHE_DIR=cache)
+    _, second = run_python(code, NUMBA_CACHE_DIR=cache)
+    said = [line for line in first.splitlines() if "compiling mklopt's kernels" in line]
+    assert len(said) == 1
+    assert "first run after install" in said[0] and "cached afterwards" in said[0]
+    assert "compiling mklopt's kernels" not in second
+
+
+def test_a_no_point_error_says_when_compiling_took_the_time(monkeypatch):
+    clock = iter([0.0, 6.0])
+    monkeypatch.setattr(_compile, "prepare", lambda name: 0.0)
+    monkeypatch.setattr(_compile, "compile_seconds", lambda: next(clock))
+    with pytest.raises(NoPointError, match=r"stopped early\. 6 s of it went to compiling"):
+        with fit_run("MKLClassifier", 10.0):
+            raise NoPointError("stopped early.")
+    # without compiling, the error is left as it was
+    clock = iter([0.0, 0.0])
+    with pytest.raises(NoPointError, match=r"^stopped early\.$"):
+        with fit_run("MKLClassifier", 10.0):
+            raise NoPointError("stopped early.")
+
+
+def test_compile_note_only_for_compiling_that_mattered():
+    assert _compile.compile_note(0.2, 10.0) == ""
+    assert "3 s of it" in _compile.compile_note(3.0, 10.0)
+    assert "mklopt compile" in _compile.compile_note(30.0)
+
+
+@pytest.mark.slow
+def test_a_first_fit_after_install_keeps_its_time_limit_for_the_problem(tmp_path):
+    # An empty numba cache (a first run after install): the compiling
+    # happens before the time limit starts, and the fit returns a
+    # certified model, saying once that it compiles.
+    code = """
+import json
+from mklopt import MKLClassifier, datasets
+X, y = datasets.load("ionosphere")
+clf = MKLClassifier(time_limit=10, verbose=1).fit(X, y)
+print(json.dumps([clf.result_.reason, float(clf.result_.rel_gap)]))
+"""
+    out, err = run_python(code, NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"))
+    reason, gap = json.loads(out.splitlines()[-1])
+    assert gap <= 1e-2, (reason, gap)
+    assert err.count("compiling mklopt's kernels") == 1
