@@ -139,13 +139,16 @@ def _no_source():
 def _row(K, src, r):
     """Row ``r`` of ``K``, combined first if the source says it is not yet.
 
-    ``src = (filled, bank, w, kernels, gidx, ri, rf)``: ``filled`` (n,) uint8 marks
-    the rows of ``K`` already written (length 0: all of them, the plain
-    solver); a missing row is combined from ``bank`` by
+    ``src`` None: ``K`` is filled (the plain solver, compiled without the
+    source's code). Else ``src = (filled, bank, w, kernels, gidx, ri, rf)``:
+    ``filled`` (n,) uint8 marks the rows of ``K`` already written (length 0:
+    all of them); a missing row is combined from ``bank`` by
     :func:`~mklopt._jit.products.source_row` (from a dense bank, or from
     stored products with the recipes ``ri``, ``rf``) and marked. SMO reads a kernel row
     only through here, so a call combines only the rows it reads.
     """
+    if src is None:  # a filled matrix: numba prunes the rest, source_row is not compiled
+        return K[r]
     filled = src[0]
     if filled.shape[0] != 0 and filled[r] == 0:
         source_row(src[1], src[2], src[3], src[4], src[5], src[6], r, K[r])
@@ -343,8 +346,10 @@ def _shrink(signs, upper, a, F, act):
 @njit(**JIT)
 def _smo_core(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking, stop):
     """The SMO loop on a filled matrix ``K`` (see :func:`_smo_core_src`)."""
-    return _smo_core_src(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking,
-                         _no_source(), stop)
+    # No source (None), not an empty one (_no_source()): the row reads then
+    # compile without the source's machinery, which a filled matrix never runs.
+    return _smo_core_src(K, dvar, rows, signs, upper, a, F, tol, max_iter, shrinking, None,
+                         stop)
 
 
 @njit(**JIT)
