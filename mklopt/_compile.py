@@ -301,8 +301,9 @@ def _paths():
     paths = [("MKLClassifier, default fit", lambda: prepare("MKLClassifier"))]
     paths.append(("MKLClassifier, default fit (the rest)", clf()))
     paths += [(f"MKLClassifier(method={m!r})", clf(method=m))
-              for m in ("silp", "simplemkl", "mirror", "lp", "spg", "working_set", "active_set",
+              for m in ("silp", "simplemkl", "mirror", "spg", "working_set", "active_set",
                         "exact")]
+    paths.append(("MKLClassifier(method='lp', p=2)", clf(method="lp", p=2.0)))
     paths += [
         ("MKLClassifier(storage='on_the_fly')", clf(storage="on_the_fly")),
         ("MKLClassifier(loss='logistic')", clf(loss="logistic")),

@@ -92,10 +92,12 @@ C.watch()
 from mklopt._jit import cuts
 cuts.renormalise.compile((t.Array(t.float64, 1, "C"), t.float64))
 cuts.scatter_normalised.compile((t.Array(t.float64, 1, "C"), t.Array(t.int64, 1, "C"), t.int64))
+print(C.compile_seconds())
 """
     cache = str(tmp_path / "numba-cache")
-    _, first = run_python(code, NUMBA_CACHE_DIR=cache)
-    _, second = run_python(code, NUMBA_CACHE_DIR=cache)
+    out1, first = run_python(code, NUMBA_CACHE_DIR=cache)
+    out2, second = run_python(code, NUMBA_CACHE_DIR=cache)
+    assert float(out1) > 0.0 and float(out2) == 0.0  # compiled, then loaded
     said = [line for line in first.splitlines() if "compiling mklopt's kernels" in line]
     assert len(said) == 1
     assert "first run after install" in said[0] and "cached afterwards" in said[0]
@@ -155,3 +157,30 @@ def test_an_estimator_without_a_client_fits_where_dask_is_not_installed(monkeypa
     X = np.array([[0.0], [1.0], [2.0], [3.0]])
     clf = MKLClassifier(kernels=[rbf(1.0), rbf(2.0)]).fit(X, [0, 0, 1, 1])
     assert clf.score(X, [0, 0, 1, 1]) == 1.0
+
+
+def test_mklopt_compile_reports_each_path_and_fails_on_a_failed_one(monkeypatch, capsys):
+    from mklopt.cli import main
+
+    ran = []
+
+    def boom():
+        raise RuntimeError("no such path")
+
+    monkeypatch.setattr(_compile, "_paths", lambda: [("first", lambda: ran.append(1)),
+                                                     ("second", boom)])
+    assert main(["compile"]) == 2
+    err = capsys.readouterr().err
+    assert ran == [1]
+    assert "[1/2] first:" in err and "[2/2] second: failed (RuntimeError: no such path)" in err
+    assert "could not compile the path(s): second" in err
+
+
+@pytest.mark.slow
+def test_mklopt_compile_runs_every_path(capsys):
+    from mklopt.cli import main
+
+    assert main(["compile"]) == 0
+    err = capsys.readouterr().err
+    n = len(_compile._paths())
+    assert f"[{n}/{n}]" in err and "failed" not in err

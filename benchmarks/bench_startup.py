@@ -1,0 +1,129 @@
+"""First contact: a first fit after install, later start-ups, ``mklopt predict``, ``mklopt bench``.
+
+    python benchmarks/bench_startup.py --python /tmp/after/bin/python \\
+        --python /tmp/before/bin/python --repeats 3
+
+Each ``--python`` is the interpreter of a virtualenv where mklopt was
+installed with ``pip install /path/to/clone`` (not editable; no
+scikit-learn, as after a plain install; ``dask[distributed]`` installed in
+every one, since this issue's start commit could not fit without it). For each, interleaved with the
+others, every figure is measured as wall time of a whole new process:
+
+- ``first fit``: ``datasets.load("ionosphere")`` and ``MKLClassifier().fit``
+  in a process whose ``NUMBA_CACHE_DIR`` is new and empty (a first run after
+  install);
+- ``second fit``: the same script again, on the cache the first one filled;
+- ``import``: ``python -c "import mklopt"``;
+- ``predict``: ``mklopt predict model.npz new.csv`` on ionosphere, with a
+  model saved by that install's ``mklopt fit``;
+- ``bench first line``: a first ``mklopt bench`` (empty cache) until it
+  prints its first line (the first split), not counting the compile message.
+
+Medians over ``--repeats`` (each repeat with its own new cache); ``uptime``'s
+load before and after is printed, since the machine may be shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+FIT = ("from mklopt import MKLClassifier, datasets\n"
+       "X, y = datasets.load('ionosphere')\n"
+       "clf = MKLClassifier().fit(X, y)\n"
+       "assert clf.result_.rel_gap <= 1e-2\n")
+
+
+def _mklopt(python):
+    return os.path.join(os.path.dirname(python), "mklopt")
+
+
+def wall(cmd, env=None, cwd=None):
+    t = time.perf_counter()
+    subprocess.run(cmd, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def first_line(cmd, env, cwd):
+    """Seconds until ``cmd`` writes its first line that is not the compile message."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        for line in proc.stdout:
+            if line.strip() and "compiling mklopt's kernels" not in line \
+                    and "Warning" not in line:
+                return time.perf_counter() - t, line.strip()
+        return float("nan"), ""
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def measure(python, work):
+    out = {}
+    cache = tempfile.mkdtemp(prefix="numba-", dir=work)
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+    out["first fit"] = wall([python, "-c", FIT], env=env, cwd=work)
+    out["second fit"] = wall([python, "-c", FIT], env=env, cwd=work)
+    out["import"] = wall([python, "-c", "import mklopt"], env=env, cwd=work)
+    data = os.path.join(work, "ionosphere.csv")
+    model = os.path.join(work, "model.npz")  # saved by the first --python, read by all
+    if not os.path.exists(model):
+        subprocess.run([_mklopt(python), "fit", data, "--model", model], env=env, cwd=work,
+                       check=True, capture_output=True)
+    out["predict"] = wall([_mklopt(python), "predict", model, os.path.join(work, "new.csv")],
+                          env=env, cwd=work)
+    bench_env = dict(os.environ,
+                     NUMBA_CACHE_DIR=tempfile.mkdtemp(prefix="numba-", dir=work))
+    out["bench first line"], out["bench line"] = first_line(
+        [_mklopt(python), "bench", "--out", os.path.join(work, "bench-out")], bench_env, work)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--python", action="append", required=True)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args(argv)
+    print("load before:", os.getloadavg())
+    with tempfile.TemporaryDirectory(prefix="mklopt-startup-") as work:
+        src = subprocess.run(
+            [args.python[0], "-c", "from mklopt.datasets import data; import os; "
+             "print(os.path.dirname(data.__file__))"],
+            check=True, capture_output=True, text=True, cwd=work).stdout.strip()
+        with open(os.path.join(src, "ionosphere.csv")) as fh:
+            lines = fh.readlines()
+        with open(os.path.join(work, "ionosphere.csv"), "w") as fh:
+            fh.writelines(lines)
+        with open(os.path.join(work, "new.csv"), "w") as fh:
+            fh.writelines(lines[:51])
+        results = {p: [] for p in args.python}
+        for r in range(args.repeats):
+            for p in args.python:
+                res = measure(p, work)
+                results[p].append(res)
+                print(f"repeat {r + 1} {p}: " + ", ".join(
+                    f"{k} {v:.2f} s" for k, v in res.items() if k != "bench line"),
+                    flush=True)
+    keys = ["first fit", "second fit", "import", "predict", "bench first line"]
+    print("\n| figure | " + " | ".join(args.python) + " |")
+    print("|---|" + "---:|" * len(args.python))
+    for k in keys:
+        cells = []
+        for p in args.python:
+            vals = [r[k] for r in results[p]]
+            cells.append(f"{statistics.median(vals):.2f} s ({min(vals):.2f}–{max(vals):.2f})")
+        print(f"| {k} | " + " | ".join(cells) + " |")
+    print("load after:", os.getloadavg())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
