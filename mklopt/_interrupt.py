@@ -405,6 +405,7 @@ def fit_run(name, time_limit, verbose=0):
     from ._heartbeat import heartbeat
 
     loud = isinstance(verbose, int) and not isinstance(verbose, bool) and verbose >= 1
+    _compile.watch()  # every estimator: the message, and the NoPointError's note
     with _compile.echo(loud):
         _compile.prepare(name)
     compiled = _compile.compile_seconds()
