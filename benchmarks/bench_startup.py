@@ -14,8 +14,10 @@ others, every figure is measured as wall time of a whole new process:
   install);
 - ``second fit``: the same script again, on the cache the first one filled;
 - ``import``: ``python -c "import mklopt"``;
-- ``predict``: ``mklopt predict model.npz new.csv`` on ionosphere, with a
-  model saved by that install's ``mklopt fit``;
+- ``predict``: ``mklopt predict model.npz new.csv`` on ionosphere (50
+  rows), with a model saved by ``mklopt fit``, in a process after a first
+  predict on the same cache (``first predict``: that first one, which
+  compiles the cross kernels);
 - ``bench first line``: a first ``mklopt bench`` (empty cache) until it
   prints its first line (the first split), not counting the compile message.
 
@@ -55,12 +57,15 @@ def first_line(cmd, env, cwd):
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
+    seen = []
     try:
         for line in proc.stdout:
+            seen.append(line.rstrip())
             if line.strip() and "compiling mklopt's kernels" not in line \
                     and "Warning" not in line:
                 return time.perf_counter() - t, line.strip()
-        return float("nan"), ""
+        proc.wait()
+        return float("nan"), f"exit {proc.returncode}: " + " / ".join(seen[-5:])
     finally:
         proc.kill()
         proc.wait()
@@ -78,8 +83,9 @@ def measure(python, work):
     if not os.path.exists(model):
         subprocess.run([_mklopt(python), "fit", data, "--model", model], env=env, cwd=work,
                        check=True, capture_output=True)
-    out["predict"] = wall([_mklopt(python), "predict", model, os.path.join(work, "new.csv")],
-                          env=env, cwd=work)
+    predict = [_mklopt(python), "predict", model, os.path.join(work, "new.csv")]
+    out["first predict"] = wall(predict, env=env, cwd=work)
+    out["predict"] = wall(predict, env=env, cwd=work)
     bench_env = dict(os.environ,
                      NUMBA_CACHE_DIR=tempfile.mkdtemp(prefix="numba-", dir=work))
     out["bench first line"], out["bench line"] = first_line(
@@ -112,14 +118,17 @@ def main(argv=None):
                 print(f"repeat {r + 1} {p}: " + ", ".join(
                     f"{k} {v:.2f} s" for k, v in res.items() if k != "bench line"),
                     flush=True)
-    keys = ["first fit", "second fit", "import", "predict", "bench first line"]
+                if res["bench first line"] != res["bench first line"]:
+                    print("  bench gave no line:", res["bench line"], flush=True)
+    keys = ["first fit", "second fit", "import", "first predict", "predict", "bench first line"]
     print("\n| figure | " + " | ".join(args.python) + " |")
     print("|---|" + "---:|" * len(args.python))
     for k in keys:
         cells = []
         for p in args.python:
-            vals = [r[k] for r in results[p]]
-            cells.append(f"{statistics.median(vals):.2f} s ({min(vals):.2f}–{max(vals):.2f})")
+            vals = [r[k] for r in results[p] if r[k] == r[k]]
+            cells.append(f"{statistics.median(vals):.2f} s ({min(vals):.2f}–{max(vals):.2f})"
+                         if vals else "–")
         print(f"| {k} | " + " | ".join(cells) + " |")
     print("load after:", os.getloadavg())
     return 0
