@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import mklopt
@@ -140,23 +139,6 @@ print(json.dumps([clf.result_.reason, float(clf.result_.rel_gap)]))
     reason, gap = json.loads(out.splitlines()[-1])
     assert gap <= 1e-2, (reason, gap)
     assert err.count("compiling mklopt's kernels") == 1
-
-
-def test_an_estimator_without_a_client_fits_where_dask_is_not_installed(monkeypatch):
-    # The client parameter's check ran check_client(None) first, which
-    # required distributed: every fit failed after a plain `pip install .`.
-    from mklopt import MKLClassifier
-    from mklopt.kernels import rbf, sharded
-
-    def missing():
-        raise ImportError("distributed is not installed")
-
-    monkeypatch.setattr(sharded, "_distributed", missing)
-    with pytest.raises(TypeError, match="must be a dask.distributed.Client"):
-        sharded.check_client(None)
-    X = np.array([[0.0], [1.0], [2.0], [3.0]])
-    clf = MKLClassifier(kernels=[rbf(1.0), rbf(2.0)]).fit(X, [0, 0, 1, 1])
-    assert clf.score(X, [0, 0, 1, 1]) == 1.0
 
 
 def test_mklopt_compile_reports_each_path_and_fails_on_a_failed_one(monkeypatch, capsys):

@@ -181,18 +181,10 @@ def check_client(client, name="client"):
     ValueError
         If it is closed or has no workers.
     ImportError
-        If dask.distributed is not installed and ``client`` looks like one.
+        If dask.distributed is not installed.
     """
-    if client is None or not type(client).__module__.startswith("distributed"):
-        try:
-            distributed = _distributed()
-        except ImportError:
-            # Without Dask nothing is a Client: the wrong type, not a missing
-            # package (so that a parameter check passing None on does not fail).
-            distributed = None
-    else:
-        distributed = _distributed()
-    if distributed is None or not isinstance(client, distributed.Client):
+    distributed = _distributed()
+    if not isinstance(client, distributed.Client):
         raise TypeError(
             f"{name} must be a dask.distributed.Client connected to a scheduler, got "
             f"{type(client).__name__}; create one with Client('tcp://scheduler:8786') or "
