@@ -1,10 +1,12 @@
-"""Objects save themselves (``to_arrays`` / ``from_arrays``); mklopt.persist keeps the archive.
+"""Codecs save the estimators (``to_arrays`` / ``from_arrays``); mklopt.persist keeps the archive.
 
-Checked here: the protocol on every estimator kind without a file, feature
+Checked here: every estimator kind's codec without a file, feature
 maps saving themselves and kernel specs through their family, a user's subclass with a
 parameter of its own saving and loading as itself with no edit in mklopt,
-what happens when its class is not defined at load time, the upgrade path
-for older layouts, and MKBoost ensembles (model format 4).
+what happens when its class is not defined at load time, a codec registered
+for a user's own kind, the estimators' class hierarchy holding no
+persistence, the upgrade path for older layouts, and MKBoost ensembles
+(model format 4).
 """
 
 import json
@@ -14,11 +16,20 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-import mklopt._persistence as persistence
+import mklopt.persist._protocol as persistence
 from mklopt import MKBoostClassifier, MKLClassifier, MKLOneClass, MKLRegressor
-from mklopt import persist as persist_module
 from mklopt.kernels import linear, nystroem, poly, rbf
-from mklopt.persist import ModelFormatError, Persistent, load_model, save_model
+from mklopt.persist import (
+    Codec,
+    ModelFormatError,
+    Persistent,
+    codec_for,
+    load_model,
+    register_codec,
+    save_model,
+)
+from mklopt.persist import _archive as archive
+from mklopt.tasks import register_estimator
 
 
 @pytest.fixture(scope="module")
@@ -61,15 +72,16 @@ def _outputs(est, X):
 
 @pytest.mark.parametrize("kind", ["binary", "ovo", "shared", "grid", "feature_map",
                                   "regressor", "one_class"])
-def test_every_estimator_round_trips_through_its_own_arrays(data, kind):
+def test_every_estimator_round_trips_through_its_codec(data, kind):
     est = _estimators(data)[kind]
-    state = est.to_arrays()
+    codec = codec_for(est)
+    state = codec.to_arrays(est)
     arrays = {k: v for k, v in state.items() if isinstance(v, np.ndarray)}
     header = {k: v for k, v in state.items() if not isinstance(v, np.ndarray)}
     # Nothing that needs pickle: plain arrays and JSON.
     assert all(a.dtype.kind in "biufU" for a in arrays.values())
     json.dumps(header, allow_nan=False)
-    back = type(est).from_arrays(state)
+    back = codec.from_arrays(type(est), state)
     assert type(back) is type(est)
     for got, want in zip(_outputs(back, data[1]), _outputs(est, data[1]), strict=True):
         np.testing.assert_array_equal(got, want)
@@ -85,18 +97,18 @@ def test_every_estimator_round_trips_through_its_own_arrays(data, kind):
 def test_parameters_come_from_get_params(data):
     X, _, y, _, _ = data
     clf = _fit(MKLClassifier(kernels=[rbf(1.0)], C=3.0, n_jobs=2, callback=print), X, y)
-    params = clf.to_arrays()["params"]
+    params = codec_for(clf).to_arrays(clf)["params"]
     # every constructor parameter but the run-time ones, found by get_params
     assert set(params) == set(clf.get_params()) - {"callback", "client", "n_jobs",
                                                     "elastic_net", "multiclass", "verbose"}
     assert params["C"] == 3.0
     # parameters newer than format 1 appear only when set
     clf.set_params(verbose=1)
-    assert clf.to_arrays()["params"]["verbose"] == 1
+    assert codec_for(clf).to_arrays(clf)["params"]["verbose"] == 1
 
 
 def test_feature_maps_save_themselves_and_specs_through_their_family():
-    from mklopt.estimators._persist import _spec_from_json, _spec_to_json
+    from mklopt.persist._json import spec_from_json, spec_to_json
 
     fm = nystroem(12, random_state=4)
     assert type(fm).from_arrays(fm.to_arrays()) == fm
@@ -105,7 +117,7 @@ def test_feature_maps_save_themselves_and_specs_through_their_family():
     with pytest.raises(ValueError, match=r"feature_map has fields \['n_components'\], expected"):
         type(fm).from_arrays({"n_components": 3})
     for k, spec in enumerate((rbf(0.5), rbf(2.0, features=[0, 2]), poly(3), linear([1]))):
-        assert _spec_from_json(_spec_to_json(spec), k) == spec
+        assert spec_from_json(spec_to_json(spec), k) == spec
 
 
 # ------------------------------------------------------ a user's own classes
@@ -150,7 +162,7 @@ def test_an_undefined_subclass_loads_as_its_base_or_says_what_to_import(data, tm
     scaled = _fit(ScaledMKL(kernels=[rbf(1.0)], margin=2.0), X, y)
     save_model(scaled, tmp_path / "scaled.npz")
     # as in a new session that has not imported the module of these classes
-    monkeypatch.setattr(persistence, "_BY_NAME", {})
+    monkeypatch.setattr(archive, "find_class", lambda name, base=None: None)
     with pytest.warns(UserWarning, match="loaded as its registered base MKLClassifier"):
         back, _ = load_model(tmp_path / "plain.npz")
     assert type(back) is MKLClassifier
@@ -177,6 +189,72 @@ def test_a_user_persistent_dataclass_registers_its_kind():
     assert Shrinkage.from_arrays(Shrinkage(0.5).to_arrays()) == Shrinkage(0.5)
 
 
+# A user's own estimator kind: not an mklopt estimator, saved by its own codec.
+class NearestCentroid:
+    """Predicts the class of the nearest class mean."""
+
+    def __init__(self, shrink=0.0):
+        self.shrink = shrink
+
+    def get_params(self, deep=True):
+        return {"shrink": self.shrink}
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        self.centroids_ = np.stack([(1 - self.shrink) * X[y == c].mean(axis=0)
+                                    for c in self.classes_])
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def predict(self, X):
+        d = ((X[:, None, :] - self.centroids_[None]) ** 2).sum(axis=-1)
+        return self.classes_[np.argmin(d, axis=1)]
+
+
+class NearestCentroidCodec(Codec):
+    kind = "nearest_centroid"
+
+    def to_arrays(self, est):
+        return {"classes": est.classes_.astype(str), "centroids": est.centroids_,
+                "n_features": est.n_features_in_, "params": est.get_params()}
+
+    def from_arrays(self, cls, arrays):
+        if arrays["centroids"].shape != (arrays["classes"].size, arrays["n_features"]):
+            raise ValueError("one centroid per class, of n_features numbers")
+        est = cls(**arrays["params"])
+        est.classes_, est.centroids_ = arrays["classes"], arrays["centroids"]
+        est.n_features_in_ = arrays["n_features"]
+        return est
+
+
+def test_a_codec_registered_for_a_users_kind_saves_and_loads(data, tmp_path):
+    X, Xt, y, y3, _ = data
+    register_estimator(NearestCentroid, "classification", replace=True)
+    register_codec(NearestCentroid, NearestCentroidCodec(), replace=True)
+
+    class Shrunk(NearestCentroid):  # a subclass: saved by its base's codec
+        pass
+
+    for est in (NearestCentroid(shrink=0.25).fit(X, y3), Shrunk(shrink=0.5).fit(X, y)):
+        assert codec_for(est).kind == "nearest_centroid"
+        save_model(est, tmp_path / "nc.npz", label="y")
+        back, meta = load_model(tmp_path / "nc.npz")
+        assert type(back) is type(est) and back.shrink == est.shrink
+        assert meta["estimator"] == "NearestCentroid" and meta["label"] == "y"
+        np.testing.assert_allclose(back.centroids_, est.centroids_, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(back.predict(Xt), est.predict(Xt))
+    with pytest.raises(ValueError, match="already registered"):
+        register_codec(NearestCentroid, NearestCentroidCodec())
+
+
+@pytest.mark.parametrize("cls", [MKLClassifier, MKLRegressor, MKLOneClass, MKBoostClassifier])
+def test_no_persistence_class_in_an_estimators_hierarchy(cls):
+    # The estimators are saved by codecs, not by mixins in their bases.
+    assert not issubclass(cls, Persistent)
+    assert not [b for b in cls.__mro__ if b.__module__.startswith("mklopt.persist")]
+    assert codec_for(cls) is not None
+
+
 def test_an_object_that_does_not_save_itself_is_refused(tmp_path):
     from mklopt import MKLClassifierCV
 
@@ -196,16 +274,17 @@ def test_an_older_layout_goes_through_its_upgrade(data, tmp_path, monkeypatch):
         arrays = dict(arrays, bias=arrays.pop("intercept"))
         return arrays, dict(meta, format_version=meta["format_version"] + 1)
 
-    def downgrade_name(cls_from_arrays):
-        def read(arrays):
+    def downgrade_name(codec_from_arrays):
+        def read(cls, arrays):
             arrays = dict(arrays)
             arrays["intercept"] = arrays.pop("bias")
-            return cls_from_arrays(arrays)
+            return codec_from_arrays(cls, arrays)
         return read
 
-    monkeypatch.setattr(persist_module, "FORMAT_VERSION", 2)
-    monkeypatch.setitem(persist_module._UPGRADES, 1, upgrade)
-    monkeypatch.setattr(MKLClassifier, "from_arrays", downgrade_name(MKLClassifier.from_arrays))
+    codec = codec_for(MKLClassifier)
+    monkeypatch.setattr(archive, "FORMAT_VERSION", 2)
+    monkeypatch.setitem(archive._UPGRADES, 1, upgrade)
+    monkeypatch.setattr(codec, "from_arrays", downgrade_name(codec.from_arrays))
     back, _ = load_model(tmp_path / "m.npz")
     assert seen == [1]
     np.testing.assert_array_equal(back.decision_function(Xt), clf.decision_function(Xt))

@@ -21,7 +21,7 @@ __all__ = [
     "MKLRegressor", "MKLRegressorCV", "MKLOneClass",
 ]
 
-# one line per estimator whose fitted models mklopt.persist saves ---------------
+# one line per estimator: its task, and the name saved models record ------------
 register_estimator(MKLClassifier, "classification")
 register_estimator(MKLRegressor, "regression")
 register_estimator(MKLOneClass, "one-class")

@@ -17,7 +17,6 @@ from ..stopping import MaxIter, TimeLimit
 from ._core import NORMALIZE, POSITIVE, RUN_PARAMS, STANDARDIZE, STORAGE_PARAMS
 from ._ovo import ClassifierBase, pair_label, set_pair_attributes
 from ._params import KernelSpecs, check_estimator_client, resolve_kernel_specs
-from ._persist_boost import BoostPersist
 from ._progress import call_lines
 from ._sklearn import ConvergenceWarning, SharedClientMixin
 
@@ -63,7 +62,7 @@ def _decision(model, X):
     return ens.decision(values)
 
 
-class MKBoostClassifier(BoostPersist, SharedClientMixin, ClassifierBase):
+class MKBoostClassifier(SharedClientMixin, ClassifierBase):
     """Multiple kernel boosting classifier (MKBoost-D1, -D2, -S1, -S2).
 
     AdaBoost over single-kernel SVMs: every round draws a sample of the

@@ -35,7 +35,6 @@ from ._ovo import (
     star_parents,
 )
 from ._params import KERNEL_GRIDS, KernelSpecs, check_estimator_client, resolve_kernel_specs
-from ._persist_mkl import ClassifierPersist
 from ._precomputed import (
     PrecomputedExpansion,
     check_test_kernels,
@@ -222,7 +221,7 @@ def _fresh_method(method):
     return copy.deepcopy(method)
 
 
-class MKLClassifier(ClassifierPersist, SharedClientMixin, ClassifierBase):
+class MKLClassifier(SharedClientMixin, ClassifierBase):
     """Multiple kernel learning SVM classifier.
 
     Learns a combination ``K = sum_k w_k K_k`` of base kernels together with

@@ -29,7 +29,6 @@ from ._core import MKL_PARAMS, POSITIVE, EstimatorCore, loss_of
 from ._losses import oracle_entry
 from ._ovo import set_pair_attributes
 from ._params import resolve_kernel_specs
-from ._persist_mkl import OneClassPersist, RegressorPersist
 from ._progress import TaskProgress, call_lines, run_summary
 from ._sklearn import BaseEstimator, ConvergenceWarning, OutlierMixin, RegressorMixin
 from .mkl import (
@@ -234,7 +233,7 @@ _COMMON_ATTRS = """
         The run record, as for :class:`~mklopt.MKLClassifier`."""
 
 
-class MKLRegressor(RegressorPersist, RegressorMixin, _TaskMKL):
+class MKLRegressor(RegressorMixin, _TaskMKL):
     __doc__ = f"""Multiple kernel learning epsilon-support vector regression.
 
     Learns kernel weights ``w`` together with an epsilon-SVR on
@@ -393,7 +392,7 @@ class MKLRegressor(RegressorPersist, RegressorMixin, _TaskMKL):
         return self._raw_decision(X) * self.y_scale_ + self.y_mean_
 
 
-class MKLOneClass(OneClassPersist, OutlierMixin, _TaskMKL):
+class MKLOneClass(OutlierMixin, _TaskMKL):
     __doc__ = f"""Multiple kernel learning nu-one-class SVM (novelty detection).
 
     Learns kernel weights ``w`` together with a one-class SVM on

@@ -100,7 +100,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._memory import check_memory, fmt_bytes, memory_limit
-from .._persistence import Persistent
 from .._validation import (
     check_choice,
     check_int,
@@ -109,6 +108,7 @@ from .._validation import (
     check_vector,
     check_weights,
 )
+from ..persist._protocol import Persistent
 from .families import family_of
 from .functions import KernelFunctions, _check_indices, _check_specs, _readonly
 from .specs import RBF

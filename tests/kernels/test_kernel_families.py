@@ -259,8 +259,9 @@ def test_a_model_of_an_unregistered_family_names_it_when_loaded(sonar, tmp_path)
 
 
 def test_saved_specs_of_the_built_in_families_keep_their_json():
-    # the estimators write their specs through the families (their to_arrays)
-    from mklopt.estimators._persist import _spec_from_json, _spec_to_json
+    # the estimators' codecs write their specs through the families
+    from mklopt.persist._json import spec_from_json as _spec_from_json
+    from mklopt.persist._json import spec_to_json as _spec_to_json
 
     assert _spec_to_json(rbf(2.0, features=[1])) == {"kind": "rbf", "sigma": 2.0,
                                                      "features": [1]}

@@ -1,4 +1,4 @@
-"""How :class:`~mklopt.MKBoostClassifier` saves itself (model format 4).
+"""The codec of :class:`~mklopt.MKBoostClassifier` (model format 4).
 
 An MKBoost model is, per one-vs-one pair, a boosted ensemble: rounds with
 their weight ``alpha_t``, error and normaliser, each round made of one or
@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._ovo import pair_values, set_pair_attributes
-from ._persist import (
+from ..estimators._ovo import pair_values, set_pair_attributes
+from ..estimators.mkboost import _BinaryBoost, _EmptyRows
+from ..methods.boosting import BoostRound, Ensemble
+from ..oracles.weak_learners import WeakLearner
+from ._estimator import (
     _MAP_ARRAYS,
-    EstimatorPersist,
+    EstimatorCodec,
     _check_classes,
     _check_dtypes,
     _check_map_arrays,
@@ -32,7 +35,7 @@ from ._persist import (
     legacy_standardize,
 )
 
-__all__ = ["BoostPersist"]
+__all__ = ["BoostCodec"]
 
 #: The first format that holds MKBoost ensembles.
 BOOST_VERSION = 4
@@ -70,8 +73,6 @@ _OPTIONAL_ARRAYS = {"scaler_mean": ("f", 1), "scaler_scale": ("f", 1),
 
 def _pack(est):
     """The pairs' ensembles and kernel rows as the flat arrays of the layout."""
-    from .mkboost import _EmptyRows  # the estimator module imports this one
-
     groups = {key: [] for key in ("round_alpha", "round_error", "round_Z", "learner_kernel",
                                   "learner_bias", "learner_vote", "learner_support",
                                   "learner_coef", "kernel_index", "kernel_scale", "sv_X")}
@@ -164,10 +165,6 @@ def _check_arrays(a, header):
 
 def _unpack(a, specs, n_pairs, n_kernels):
     """The pairs' models (``_BinaryBoost``) from the flat arrays."""
-    from ..methods.boosting import BoostRound, Ensemble
-    from ..oracles.weak_learners import WeakLearner
-    from .mkboost import _BinaryBoost, _EmptyRows
-
     r_off, l_off, s_off = a["round_offsets"], a["learner_offsets"], a["learner_sv_offsets"]
     u_off, x_off = a["unit_offsets"], a["sv_offsets"]
     models = []
@@ -205,12 +202,12 @@ def _unpack(a, specs, n_pairs, n_kernels):
     return models
 
 
-class BoostPersist(EstimatorPersist):
-    """Saving of :class:`~mklopt.MKBoostClassifier`: its ensembles, classes and scaler."""
+class BoostCodec(EstimatorCodec):
+    """The codec of :class:`~mklopt.MKBoostClassifier`: its ensembles, classes and scaler."""
 
-    __slots__ = ()
+    kind = "mkboost"
 
-    def to_arrays(self):
+    def to_arrays(self, est):
         """The fitted ensembles as arrays and a JSON header (model format 4).
 
         Returns
@@ -222,41 +219,40 @@ class BoostPersist(EstimatorPersist):
         ValueError
             If the estimator is not fitted.
         """
-        if not hasattr(self, "models_"):
-            raise ValueError(f"{type(self).__name__} is not fitted; call fit before saving it")
-        P = len(self.models_)
-        out = _pack(self)
-        out.update(classifier_to_arrays(self))
+        if not hasattr(est, "models_"):
+            raise ValueError(f"{type(est).__name__} is not fitted; call fit before saving it")
+        P = len(est.models_)
+        out = _pack(est)
+        out.update(classifier_to_arrays(est))
         out.update(
-            weights=np.asarray(pair_values(self, "weights_"), dtype=np.float64).reshape(
-                P, len(self.kernel_specs_)),
-            n_iter=np.asarray(pair_values(self, "n_iter_"), dtype=np.int64),
-            n_fits=np.asarray(pair_values(self, "n_fits_"), dtype=np.int64),
-            stop_reason=np.array([str(r) for r in pair_values(self, "stop_reason_")],
+            weights=np.asarray(pair_values(est, "weights_"), dtype=np.float64).reshape(
+                P, len(est.kernel_specs_)),
+            n_iter=np.asarray(pair_values(est, "n_iter_"), dtype=np.int64),
+            n_fits=np.asarray(pair_values(est, "n_fits_"), dtype=np.int64),
+            stop_reason=np.array([str(r) for r in pair_values(est, "stop_reason_")],
                                  dtype=str).reshape(P),
-            constant=np.array([mdl.constant for mdl in self.models_], dtype=np.float64),
+            constant=np.array([mdl.constant for mdl in est.models_], dtype=np.float64),
         )
-        out.update(self._common_to_arrays())
+        out.update(self.common_to_arrays(est))
         out.update(format_version=BOOST_VERSION, n_pairs=P)
         return out
 
-    @classmethod
-    def from_arrays(cls, arrays):
-        """A fitted estimator rebuilt from :meth:`to_arrays` output, every array checked.
+    def from_arrays(self, cls, arrays):
+        """A fitted ``cls`` rebuilt from :meth:`to_arrays` output, every array checked.
 
         Raises
         ------
         ValueError
             Naming what is inconsistent.
         """
-        a, header, specs = cls._common_from_arrays(arrays, counts=("n_pairs",))
+        a, header, specs = self.common_from_arrays(cls, arrays, counts=("n_pairs",))
         if header["format_version"] < BOOST_VERSION:
             raise ValueError(f"an MKBoost model in a format {header['format_version']} file")
         _check_arrays(a, header)
-        est = cls._new_from_params(header["params"], specs, a)
+        est = self.new_from_params(cls, header["params"], specs, a)
         P = header["n_pairs"]
         models = _unpack(a, specs, P, header["n_kernels"])
-        est._restore_common(header, specs)
+        self.restore_common(est, header, specs)
         est.models_ = models
         classifier_from_arrays(est, a)
         set_pair_attributes(
@@ -269,6 +265,5 @@ class BoostPersist(EstimatorPersist):
         )
         return est
 
-    @classmethod
-    def _legacy_params(cls, params, arrays):
-        return legacy_standardize(cls, params, arrays)
+    def legacy_params(self, cls, params, arrays):
+        return legacy_standardize(self, cls, params, arrays)

@@ -1,10 +1,12 @@
-"""The protocol of objects that save themselves as arrays, and the class registry.
+"""What can be saved: objects that save themselves (:class:`Persistent`), and codecs.
 
 :class:`Persistent` is documented, and exported, as
-:class:`mklopt.persist.Persistent`. This module sits below everything else
-(it imports only NumPy and :mod:`mklopt._registry`), so that the estimators and
-:class:`~mklopt.kernels.FeatureMap` can derive from it without importing
-:mod:`mklopt.persist`.
+:class:`mklopt.persist.Persistent`. This module imports only NumPy and
+:mod:`mklopt._registry`, so that
+:class:`~mklopt.kernels.FeatureMap` (a value an estimator's ``storage`` may
+hold) can derive from it from below the estimators. The estimators do not:
+a :class:`Codec` registered for their kind saves them
+(:mod:`mklopt.persist._codecs`).
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import numbers
 
 import numpy as np
 
-from ._registry import Registry
+from .._registry import Registry
 
 __all__ = [
     "Persistent",
+    "Codec",
     "persistent_kind",
     "persistent_class",
     "qualified_name",
@@ -26,10 +29,16 @@ __all__ = [
     "to_json",
 ]
 
-# kind -> class, and "module.QualName" -> class, of every Persistent subclass
-# (a class defined again under the same name takes its place).
+# kind -> class, and "module.QualName" -> class, of every Persistent subclass;
+# read and written only through the functions below.
 _BY_KIND: Registry[str, type] = Registry("persistent kind")
 _BY_NAME: Registry[str, type] = Registry("persistent class", plural="persistent classes")
+
+
+def _register(cls):
+    # A dataclass(slots=True) is built twice; the later class wins.
+    _BY_KIND.register(kind_of(cls), cls, replace=True)
+    _BY_NAME.register(qualified_name(cls), cls, replace=True)
 
 
 def qualified_name(cls):
@@ -80,7 +89,7 @@ def to_json(value, name):
 
 
 class Persistent:
-    """Mixin of the objects that save themselves into model files.
+    """Mixin of the objects that save themselves into model files (or into a parameter's JSON).
 
     An object that :func:`mklopt.persist.save_model` can write implements
 
@@ -104,10 +113,9 @@ class Persistent:
 
     A dataclass subclass (:class:`~mklopt.kernels.FeatureMap`, a value a
     parameter may hold) inherits working ``to_arrays`` / ``from_arrays``
-    over its fields; any other class overrides them. The estimators
-    implement them for their fitted models, reading their constructor
-    parameters from ``get_params()``; their kernel specs are saved by their
-    kernel family (:meth:`mklopt.kernels.KernelFamily.to_json`).
+    over its fields; any other class overrides them. The estimators are not
+    ``Persistent``: a codec registered for their kind saves them
+    (:class:`mklopt.persist.Codec`), outside their class hierarchy.
 
     Examples
     --------
@@ -126,9 +134,7 @@ class Persistent:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        # A dataclass(slots=True) is built twice; the later class wins.
-        _BY_KIND.register(kind_of(cls), cls, replace=True)
-        _BY_NAME.register(qualified_name(cls), cls, replace=True)
+        _register(cls)
 
     def to_arrays(self):
         """The object's state as arrays and JSON values (a dataclass: its fields).
@@ -161,3 +167,59 @@ class Persistent:
             return cls(**arrays)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{kind_of(cls)} is invalid: {exc}") from None
+
+
+class Codec:
+    """How fitted objects of one kind are saved: ``to_arrays`` and ``from_arrays``.
+
+    Subclass it, set :attr:`kind` and register an instance for the class it
+    saves with :func:`register_codec`; subclasses of that class are saved by
+    it too.
+
+    Attributes
+    ----------
+    kind : str
+        The codec's registry name.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mklopt.persist import Codec, codec_for, register_codec
+    >>> class Centroid:
+    ...     def fit(self, X):
+    ...         self.center_ = np.mean(X, axis=0)
+    ...         return self
+    >>> class CentroidCodec(Codec):
+    ...     kind = "centroid"
+    ...     def to_arrays(self, obj):
+    ...         return {"center": obj.center_, "n_features": obj.center_.size}
+    ...     def from_arrays(self, cls, arrays):
+    ...         obj = cls()
+    ...         obj.center_ = arrays["center"]
+    ...         return obj
+    >>> _ = register_codec(Centroid, CentroidCodec())
+    >>> codec_for(Centroid()).kind
+    'centroid'
+    """
+
+    kind: str = ""
+
+    def to_arrays(self, obj):
+        """``obj``'s state: a flat mapping of names to NumPy arrays and JSON values.
+
+        The JSON values go into the file's metadata; ``format_version`` (the
+        lowest layout that holds the state) is taken out of it by the archive.
+        """
+        raise NotImplementedError
+
+    def from_arrays(self, cls, arrays):
+        """An instance of ``cls`` rebuilt from :meth:`to_arrays` output.
+
+        Anything inconsistent raises ``ValueError`` or ``TypeError`` with one
+        sentence saying what is wrong.
+        """
+        raise NotImplementedError
+
+    def has_features(self, obj):
+        """Whether ``obj`` reads features, so that a standardisation and names apply to it."""
+        return True

@@ -1,34 +1,36 @@
-"""How estimators save themselves: the parts every saved estimator shares.
+"""The codec every saved estimator builds on: parameters, kernel specs, features.
 
-:mod:`mklopt.persist` writes and reads the archive (an ``.npz`` of arrays
-plus one JSON header) and checks it as a file; what goes into it is the
-estimator's business (``to_arrays`` / ``from_arrays``, see
-:class:`mklopt.persist.Persistent`). :class:`EstimatorPersist` is what every
-saved estimator shares: its constructor parameters, read from
-``get_params()`` (so that a subclass's own parameters are saved too), its
-kernel specs, each saved by itself, and the features it was fitted on. The
-layouts of the fitted models build on it: ``_persist_mkl`` (the MKL
-estimators, one binary problem after another) and ``_persist_boost``
-(MKBoost ensembles). The feature-map arrays, which both layouts use for
-kernels trained on feature maps, are read and checked here too.
+:class:`EstimatorCodec` saves what every estimator shares: its constructor
+parameters, read from ``get_params()`` (so that a subclass's own parameters
+are saved too), its kernel specs, each saved by its family, and the
+features it was fitted on. The layouts of the fitted models build on it:
+:mod:`._mkl` (the MKL estimators, one binary problem after another) and
+:mod:`._boost` (MKBoost ensembles). The feature-map arrays, which both
+layouts use for kernels trained on feature maps, are written, read and
+checked here too.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
-import numbers
 
 import numpy as np
 
-from .._persistence import Persistent, kind_of, persistent_kind, to_json
-from ..kernels import FeatureMap, FeatureMapFunctions, KernelFunctions
-from ..kernels.families import family_of, get_kernel_family
-from ..methods import METHODS, method_names
-from ._precomputed import PrecomputedKernel, is_precomputed
-from ._progress import check_verbose
+from ..estimators._precomputed import is_precomputed
+from ..kernels import FeatureMapFunctions, KernelFunctions
+from ..kernels.stack import PrecomputedKernel
+from ._json import (
+    check_param_types,
+    is_default,
+    param_from_json,
+    param_to_json,
+    spec_from_json,
+    spec_to_json,
+)
+from ._protocol import Codec
 
-__all__ = ["EstimatorPersist", "classifier_to_arrays", "classifier_from_arrays"]
+__all__ = ["EstimatorCodec", "classifier_to_arrays", "classifier_from_arrays"]
 
 # Feature maps (format 2), all present or all absent. Per selected kernel:
 # its map kind ("function" for plain kernel functions), the number of
@@ -45,66 +47,6 @@ _MAP_ARRAYS = {
 _MAP_KINDS = ("function", "exact", "nystroem", "fourier")
 #: The first format that holds models fitted on precomputed kernels.
 _PRECOMPUTED_VERSION = 3
-
-
-
-def _number(v):
-    return v is None or (not isinstance(v, bool) and isinstance(v, (int, float))
-                         and math.isfinite(v))
-
-
-def _int_list(g):
-    return isinstance(g, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in g)
-
-
-# Types of the saved values of the built-in parameters (their values are
-# checked by fit); any other parameter (a subclass's) is JSON data.
-_PARAM_TYPES = {
-    "kernels": lambda v: v in (None, "grid", "all_features", "precomputed"),
-    "method": lambda v: v is None or isinstance(v, str),
-    "groups": lambda v: v in (None, "features") or (isinstance(v, list)
-                                                    and all(_int_list(g) for g in v)),
-    "normalize": lambda v: v in (None, "trace", "diagonal"),
-    "p": lambda v: v == "inf" or _number(v),
-    "loss": lambda v: isinstance(v, str),
-    "standardize": lambda v: v in ("auto", True, False),
-    "multiclass": lambda v: v in ("ovo", "shared"),
-    "verbose": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-    # A name, or a feature map as {"feature_map": fields}. Any name: a user's
-    # registered storage need not be registered in the process that loads
-    # the model (prediction does not read the storage).
-    "storage": lambda v: (isinstance(v, str) and bool(v)) or isinstance(v, dict),
-    "C": _number, "epsilon": _number, "nu": _number, "tol": _number, "max_iter": _number,
-    "inner_tol": _number, "weight_threshold": _number, "time_limit": _number,
-    "cache_size": _number, "max_memory": _number, "elastic_net": _number,
-    "variant": lambda v: isinstance(v, str), "n_rounds": _number, "sample_ratio": _number,
-    "decay": _number,
-    "random_state": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
-}
-
-
-def _method_name(method):
-    if isinstance(method, str):
-        return method
-    # An outer-method instance: keep its registry name (the instance's own
-    # hyper-parameters do not matter for prediction).
-    for name, cls in METHODS.items():
-        if type(method) is cls and getattr(cls, "name", name) == name:
-            return name
-    return None
-
-
-def _is_default(value, parameter):
-    default = parameter.default
-    try:
-        return value is default or bool(value == default)
-    except (TypeError, ValueError):
-        return False
-
-
-def _is_inf(value):
-    return (isinstance(value, (int, float, np.floating)) and not isinstance(value, bool)
-            and value == math.inf)
 
 
 def _classes_array(classes):
@@ -125,88 +67,6 @@ def _classes_array(classes):
     if c.dtype.kind == "f":
         return c.astype(np.float64)
     return c
-
-
-# --------------------------------------------------------------------------
-# parameter values <-> JSON
-# --------------------------------------------------------------------------
-def _param_to_json(name, value):
-    if isinstance(value, Persistent):
-        # an object parameter (a FeatureMap storage): {kind: its fields}
-        return {kind_of(value): value.to_arrays()}
-    if name == "method":
-        return _method_name(value)
-    if name == "p" and _is_inf(value):
-        return "inf"  # p = inf (the sum kernel); JSON has no infinity
-    if name == "verbose":
-        return check_verbose(value)
-    if name == "random_state" and not (value is None or isinstance(value, numbers.Integral)):
-        # A generator's state is not data; the fitted model does not depend
-        # on it (as for a method instance above), so it loads as None.
-        return None
-    return to_json(value, name)
-
-
-def _param_from_json(name, value):
-    if name == "p" and value == "inf":
-        return math.inf
-    if name == "groups" and isinstance(value, list):
-        return [list(g) for g in value]
-    if name == "storage" and isinstance(value, dict):
-        cls = persistent_kind(next(iter(value))) if len(value) == 1 else None
-        if cls is None or not issubclass(cls, FeatureMap):
-            raise ValueError(f"storage {value!r} is neither a storage name nor a feature map")
-        return cls.from_arrays(next(iter(value.values())))
-    if name == "method" and value not in (None, "auto") and value not in method_names():
-        # registered names, plugins' included; an unknown one falls back to the default
-        return None
-    return value
-
-
-def _spec_to_json(spec):
-    """A kernel spec as JSON: its family saves it (``{"kind": name, <parameters>, "features"}``)."""
-    if isinstance(spec, PrecomputedKernel):
-        return {"kind": "precomputed", "index": int(spec.index)}
-    family = family_of(spec)
-    if family is None:
-        raise TypeError(f"cannot save a kernel spec of type {type(spec).__name__}")
-    feats = None if spec.features is None else [int(f) for f in spec.features]
-    # for the built-in families exactly the fields of every earlier version
-    return {"kind": family.name, **family.to_json(family.values(spec)), "features": feats}
-
-
-def _spec_from_json(obj, k):
-    """Kernel spec ``k`` of a file, rebuilt by its family (``ValueError`` naming what is wrong)."""
-    if not isinstance(obj, dict) or "kind" not in obj:
-        raise ValueError(f"kernel spec {k} is not a JSON object with a 'kind' field")
-    kind = obj["kind"]
-    if kind == "precomputed":
-        if set(obj) != {"kind", "index"}:
-            raise ValueError(f"kernel spec {k} (precomputed) has fields {sorted(obj)}, "
-                             f"expected {sorted({'kind', 'index'})}")
-        # Kernel k of the stack the model was fitted on, in order.
-        if obj["index"] != k or isinstance(obj["index"], bool):
-            raise ValueError(f"kernel spec {k} is precomputed kernel {obj['index']!r}, "
-                             f"expected index {k}")
-        return PrecomputedKernel(k)
-    try:
-        family = get_kernel_family(kind)
-    except ValueError as exc:
-        raise ValueError(f"kernel spec {k} has unknown kind {kind!r} ({exc})") from None
-    if "features" not in obj:
-        raise ValueError(f"kernel spec {k} ({kind}) has fields {sorted(obj)}, expected a "
-                         "'features' field")
-    params = {key: v for key, v in obj.items() if key not in ("kind", "features")}
-    try:
-        values = family.from_json(params)
-        if not isinstance(values, dict) or set(values) != set(family.params):
-            raise LookupError
-        return family.spec(**values, features=obj["features"])
-    except LookupError:
-        raise ValueError(f"kernel spec {k} ({kind}) has fields {sorted(obj)}, expected "
-                         f"{sorted({'kind', 'features', *family.params})}") from None
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"kernel spec {k} is invalid: {exc}") from None
 
 
 # --------------------------------------------------------------------------
@@ -368,9 +228,9 @@ def _finite_number(value, what):
 
 
 # --------------------------------------------------------------------------
-# the base of the estimators' mixins
+# the codec every estimator's builds on
 # --------------------------------------------------------------------------
-class EstimatorPersist(Persistent):
+class EstimatorCodec(Codec):
     """What every saved estimator writes: parameters, kernel specs, features.
 
     A user's subclass of an estimator needs nothing of its own: its
@@ -378,54 +238,49 @@ class EstimatorPersist(Persistent):
     the class is found again by name when the file is loaded.
     """
 
-    __slots__ = ()
-
     #: Parameters that are not part of a model: run-time resources and hooks.
-    _persist_skip = ("callback", "client", "n_jobs")
+    skip = ("callback", "client", "n_jobs")
     #: Parameters newer than format 1, written only when set, so that files
     #: of models that do not use them stay readable by older mklopt.
-    _persist_if_set = ("elastic_net", "multiclass", "verbose")
+    if_set = ("elastic_net", "multiclass", "verbose")
 
-    @property
-    def _saves_features(self):
+    def has_features(self, est):
         """Whether the model sees features (False for ``kernels="precomputed"``)."""
-        return not is_precomputed(getattr(self, "kernels", None))
+        return not is_precomputed(getattr(est, "kernels", None))
 
-    @classmethod
-    def _persisted_params(cls):
-        return [n for n in cls._get_param_names() if n not in cls._persist_skip]
+    def params(self, cls):
+        """The constructor parameters of ``cls`` that a file keeps."""
+        return [n for n in cls._get_param_names() if n not in self.skip]
 
-    @classmethod
-    def _legacy_params(cls, params, arrays):
+    def legacy_params(self, cls, params, arrays):
         """Parameters a file of an older layout leaves out, filled in as that layout meant."""
         return params
 
-    def _common_to_arrays(self):
+    def common_to_arrays(self, est):
         """Parameters, kernel specs and features of a fitted estimator, as JSON."""
-        values = self.get_params(deep=False)
-        defaults = inspect.signature(type(self).__init__).parameters
+        values = est.get_params(deep=False)
+        defaults = inspect.signature(type(est).__init__).parameters
         params = {}
-        for name in self._persisted_params():
+        for name in self.params(type(est)):
             value = values[name]
             if name == "kernels":
                 params[name] = value if isinstance(value, str) else None  # specs: below
-            elif name not in self._persist_if_set or not _is_default(value, defaults[name]):
-                params[name] = _param_to_json(name, value)
-        specs = list(self.kernel_specs_)
+            elif name not in self.if_set or not is_default(value, defaults[name]):
+                params[name] = param_to_json(name, value)
+        specs = list(est.kernel_specs_)
         out = {
-            "n_features": int(self.n_features_in_),
+            "n_features": int(est.n_features_in_),
             "n_kernels": len(specs),
-            "kernel_specs": [_spec_to_json(s) for s in specs],
+            "kernel_specs": [spec_to_json(s) for s in specs],
             "params": params,
         }
-        fitted_names = getattr(self, "feature_names_in_", None)
+        fitted_names = getattr(est, "feature_names_in_", None)
         if fitted_names is not None:
             # load restores feature_names_in_, so prediction checks the columns again
             out["feature_names_in"] = [str(f) for f in fitted_names]
         return out
 
-    @classmethod
-    def _common_from_arrays(cls, arrays, counts=()):
+    def common_from_arrays(self, cls, arrays, counts=()):
         """``(arrays, header, specs)`` of :meth:`to_arrays` output, the header checked.
 
         ``counts`` names further header fields that must be positive integers.
@@ -448,28 +303,19 @@ class EstimatorPersist(Persistent):
         specs_json = header["kernel_specs"]
         if not isinstance(specs_json, list) or len(specs_json) != header["n_kernels"]:
             raise ValueError("kernel_specs must list n_kernels specs")
-        specs = [_spec_from_json(s, k) for k, s in enumerate(specs_json)]
+        specs = [spec_from_json(s, k) for k, s in enumerate(specs_json)]
         for s in specs:
             if s.features is not None and max(s.features) >= header["n_features"]:
                 raise ValueError(f"kernel spec {s!r} uses a feature >= n_features")
-        cls._check_params(header["params"])
-        return a, header, specs
-
-    @classmethod
-    def _check_params(cls, params):
-        """Types of the saved constructor parameters (their values are checked by ``fit``)."""
-        unknown = sorted(set(params) - set(cls._persisted_params()))
+        unknown = sorted(set(header["params"]) - set(self.params(cls)))
         if unknown:
             raise ValueError(f"unknown parameters {', '.join(unknown)} for {cls.__name__}")
-        for name, value in params.items():
-            check = _PARAM_TYPES.get(name)
-            if check is not None and not check(value):
-                raise ValueError(f"parameter {name}={value!r} has the wrong type")
+        check_param_types(header["params"])
+        return a, header, specs
 
-    @classmethod
-    def _new_from_params(cls, saved, specs, a):
+    def new_from_params(self, cls, saved, specs, a):
         """The unfitted estimator with the saved parameters (specs as ``kernels``)."""
-        params = {name: _param_from_json(name, value) for name, value in saved.items()}
+        params = {name: param_from_json(name, value) for name, value in saved.items()}
         if is_precomputed(params.get("kernels")):
             if not all(isinstance(s, PrecomputedKernel) for s in specs):
                 raise ValueError("a precomputed model's kernel specs are all of kind "
@@ -482,14 +328,16 @@ class EstimatorPersist(Persistent):
             raise ValueError("kernel specs of kind 'precomputed' need kernels='precomputed'")
         elif params.get("kernels") not in ("grid", "all_features"):
             params["kernels"] = list(specs)
-        return cls(**cls._legacy_params(params, a))
+        return cls(**self.legacy_params(cls, params, a))
 
-    def _restore_common(self, header, specs):
-        self.n_features_in_ = header["n_features"]
+    @staticmethod
+    def restore_common(est, header, specs):
+        """Set the fitted attributes every estimator shares (features, specs)."""
+        est.n_features_in_ = header["n_features"]
         if header.get("feature_names_in") is not None:
-            self.feature_names_in_ = np.asarray(header["feature_names_in"], dtype=object)
-        self.kernel_specs_ = list(specs)
-        self.n_kernels_ = len(specs)
+            est.feature_names_in_ = np.asarray(header["feature_names_in"], dtype=object)
+        est.kernel_specs_ = list(specs)
+        est.n_kernels_ = len(specs)
 
 
 def classifier_to_arrays(est):
@@ -513,9 +361,9 @@ def classifier_from_arrays(est, a):
     est.pairs_ = np.ascontiguousarray(a["pairs"])
 
 
-def legacy_standardize(cls, params, a):
+def legacy_standardize(codec, cls, params, a):
     """Files from before the classifiers standardised say nothing about it: those
     models were trained on the features as given."""
-    if "standardize" in cls._persisted_params():
+    if "standardize" in codec.params(cls):
         params.setdefault("standardize", "scaler_mean" in a)
     return params

@@ -2,15 +2,16 @@
 
 A model file is one ``.npz`` archive (``numpy.savez``) of plain numeric or
 string arrays plus one JSON metadata string (the member ``metadata``). What
-goes into it is the saved object's business: an object that can be saved
-implements ``to_arrays()`` (its state as arrays and JSON values) and the
-classmethod ``from_arrays(arrays)`` (see :class:`Persistent`), and
-this module writes that state, with a header naming the format, its version,
-the mklopt that wrote it and the object's class, and reads it back. The
-fitted estimators (:class:`~mklopt.MKLClassifier`,
+goes into it is the business of the saved object's *codec*
+(:class:`Codec`, registered for its kind with :func:`register_codec`):
+``to_arrays(obj)`` gives its state as arrays and JSON values and
+``from_arrays(cls, arrays)`` rebuilds it; an object that saves itself
+(:class:`Persistent`) is its own codec. This module writes that state, with
+a header naming the format, its version, the mklopt that wrote it and the
+object's class, and reads it back. The fitted estimators (:class:`~mklopt.MKLClassifier`,
 :class:`~mklopt.MKLRegressor`, :class:`~mklopt.MKLOneClass`,
 :class:`~mklopt.MKBoostClassifier`) and their subclasses save themselves
-this way: the support vectors' training rows (or, on precomputed kernels,
+by their codecs: the support vectors' training rows (or, on precomputed kernels,
 their indices), the selected kernels with their training normalisation and
 weights, the dual coefficients and biases (for MKBoost: the boosting rounds
 and their single-kernel learners), the classes, feature maps if the model
@@ -35,32 +36,15 @@ Each version only adds to the one before, so all are read as they are. A
 file is written in the lowest version that can hold the model, so models
 without feature maps stay readable by an mklopt that knows only version 1.
 A later layout that changes what an older file means gets a version of its
-own and an upgrade function in ``_UPGRADES`` (version ``v`` -> the arrays
-and metadata of version ``v + 1``), which :func:`load_model` applies in turn
-to older files before the object reads them.
+own and an upgrade function (version ``v`` -> the arrays and metadata of
+version ``v + 1``, see :func:`_upgrade`), which :func:`load_model` applies
+in turn to older files before the codec reads them.
 
 :func:`load_model` reads the archive with ``numpy.load(path,
 allow_pickle=False)``: a model file never contains, and loading never runs,
 Python code. Every array and every metadata field is checked before a model
 is built; anything unexpected raises :class:`ModelFormatError` with one
 sentence saying what is wrong.
-
-Examples
---------
->>> import os, tempfile
->>> from mklopt import MKLClassifier, datasets
->>> from mklopt.kernels import rbf, linear
->>> from mklopt.persist import save_model, load_model
->>> X, y = datasets.load("sonar")
->>> X_train, X_test, y_train, y_test = datasets.split(X, y, seed=0)
->>> clf = MKLClassifier(kernels=[rbf(4.0), linear()], C=10.0).fit(X_train, y_train)
->>> path = os.path.join(tempfile.mkdtemp(), "sonar.npz")
->>> save_model(clf, path, label="label")
->>> clf2, meta = load_model(path)
->>> bool((clf2.predict(X_test) == clf.predict(X_test)).all())
-True
->>> meta["label"]
-'label'
 """
 
 from __future__ import annotations
@@ -74,15 +58,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import __version__
-from . import estimators as _estimators  # noqa: F401 (registers the estimators' classes)
-from ._persistence import Persistent, persistent_class, qualified_name
-from ._registry import Registry
-from .tasks import estimator_entry
+from .._registry import Registry
+from .._version import __version__
+from ..tasks import estimator_entry
+from ._codecs import codec_for, find_class, load_entries
+from ._protocol import qualified_name
 
-__all__ = [
-    "save_model", "load_model", "ModelFormatError", "Persistent", "FORMAT_NAME", "FORMAT_VERSION",
-]
+__all__ = ["save_model", "load_model", "ModelFormatError", "FORMAT_NAME", "FORMAT_VERSION"]
 
 #: Value of the ``format`` field of the metadata.
 FORMAT_NAME = "mklopt-model"
@@ -98,8 +80,13 @@ _OWN_FIELDS = ("format", "format_version", "mklopt_version", "estimator", "class
 _CALLER_ARRAYS = ("x_mean", "x_scale")
 # Upgrades of older layouts: version v -> function(arrays, meta) returning
 # the arrays and metadata of version v + 1. Versions 1 to 4 only add to each
-# other, so none is needed yet.
+# other, so none is needed yet. Read only through _upgrade.
 _UPGRADES: Registry[int, Callable] = Registry("format upgrade")
+
+
+def _upgrade(version):
+    """The upgrade of files of ``version`` to ``version + 1``, or None (nothing to change)."""
+    return _UPGRADES.get(version, None)
 
 
 class ModelFormatError(ValueError):
@@ -109,6 +96,15 @@ class ModelFormatError(ValueError):
 # --------------------------------------------------------------------------
 # save
 # --------------------------------------------------------------------------
+def _entry(obj):
+    """The registered estimator entry of a name or an object, or None."""
+    load_entries()  # which registers the estimators, too
+    try:
+        return estimator_entry(obj)
+    except (ValueError, TypeError):
+        return None
+
+
 def _class_names(obj):
     """The ``estimator`` field (a registered name) and, if needed, the ``class`` field."""
     try:
@@ -126,8 +122,8 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
     clf : estimator
         A fitted :class:`~mklopt.MKLClassifier`, :class:`~mklopt.MKLRegressor`,
         :class:`~mklopt.MKLOneClass` or :class:`~mklopt.MKBoostClassifier`
-        (a subclass of these included), or any object implementing
-        ``to_arrays`` (see :class:`Persistent`).
+        (a subclass of these included), an object of a kind with a
+        registered :class:`Codec`, or a :class:`Persistent` object.
     path : str or os.PathLike
         Where to write; the name is used as given (no ``.npz`` is appended).
         The file is written to a temporary name first and then renamed, so an
@@ -146,14 +142,15 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
     Raises
     ------
     TypeError
-        If ``clf`` does not save itself (``to_arrays``), or a parameter
-        cannot be represented without pickle.
+        If no codec saves ``clf`` (it is neither of a registered kind nor
+        :class:`Persistent`), or a parameter cannot be represented without
+        pickle.
     ValueError
         If ``clf`` is not fitted or the extra arguments are inconsistent.
 
     Notes
     -----
-    Saved: what ``clf.to_arrays()`` returns. For the MKL estimators: the
+    Saved: what its codec's ``to_arrays(clf)`` returns. For the MKL estimators: the
     fitted attributes used by ``predict`` and ``decision_function``
     (``classes_``, ``pairs_``, ``weights_``, ``support_``, ``dual_coef_``,
     ``intercept_``, ``kernel_specs_``, the scaler), the per-pair summaries
@@ -165,25 +162,27 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
     ``stop_reason_``. Not saved: ``history_`` and ``result_`` (the run
     records).
     """
-    if not isinstance(clf, Persistent) or not hasattr(type(clf), "from_arrays"):
+    codec = codec_for(clf)
+    if codec is None:
         raise TypeError(
-            "only models that implement to_arrays/from_arrays can be saved (MKLClassifier, "
-            "MKLRegressor, MKLOneClass, MKBoostClassifier and their subclasses); "
+            "only models with a codec (MKLClassifier, MKLRegressor, MKLOneClass, "
+            "MKBoostClassifier, their subclasses and kinds registered with register_codec) "
+            "or that implement to_arrays/from_arrays (Persistent) can be saved; "
             f"{type(clf).__name__} does not"
         )
-    state = clf.to_arrays()
+    state = codec.to_arrays(clf)
     arrays = {k: v for k, v in state.items() if isinstance(v, np.ndarray)}
     header = {k: v for k, v in state.items() if not isinstance(v, np.ndarray)}
     clash = sorted((set(header) & set(_OWN_FIELDS) - {"format_version"})
                    | (set(arrays) & {_META_KEY, *_CALLER_ARRAYS}))
     if clash:
-        raise ValueError(f"{type(clf).__name__}.to_arrays uses reserved names {clash}")
+        raise ValueError(f"the state of {type(clf).__name__} uses reserved names {clash}")
     version = header.pop("format_version", 1)
     if version > FORMAT_VERSION:
         raise ValueError(f"{type(clf).__name__} needs model format {version}, "
                          f"newer than this mklopt's {FORMAT_VERSION}")
     d = header.get("n_features")
-    if not getattr(clf, "_saves_features", True) and (
+    if not codec.has_features(clf) and (
             standardize is not None or feature_names is not None):
         raise ValueError(
             "a model fitted with kernels='precomputed' has no features: standardize and "
@@ -315,16 +314,14 @@ def _read_meta(path, arrays):
 def _saved_class(path, meta):
     """``(class, fallback)``: the saved object's class, and its registered base if the
     class itself is not defined in this session (else None)."""
-    try:
-        entry = estimator_entry(meta.get("estimator"))
-    except (ValueError, TypeError):
-        entry = None
-    if entry is not None and not issubclass(entry.cls, Persistent):
+    entry = _entry(meta.get("estimator"))
+    if entry is not None and codec_for(entry.cls) is None:
         entry = None
     name = meta.get("class")
     if name is not None:
-        cls = persistent_class(name)
-        if cls is not None and (entry is None or issubclass(cls, entry.cls)):
+        cls = find_class(name, None if entry is None else entry.cls)
+        if cls is not None and codec_for(cls) is not None and (
+                entry is None or issubclass(cls, entry.cls)):
             return cls, None
         if entry is None:
             _fail(path, f"holds a model of class {name!r}, which is not defined here; import "
@@ -376,12 +373,13 @@ def load_model(path):
     cls, missing = _saved_class(path, meta)
     version = meta["format_version"]
     for v in range(version, FORMAT_VERSION):
-        if v in _UPGRADES:
-            arrays, meta = _UPGRADES[v](arrays, meta)
+        upgrade = _upgrade(v)
+        if upgrade is not None:
+            arrays, meta = upgrade(arrays, meta)
     header = {k: v for k, v in meta.items() if k not in _OWN_FIELDS}
     header["format_version"] = version
     try:
-        clf = cls.from_arrays({**header, **arrays})
+        clf = codec_for(cls).from_arrays(cls, {**header, **arrays})
     except (TypeError, ValueError) as exc:
         if missing is not None:
             _fail(path, f"holds a model of class {missing!r}, which is not defined here, and "

@@ -1,13 +1,13 @@
-"""How the MKL estimators save themselves: one binary problem after another.
+"""The codecs of the MKL estimators: one binary problem after another.
 
 Every MKL estimator keeps, per binary problem (*pair*): the support vectors'
 rows (or, on precomputed kernels, their indices), the selected kernels with
 their normalisation and weights, the dual coefficients and the bias, and the
 run's summary. The file concatenates them over the pairs, with ``*_offsets``
 tables marking where each pair starts; this is the layout model files have
-had since format 1. :class:`ClassifierPersist` adds the classes, the
-one-vs-one pairs and the classifier's scaler; :class:`RegressorPersist` and
-:class:`OneClassPersist` their training standardisation (and the target's),
+had since format 1. :class:`ClassifierCodec` adds the classes, the
+one-vs-one pairs and the classifier's scaler; :class:`RegressorCodec` and
+:class:`OneClassCodec` their training standardisation (and the target's),
 as one problem of two placeholder classes.
 """
 
@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..estimators._ovo import pair_values, set_pair_attributes
+from ..estimators._precomputed import PrecomputedExpansion, is_precomputed
+from ..estimators.mkl import _BinaryMKL
 from ..kernels import FeatureMap, KernelExpansion
-from ._ovo import pair_values, set_pair_attributes
-from ._persist import (
+from ._estimator import (
     _MAP_ARRAYS,
     _PRECOMPUTED_VERSION,
-    EstimatorPersist,
+    EstimatorCodec,
     _check_classes,
     _check_dtypes,
     _check_map_arrays,
@@ -34,9 +36,8 @@ from ._persist import (
     classifier_to_arrays,
     legacy_standardize,
 )
-from ._precomputed import PrecomputedExpansion, is_precomputed
 
-__all__ = ["PairModelPersist", "ClassifierPersist", "RegressorPersist", "OneClassPersist"]
+__all__ = ["PairModelCodec", "ClassifierCodec", "RegressorCodec", "OneClassCodec"]
 
 # array name -> (allowed dtype kinds, ndim); shapes are checked together below.
 _ARRAYS = {
@@ -132,8 +133,6 @@ def _pack_pairs(est, precomputed):
 
 def _unpack_pairs(a, specs, n_pairs, precomputed):
     """The pairs' models (``_BinaryMKL``), supports and coefficients from the flat arrays."""
-    from .mkl import _BinaryMKL  # the estimator module imports this one
-
     sv_off, k_off = a["sv_offsets"], a["kernel_offsets"]
     models, supports, coefs = [], [], []
     for k in range(n_pairs):
@@ -222,29 +221,39 @@ def _check_arrays(a, header):
     _check_map_arrays(a, header, total_sel, P)
 
 
-class PairModelPersist(EstimatorPersist):
-    """``to_arrays`` / ``from_arrays`` of the MKL estimators (one or more binary problems).
+def _is_shared(est):
+    """Whether one weight vector was learnt for several pairs (``multiclass="shared"``)."""
+    return getattr(est, "multiclass", "ovo") == "shared" and len(est.models_) > 1
 
-    Subclasses say what their class adds (:meth:`_fitted_to_arrays`,
-    :meth:`_fitted_from_arrays`).
+
+def _per_pair(est, name):
+    """Attribute ``name`` with one entry per pair, as the file stores it."""
+    if _is_shared(est) and name in _SHARED_RUN:
+        return [getattr(est, name)] * len(est.models_)
+    return pair_values(est, name)
+
+
+class PairModelCodec(EstimatorCodec):
+    """The codec of the MKL estimators (one or more binary problems).
+
+    Subclasses say what their estimator adds (:meth:`fitted_to_arrays`,
+    :meth:`fitted_from_arrays`).
     """
 
-    __slots__ = ()
-
-    #: The lowest format that holds this class's models.
-    _persist_min_version = 1
+    #: The lowest format that holds this kind's models.
+    min_version = 1
 
     # ---- hooks ---------------------------------------------------------------
-    def _fitted_to_arrays(self):
-        """The class's own fitted values: ``classes`` and ``pairs`` arrays, and more."""
+    def fitted_to_arrays(self, est):
+        """The kind's own fitted values: ``classes`` and ``pairs`` arrays, and more."""
         raise NotImplementedError
 
-    def _fitted_from_arrays(self, arrays):
-        """Set the class's own fitted attributes from :meth:`_fitted_to_arrays` output."""
+    def fitted_from_arrays(self, est, arrays):
+        """Set the kind's own fitted attributes from :meth:`fitted_to_arrays` output."""
         raise NotImplementedError
 
-    # ---- the protocol --------------------------------------------------------
-    def to_arrays(self):
+    # ---- the codec -----------------------------------------------------------
+    def to_arrays(self, est):
         """The fitted model as arrays and a JSON header (the model file's layout).
 
         Returns
@@ -262,25 +271,25 @@ class PairModelPersist(EstimatorPersist):
         TypeError
             If a parameter cannot be represented without pickle.
         """
-        if not hasattr(self, "models_"):
-            raise ValueError(f"{type(self).__name__} is not fitted; call fit before saving it")
-        precomputed = is_precomputed(getattr(self, "kernels", None))
-        n_pairs = len(self.models_)
-        out = _pack_pairs(self, precomputed)
-        out.update(self._fitted_to_arrays())
+        if not hasattr(est, "models_"):
+            raise ValueError(f"{type(est).__name__} is not fitted; call fit before saving it")
+        precomputed = is_precomputed(getattr(est, "kernels", None))
+        n_pairs = len(est.models_)
+        out = _pack_pairs(est, precomputed)
+        out.update(self.fitted_to_arrays(est))
         out.update(
-            weights=np.asarray(self._per_pair("weights_"), dtype=np.float64).reshape(
-                n_pairs, len(self.kernel_specs_)),
-            intercept=np.array([mdl.bias for mdl in self.models_], dtype=np.float64),
-            n_iter=np.asarray(self._per_pair("n_iter_"), dtype=np.int64),
-            n_oracle_calls=np.asarray(self._per_pair("n_oracle_calls_"), dtype=np.int64),
-            gap=np.asarray(self._per_pair("gap_"), dtype=np.float64),
-            converged=np.asarray(self._per_pair("converged_"), dtype=bool),
+            weights=np.asarray(_per_pair(est, "weights_"), dtype=np.float64).reshape(
+                n_pairs, len(est.kernel_specs_)),
+            intercept=np.array([mdl.bias for mdl in est.models_], dtype=np.float64),
+            n_iter=np.asarray(_per_pair(est, "n_iter_"), dtype=np.int64),
+            n_oracle_calls=np.asarray(_per_pair(est, "n_oracle_calls_"), dtype=np.int64),
+            gap=np.asarray(_per_pair(est, "gap_"), dtype=np.float64),
+            converged=np.asarray(_per_pair(est, "converged_"), dtype=bool),
         )
-        out.update(self._common_to_arrays())
-        storage = self.get_params(deep=False).get("storage")
+        out.update(self.common_to_arrays(est))
+        storage = est.get_params(deep=False).get("storage")
         out["format_version"] = max(
-            self._persist_min_version,
+            self.min_version,
             _PRECOMPUTED_VERSION if precomputed else 1,
             2 if "map_kind" in out or isinstance(storage, FeatureMap)
             or (isinstance(storage, str) and storage == "feature_map") else 1,
@@ -288,9 +297,8 @@ class PairModelPersist(EstimatorPersist):
         out["n_pairs"] = n_pairs
         return out
 
-    @classmethod
-    def from_arrays(cls, arrays):
-        """A fitted estimator rebuilt from :meth:`to_arrays` output, every array checked.
+    def from_arrays(self, cls, arrays):
+        """A fitted ``cls`` rebuilt from :meth:`to_arrays` output, every array checked.
 
         Raises
         ------
@@ -298,30 +306,19 @@ class PairModelPersist(EstimatorPersist):
             Naming what is inconsistent (missing arrays, shapes, dtypes,
             non-finite values, indices out of range, unknown parameters).
         """
-        a, header, specs = cls._common_from_arrays(arrays, counts=("n_pairs",))
+        a, header, specs = self.common_from_arrays(cls, arrays, counts=("n_pairs",))
         _check_arrays(a, header)
-        est = cls._new_from_params(header["params"], specs, a)
-        est._restore(a, header, specs)
+        est = self.new_from_params(cls, header["params"], specs, a)
+        self._restore(est, a, header, specs)
         return est
 
-    # ---- helpers ---------------------------------------------------------------
-    def _is_shared(self):
-        """Whether one weight vector was learnt for several pairs (``multiclass="shared"``)."""
-        return getattr(self, "multiclass", "ovo") == "shared" and len(self.models_) > 1
-
-    def _per_pair(self, name):
-        """Attribute ``name`` with one entry per pair, as the file stores it."""
-        if self._is_shared() and name in _SHARED_RUN:
-            return [getattr(self, name)] * len(self.models_)
-        return pair_values(self, name)
-
-    def _restore(self, a, header, specs):
+    def _restore(self, est, a, header, specs):
         P = header["n_pairs"]
-        precomputed = is_precomputed(getattr(self, "kernels", None))
+        precomputed = is_precomputed(getattr(est, "kernels", None))
         models, supports, coefs = _unpack_pairs(a, specs, P, precomputed)
-        self._restore_common(header, specs)
-        self.models_ = models
-        self.intercept_ = np.ascontiguousarray(a["intercept"])
+        self.restore_common(est, header, specs)
+        est.models_ = models
+        est.intercept_ = np.ascontiguousarray(a["intercept"])
         run = {
             "weights_": np.ascontiguousarray(a["weights"]),
             "n_iter_": a["n_iter"],
@@ -329,54 +326,52 @@ class PairModelPersist(EstimatorPersist):
             "gap_": a["gap"],
             "converged_": a["converged"],
         }
-        if self._is_shared():
+        if _is_shared(est):
             if not np.all(a["weights"] == a["weights"][0]):
                 raise ValueError("a shared-weight model has the same weights for every pair")
             # One joint run: its values once, as the fitted estimator has them.
-            set_pair_attributes(self, **{k: v[:1] for k, v in run.items()})
-            self.support_, self.dual_coef_ = supports, coefs
+            set_pair_attributes(est, **{k: v[:1] for k, v in run.items()})
+            est.support_, est.dual_coef_ = supports, coefs
         else:
-            set_pair_attributes(self, **run, support_=supports, dual_coef_=coefs)
-        self._fitted_from_arrays({**a, **header})
+            set_pair_attributes(est, **run, support_=supports, dual_coef_=coefs)
+        self.fitted_from_arrays(est, {**a, **header})
 
 
-class ClassifierPersist(PairModelPersist):
-    """Saving of :class:`~mklopt.MKLClassifier`: its classes, pairs and scaler."""
+class ClassifierCodec(PairModelCodec):
+    """The codec of :class:`~mklopt.MKLClassifier`: its classes, pairs and scaler."""
 
-    __slots__ = ()
+    kind = "mkl_classifier"
 
-    def _fitted_to_arrays(self):
-        return classifier_to_arrays(self)
+    def fitted_to_arrays(self, est):
+        return classifier_to_arrays(est)
 
-    def _fitted_from_arrays(self, arrays):
-        classifier_from_arrays(self, arrays)
+    def fitted_from_arrays(self, est, arrays):
+        classifier_from_arrays(est, arrays)
 
-    @classmethod
-    def _legacy_params(cls, params, arrays):
-        return legacy_standardize(cls, params, arrays)
+    def legacy_params(self, cls, params, arrays):
+        return legacy_standardize(self, cls, params, arrays)
 
 
-class _TaskPersist(PairModelPersist):
-    """Saving of a one-problem estimator: two placeholder classes and its standardisation.
+class _TaskCodec(PairModelCodec):
+    """The codec of a one-problem estimator: two placeholder classes and its standardisation.
 
     Its own fitted numbers go, as JSON, under the header key ``"fitted"``.
     """
 
-    __slots__ = ()
-    _persist_min_version = 2
+    min_version = 2
 
-    def _fitted_to_arrays(self):
+    def fitted_to_arrays(self, est):
         fitted = {"x_mean": None, "x_scale": None}
         # saved under the names of format 2 (the attributes are scaler_*)
-        if getattr(self, "scaler_mean_", None) is not None:
-            fitted["x_mean"] = np.asarray(self.scaler_mean_, dtype=np.float64).tolist()
-            fitted["x_scale"] = np.asarray(self.scaler_scale_, dtype=np.float64).tolist()
+        if getattr(est, "scaler_mean_", None) is not None:
+            fitted["x_mean"] = np.asarray(est.scaler_mean_, dtype=np.float64).tolist()
+            fitted["x_scale"] = np.asarray(est.scaler_scale_, dtype=np.float64).tolist()
         return {"classes": np.array([-1, 1], dtype=np.int64),
                 "pairs": np.array([[0, 1]], dtype=np.int64), "fitted": fitted}
 
-    def _fitted_from_arrays(self, arrays):
+    def fitted_from_arrays(self, est, arrays):
         if arrays["n_pairs"] != 1 or arrays["classes"].tolist() != [-1, 1]:
-            raise ValueError(f"a {type(self).__name__} file holds one problem")
+            raise ValueError(f"a {type(est).__name__} file holds one problem")
         fitted = arrays.get("fitted")
         if not isinstance(fitted, dict):
             raise ValueError("metadata field 'fitted' is missing")
@@ -385,38 +380,38 @@ class _TaskPersist(PairModelPersist):
         if (mean is None) != (scale is None):
             raise ValueError("fitted x_mean and x_scale go together, scales positive")
         if mean is None:
-            self.scaler_mean_ = self.scaler_scale_ = None
+            est.scaler_mean_ = est.scaler_scale_ = None
         else:
-            self.scaler_mean_ = _finite_vector(mean, "x_mean", d)
-            self.scaler_scale_ = _finite_vector(scale, "x_scale", d)
-            if np.any(self.scaler_scale_ <= 0):
+            est.scaler_mean_ = _finite_vector(mean, "x_mean", d)
+            est.scaler_scale_ = _finite_vector(scale, "x_scale", d)
+            if np.any(est.scaler_scale_ <= 0):
                 raise ValueError("fitted x_mean and x_scale go together, scales positive")
         return fitted
 
 
-class RegressorPersist(_TaskPersist):
-    """Saving of :class:`~mklopt.MKLRegressor`: also the target's standardisation."""
+class RegressorCodec(_TaskCodec):
+    """The codec of :class:`~mklopt.MKLRegressor`: also the target's standardisation."""
 
-    __slots__ = ()
+    kind = "mkl_regressor"
 
-    def _fitted_to_arrays(self):
-        out = super()._fitted_to_arrays()
-        out["fitted"].update(y_mean=float(self.y_mean_), y_scale=float(self.y_scale_))
+    def fitted_to_arrays(self, est):
+        out = super().fitted_to_arrays(est)
+        out["fitted"].update(y_mean=float(est.y_mean_), y_scale=float(est.y_scale_))
         return out
 
-    def _fitted_from_arrays(self, arrays):
-        fitted = super()._fitted_from_arrays(arrays)
-        self.y_mean_ = _finite_number(fitted.get("y_mean"), "y_mean")
-        self.y_scale_ = _finite_number(fitted.get("y_scale"), "y_scale")
-        if self.y_scale_ <= 0:
+    def fitted_from_arrays(self, est, arrays):
+        fitted = super().fitted_from_arrays(est, arrays)
+        est.y_mean_ = _finite_number(fitted.get("y_mean"), "y_mean")
+        est.y_scale_ = _finite_number(fitted.get("y_scale"), "y_scale")
+        if est.y_scale_ <= 0:
             raise ValueError("fitted y_scale must be positive")
 
 
-class OneClassPersist(_TaskPersist):
-    """Saving of :class:`~mklopt.MKLOneClass`: its offset is minus the bias."""
+class OneClassCodec(_TaskCodec):
+    """The codec of :class:`~mklopt.MKLOneClass`: its offset is minus the bias."""
 
-    __slots__ = ()
+    kind = "mkl_one_class"
 
-    def _fitted_from_arrays(self, arrays):
-        super()._fitted_from_arrays(arrays)
-        self.offset_ = -float(self.intercept_[0])
+    def fitted_from_arrays(self, est, arrays):
+        super().fitted_from_arrays(est, arrays)
+        est.offset_ = -float(est.intercept_[0])
