@@ -180,8 +180,9 @@ def register_estimator(cls, task, name=None, replace=False):
     Parameters
     ----------
     cls : type
-        The estimator class. Its saved models hold what its ``to_arrays``
-        returns (a subclass of a registered estimator inherits it).
+        The estimator class. Its saved models hold what its codec writes
+        (:func:`mklopt.persist.register_codec`; a subclass of a registered
+        estimator is saved by its base's).
     task : str
         Its task.
     name : str, optional
