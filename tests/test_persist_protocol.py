@@ -189,8 +189,8 @@ def test_a_user_persistent_dataclass_registers_its_kind():
     assert Shrinkage.from_arrays(Shrinkage(0.5).to_arrays()) == Shrinkage(0.5)
 
 
-# A user's own estimator kind: not an mklopt estimator, saved by its own codec.
-class NearestCentroid:
+# A user's own estimator kinds: not mklopt estimators, saved by their own codecs.
+class _Centroids:
     """Predicts the class of the nearest class mean."""
 
     def __init__(self, shrink=0.0):
@@ -209,6 +209,14 @@ class NearestCentroid:
     def predict(self, X):
         d = ((X[:, None, :] - self.centroids_[None]) ** 2).sum(axis=-1)
         return self.classes_[np.argmin(d, axis=1)]
+
+
+class NearestCentroid(_Centroids):
+    pass
+
+
+class FarthestCentroid(_Centroids):  # the same model, as a kind of its own
+    pass
 
 
 class NearestCentroidCodec(Codec):
@@ -245,6 +253,22 @@ def test_a_codec_registered_for_a_users_kind_saves_and_loads(data, tmp_path):
         np.testing.assert_array_equal(back.predict(Xt), est.predict(Xt))
     with pytest.raises(ValueError, match="already registered"):
         register_codec(NearestCentroid, NearestCentroidCodec())
+
+
+def test_a_kind_with_a_codec_and_no_registered_estimator_loads_by_its_class_name(data,
+                                                                                 tmp_path):
+    X, Xt, _, y3, _ = data
+
+    class FarthestCodec(NearestCentroidCodec):
+        kind = "farthest_centroid"
+
+    register_codec(FarthestCentroid, FarthestCodec(), replace=True)
+    est = FarthestCentroid(shrink=0.1).fit(X, y3)
+    save_model(est, tmp_path / "f.npz")
+    back, meta = load_model(tmp_path / "f.npz")
+    assert type(back) is FarthestCentroid
+    assert meta["estimator"] == meta["class"] == f"{__name__}.FarthestCentroid"
+    np.testing.assert_array_equal(back.predict(Xt), est.predict(Xt))
 
 
 @pytest.mark.parametrize("cls", [MKLClassifier, MKLRegressor, MKLOneClass, MKBoostClassifier])

@@ -49,7 +49,7 @@ def load_entries():
 
         _loaded.append(True)
         for cls, codec in ENTRIES:
-            register_codec(cls, codec, replace=True)
+            register_codec(cls, codec)
 
 
 def register_codec(cls, codec, replace=False):
@@ -113,21 +113,22 @@ def codec_named(kind):
 def find_class(name, base=None):
     """The class whose qualified name (``"module.QualName"``) is ``name``, or None.
 
-    Looked for among the subclasses of ``base`` (``base`` included) and the
-    :class:`Persistent` classes: a class is found once the module defining
-    it has run; nothing is imported because a file names it.
+    Looked for among the subclasses of ``base`` (``base`` included; default:
+    of every class with a codec) and the :class:`Persistent` classes: a
+    class is found once the module defining it has run; nothing is imported
+    because a file names it.
     """
     if not isinstance(name, str):
         return None
-    found = []
-    if base is not None:
-        seen, todo = set(), [base]
-        while todo:
-            cls = todo.pop(0)
-            if cls not in seen:
-                seen.add(cls)
-                found += [cls] if qualified_name(cls) == name else []
-                todo.extend(cls.__subclasses__())
+    load_entries()
+    found, seen = [], set()
+    todo = [base] if base is not None else list(_BY_CLASS)
+    while todo:
+        cls = todo.pop(0)
+        if cls not in seen:
+            seen.add(cls)
+            found += [cls] if qualified_name(cls) == name else []
+            todo.extend(cls.__subclasses__())
     # A class defined again under the same name (a module run twice): the
     # latest, as a registry would keep it.
     return found[-1] if found else persistent_class(name)
