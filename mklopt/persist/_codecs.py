@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ._protocol import Codec, Persistent, persistent_class, qualified_name
 
-__all__ = ["register_codec", "codec_for", "codec_named", "find_class", "load_entries"]
+__all__ = ["register_codec", "codec_for", "find_class", "load_entries"]
 
 
 class _SelfSaving(Codec):
@@ -102,12 +102,6 @@ def codec_for(obj):
     if issubclass(cls, Persistent) and hasattr(cls, "from_arrays"):
         return _SELF_SAVING
     return None
-
-
-def codec_named(kind):
-    """The codec registered as ``kind``, or None."""
-    load_entries()
-    return _BY_KIND.get(kind) if isinstance(kind, str) else None
 
 
 def find_class(name, base=None):
