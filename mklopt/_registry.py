@@ -3,8 +3,8 @@
 Outer methods and their presets (:mod:`mklopt.methods`), oracles by task and
 estimator classes (:mod:`mklopt.tasks`), storages
 (:mod:`mklopt.kernels.factory`), kernel families
-(:mod:`mklopt.kernels.families`) and the persistable classes and format
-upgrades (:mod:`mklopt._persistence`, :mod:`mklopt.persist`) each keep one
+(:mod:`mklopt.kernels.families`), and the persistable classes, format
+upgrades and the codecs (:mod:`mklopt.persist`) each keep one
 instance. The public functions of those modules (``register``,
 ``get_method``, ``register_oracle``, ``get_storage``, ...) validate their
 arguments, build the entry, and leave the rest to it:

@@ -221,15 +221,17 @@ def test_a_broken_plugin_is_named_and_tried_again(entry_points):
 
 # ------------------------------------------------- the tables of the package
 def test_every_table_of_mklopt_is_a_registry():
-    from mklopt import _persistence, persist, tasks
+    from mklopt import tasks
     from mklopt.kernels import factory, families
     from mklopt.methods import METHODS, PRESETS
+    from mklopt.persist import _archive, _codecs, _protocol
 
     tables = {
         "METHODS": METHODS, "PRESETS": PRESETS, "ORACLES": tasks.ORACLES,
         "ESTIMATORS": tasks.ESTIMATORS, "storages": factory._REGISTRY,
-        "KERNEL_FAMILIES": families.KERNEL_FAMILIES, "kinds": _persistence._BY_KIND,
-        "classes": _persistence._BY_NAME, "upgrades": persist._UPGRADES,
+        "KERNEL_FAMILIES": families.KERNEL_FAMILIES, "kinds": _protocol._BY_KIND,
+        "classes": _protocol._BY_NAME, "upgrades": _archive._UPGRADES,
+        "codecs": _codecs._BY_KIND, "codec classes": _codecs._BY_CLASS,
     }
     assert {k for k, t in tables.items() if not isinstance(t, Registry)} == set()
     groups = {t.group for t in tables.values()} - {None}
@@ -257,5 +259,7 @@ def test_the_public_functions_keep_their_messages():
         get_storage("disk")
     with pytest.raises(ValueError, match="^unknown kernel family 'x'; registered families: 'rbf'"):
         get_kernel_family("x")
+    import mklopt.estimators  # noqa: F401 (registers the estimator classes)
+
     with pytest.raises(ValueError, match="^unknown estimator 'X'; registered estimators: 'MKL"):
         estimator_entry("X")

@@ -15,6 +15,7 @@ kernels import :class:`Persistent` from below the estimators.
 
 from __future__ import annotations
 
+from .._registry import Registry
 from ._protocol import Codec, Persistent, persistent_class, qualified_name
 
 __all__ = ["register_codec", "codec_for", "find_class", "load_entries"]
@@ -35,8 +36,8 @@ class _SelfSaving(Codec):
 _SELF_SAVING = _SelfSaving()
 # class -> codec, and kind -> codec; read and written only through the
 # functions below.
-_BY_CLASS: dict[type, Codec] = {}
-_BY_KIND: dict[str, Codec] = {}
+_BY_CLASS: Registry[type, Codec] = Registry("codec of a class", plural="codecs of classes")
+_BY_KIND: Registry[str, Codec] = Registry("codec kind")
 _loaded = []
 
 
@@ -77,13 +78,12 @@ def register_codec(cls, codec, replace=False):
     if not isinstance(codec, Codec) or not isinstance(codec.kind, str) or not codec.kind:
         raise TypeError("codec must be a Codec with a non-empty kind")
     load_entries()
-    old = _BY_KIND.get(codec.kind)
-    if not replace and ((old is not None and old is not codec)
-                        or _BY_CLASS.get(cls, codec) is not codec):
-        raise ValueError(f"a codec is already registered for {cls.__name__} or as "
-                         f"{codec.kind!r}")
-    _BY_CLASS[cls] = codec
-    _BY_KIND[codec.kind] = codec
+    held = _BY_CLASS.get(cls, None)
+    if not replace and held is not None and held is not codec:
+        raise ValueError(f"a codec ({held.kind!r}) is already registered for {cls.__name__}; "
+                         "pass replace=True to take it over")
+    _BY_KIND.register(codec.kind, codec, replace=replace)
+    _BY_CLASS.register(cls, codec, replace=True)
     return cls
 
 
@@ -96,7 +96,7 @@ def codec_for(obj):
     load_entries()
     cls = obj if isinstance(obj, type) else type(obj)
     for base in cls.__mro__:
-        codec = _BY_CLASS.get(base)
+        codec = _BY_CLASS.get(base, None)
         if codec is not None:
             return codec
     if issubclass(cls, Persistent) and hasattr(cls, "from_arrays"):
