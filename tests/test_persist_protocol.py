@@ -386,3 +386,35 @@ def test_corrupt_mkboost_files_are_refused(boosted, tmp_path, edit, message):
     _rewrite(path, edit)
     with pytest.raises(ModelFormatError, match=message):
         load_model(path)
+
+
+def test_a_model_of_a_method_that_is_no_longer_registered_loads_and_keeps_its_name(tmp_path):
+    import warnings
+
+    import numpy as np
+
+    from mklopt import MKLClassifier
+    from mklopt.kernels import linear, rbf
+    from mklopt.methods import METHODS, LevelBundle, register
+    from mklopt.persist import load_model, save_model
+
+    @register("plugin_level_doc")
+    class PluginLevel(LevelBundle):
+        """A plugin's method (here: the level method under another name)."""
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = (X[:, 0] > 0).astype(int)
+    try:
+        clf = MKLClassifier(kernels=[rbf(1.0), linear()], method="plugin_level_doc").fit(X, y)
+        save_model(clf, tmp_path / "m.npz")
+    finally:
+        METHODS.pop("plugin_level_doc", None)  # the plugin is gone
+    with pytest.warns(UserWarning, match="method='plugin_level_doc'.*not registered here"):
+        back, meta = load_model(tmp_path / "m.npz")
+    assert back.method == "plugin_level_doc" and meta["params"]["method"] == "plugin_level_doc"
+    np.testing.assert_array_equal(back.decision_function(X), clf.decision_function(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="plugin_level_doc"):
+            back.fit(X, y)  # refitting needs the method: the error names it

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -114,8 +115,16 @@ def param_from_json(name, value):
             raise ValueError(f"storage {value!r} is neither a storage name nor a feature map")
         return cls.from_arrays(next(iter(value.values())))
     if name == "method" and value not in (None, "auto") and value not in method_names():
-        # registered names, plugins' included; an unknown one falls back to the default
-        return None
+        # A plugin's method that is not installed here: prediction does not
+        # need it, so the model loads, keeps the name (a refit asks for it
+        # and its error lists what is registered) and says so.
+        warnings.warn(
+            f"the model was fitted with method={value!r}, which is not registered here "
+            "(a plugin that is not installed?); it predicts without it, but refitting it "
+            "needs the package that registers it",
+            UserWarning,
+            stacklevel=5,
+        )
     return value
 
 
