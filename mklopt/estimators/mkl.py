@@ -22,6 +22,7 @@ from ..methods import Chain, LevelBundle, estimator_params_of, get_method, metho
 from ..oracles import CompositeOracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._checks import check_is_fitted, check_y
+from ._combined import CombinedKernelMixin
 from ._core import MKL_PARAMS, POSITIVE, loss_of
 from ._losses import gives_probabilities, method_for, oracle_entry, pair_offset
 from ._names import kernel_names, weights_table
@@ -221,7 +222,7 @@ def _fresh_method(method):
     return copy.deepcopy(method)
 
 
-class MKLClassifier(SharedClientMixin, ClassifierBase):
+class MKLClassifier(CombinedKernelMixin, SharedClientMixin, ClassifierBase):
     """Multiple kernel learning SVM classifier.
 
     Learns a combination ``K = sum_k w_k K_k`` of base kernels together with
