@@ -9,9 +9,6 @@ our functions must give its ``predict_proba``.
 
 import numpy as np
 import pytest
-
-# scikit-learn 1.9 deprecates SVC(probability=True), the reference here
-pytestmark = pytest.mark.filterwarnings("ignore:.*probability.*:FutureWarning")
 from scipy.optimize import minimize
 from sklearn.datasets import make_classification
 from sklearn.svm import SVC
@@ -24,6 +21,9 @@ from mklopt.estimators._probability import (
     sigmoid_predict,
     sigmoid_train,
 )
+
+# scikit-learn 1.9 deprecates SVC(probability=True), the reference here
+pytestmark = pytest.mark.filterwarnings("ignore:.*probability.*:FutureWarning")
 
 
 def smoothed_nll(theta, f, y):
