@@ -26,8 +26,14 @@ non-negative (their Theorem). libsvm reaches it by a fixed-point iteration
 stopped at ``0.005 / k``; here it is solved directly, for all samples at
 once. With two classes the coupling is the identity: ``p = (r_01, r_10)``.
 
-The module knows nothing of kernels: the cross-validated decision values
-come from a callable the estimator gives (:func:`cv_decision_values`).
+The sigmoid, the coupling and the folds know nothing of kernels (the
+cross-validated decision values come from a callable,
+:func:`cv_decision_values`); :func:`kernel_sigmoid` gives that callable for
+an MKL problem: the SVMs of the folds are solved on the problem's *learned*
+kernel ``K(w)``, the weights of the fit held fixed, with the same oracle
+and the same ``C_i``. That is libsvm's procedure applied to the fitted
+kernel (five SVM solves per pair, not five MKL fits), which is what
+``SVC(kernel=..., probability=True)`` on the combined kernel does.
 
 References
 ----------
@@ -53,6 +59,8 @@ __all__ = [
     "cv_folds",
     "cv_decision_values",
     "pair_probabilities",
+    "kernel_sigmoid",
+    "pair_seeds",
 ]
 
 #: Folds of the internal cross-validation (libsvm's ``nr_fold``).
@@ -253,3 +261,57 @@ def cv_decision_values(y, fit_predict, folds):
         else:
             dec[test] = fit_predict(train, test)
     return dec
+
+
+def pair_seeds(random_state, n_pairs):
+    """One seed per binary problem, drawn in pair order from ``random_state``.
+
+    ``random_state``: None, an int or a :class:`numpy.random.Generator`; the
+    same int gives the same folds, and pairs fitted in parallel get the
+    seeds of the serial loop.
+    """
+    rng = np.random.default_rng(random_state)
+    return [int(rng.integers(2**63 - 1)) for _ in range(n_pairs)]
+
+
+def kernel_sigmoid(make_oracle, K, y, C, seed, tol=None):
+    """Platt's ``(A, B)`` for one binary problem on its combined kernel ``K``.
+
+    Parameters
+    ----------
+    make_oracle : callable
+        ``make_oracle(bank, y, C) -> oracle`` (the fit's loss, its inner
+        tolerance bound in).
+    K : ndarray of shape (n, n)
+        The learned kernel on the problem's points (prediction's weights).
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
+    C : float or ndarray of shape (n,)
+        The problem's box (per-sample with class or sample weights).
+    seed : int
+        Seed of the folds' permutation (:func:`pair_seeds`).
+
+    Returns
+    -------
+    (float, float)
+    """
+    from ..kernels import KernelBank
+
+    y = np.asarray(y, dtype=np.float64)
+    per_sample = np.ndim(C) > 0
+
+    def fit_predict(train, test):
+        yt = y[train]
+        Ct = C[train] if per_sample else C
+        if per_sample:
+            # a class whose samples in this part all have weight 0 is absent
+            live = yt[Ct > 0.0]
+            if live.size == 0 or np.all(live > 0) or np.all(live < 0):
+                return np.full(test.size, 0.0 if live.size == 0 else float(np.sign(live[0])))
+        bank = KernelBank.from_matrices(np.ascontiguousarray(K[np.ix_(train, train)])[None],
+                                        normalize=None, check=False)
+        ans = make_oracle(bank, yt, Ct)(np.ones(1))
+        return K[np.ix_(test, train)] @ (np.asarray(ans.alpha) * yt) + float(ans.bias)
+
+    folds = cv_folds(y.shape[0], np.random.default_rng(seed))
+    return sigmoid_train(cv_decision_values(y, fit_predict, folds), y)
