@@ -42,6 +42,12 @@ __all__ = [
 ]
 
 
+#: The estimator values an oracle factory may take (see :class:`OracleEntry`).
+KNOWN_PARAMS = ("C", "epsilon", "nu", "tol", "sample_weight")
+#: Those a factory may take that an estimator passes only when set.
+OPTIONAL_PARAMS = ("sample_weight",)
+
+
 @dataclass(frozen=True)
 class OracleEntry:
     """A registered oracle: how an estimator of ``task`` builds it.
@@ -59,7 +65,8 @@ class OracleEntry:
     params : tuple of str
         The keywords ``factory`` takes, among the estimator's validated
         values: ``"C"``, ``"epsilon"``, ``"nu"`` and ``"tol"`` (the inner
-        tolerance).
+        tolerance), and ``"sample_weight"`` (per-sample weights, for an
+        oracle without a ``C`` that takes them: the one-class oracle).
     exact_step : bool
         Whether the dual is a box-constrained quadratic program, so that
         the exact active-set step (:class:`~mklopt.methods.ActiveSet`)
@@ -76,12 +83,14 @@ class OracleEntry:
         """The oracle on ``bank`` (and targets ``y``), given the estimator's ``values``.
 
         Keywords the oracle does not take are dropped; a keyword it takes
-        and ``values`` lacks is an error naming it.
+        and ``values`` lacks is an error naming it, except the optional
+        ``sample_weight`` (left out when ``values`` has none).
         """
-        missing = [p for p in self.params if p not in values]
+        missing = [p for p in self.params if p not in values and p not in OPTIONAL_PARAMS]
         if missing:
             raise TypeError(f"oracle {self.name!r} needs {', '.join(missing)}")
-        kwargs = {p: values[p] for p in self.params}
+        kwargs = {p: values[p] for p in self.params
+                  if p in values and not (p in OPTIONAL_PARAMS and values[p] is None)}
         if y is None:
             return self.factory(bank, **kwargs)
         return self.factory(bank, y, **kwargs)
@@ -126,8 +135,10 @@ def register_oracle(name, task, factory=None, params=None, exact_step=False, rep
         Omit it to use ``register_oracle`` as a class decorator.
     params : sequence of str, optional
         The estimator values the factory takes (``"C"``, ``"epsilon"``,
-        ``"nu"``, ``"tol"``). Default: those of them in the factory's
-        signature.
+        ``"nu"``, ``"tol"``, ``"sample_weight"``). Default: those of them in
+        the factory's signature. An oracle whose ``C`` may be one bound per
+        sample (estimators' ``class_weight`` and ``sample_weight``) says so
+        with the class attribute ``sample_bounds = True``.
     exact_step : bool, default=False
         Whether the exact active-set step applies (a box-constrained QP
         dual, as the SVM's).
@@ -159,7 +170,7 @@ def register_oracle(name, task, factory=None, params=None, exact_step=False, rep
             sig = inspect.signature(factory).parameters
         except (TypeError, ValueError):
             sig = {}
-        params = tuple(p for p in ("C", "epsilon", "nu", "tol") if p in sig)
+        params = tuple(p for p in KNOWN_PARAMS if p in sig)
     entry = OracleEntry(name, task, factory, tuple(params), bool(exact_step))
     return ORACLES.register((task, name), entry, replace)
 

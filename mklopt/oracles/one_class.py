@@ -93,6 +93,9 @@ class OneClassDual(DualOracle):
     (True, True)
     """
 
+    #: Takes per-sample weights (``sample_weight``; see :mod:`mklopt.oracles._box`).
+    sample_bounds = True
+
     def __init__(self, bank, nu=0.5, tol=1e-3, max_iter=None, sample_weight=None):
         bank = as_bank(bank)
         n = int(bank.n_samples)

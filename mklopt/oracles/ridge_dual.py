@@ -111,6 +111,10 @@ class RidgeDual(LossOracle):
 
     c_homogeneous = True  # l = -C sum V*(-alpha/C): see LossOracle
 
+    #: ``C`` may be one bound per sample (class and sample weights; see
+    #: :mod:`mklopt.oracles._box`).
+    sample_bounds = True
+
     def __init__(self, bank, y, C=1.0, fit_intercept=True):
         bank = as_bank(bank)
         n = int(bank.n_samples)

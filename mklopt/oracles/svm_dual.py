@@ -136,6 +136,10 @@ class SVMDual(DualOracle):
     2
     """
 
+    #: ``C`` may be one bound per sample (class and sample weights; see
+    #: :mod:`mklopt.oracles._box`).
+    sample_bounds = True
+
     def __init__(self, bank, y, C=1.0, tol=1e-3, max_iter=None):
         bank = as_bank(bank)
         n = int(bank.n_samples)

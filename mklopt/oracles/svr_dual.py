@@ -92,6 +92,10 @@ class SVRDual(DualOracle):
     True
     """
 
+    #: ``C`` may be one bound per sample (class and sample weights; see
+    #: :mod:`mklopt.oracles._box`).
+    sample_bounds = True
+
     def __init__(self, bank, y, C=1.0, epsilon=0.1, tol=1e-3, max_iter=None):
         bank = as_bank(bank)
         n = int(bank.n_samples)
