@@ -21,6 +21,7 @@ from ._core import EstimatorCore
 from ._params import resolve_standardize
 from ._progress import TaskProgress, labelled, run_summary
 from ._sklearn import BaseEstimator, ClassifierMixin, ClassifierScoreMixin
+from ._weights import check_sample_weight
 
 __all__ = ["ClassifierBase", "ovo_vote", "pair_label", "set_pair_attributes", "pair_values"]
 
@@ -265,6 +266,10 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
         parameters fail fast. The plan lives only as long as ``fit``:
         nothing of it is kept on the estimator unless ``_finish_fit``
         stores it.
+    ``_prepare_weights(self, plan, classes, y_idx, sample_weight) -> plan``
+        Optional. Turn ``class_weight`` and the checked ``sample_weight``
+        (None, or one weight per sample) into what the binary problems
+        read (per-sample box constraints). The default refuses weights.
     ``_pair_extras(self, plan, n_pairs) -> list of tuples``
         Optional. Per-pair extra arguments of ``_fit_binary`` drawn before
         any pair is fitted (for example seeds from one random stream).
@@ -363,6 +368,12 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
     def _decision_binary(self, model, X):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _prepare_weights(self, plan, classes, y_idx, sample_weight):
+        """Per-sample weights into the plan (default: none are taken)."""
+        if sample_weight is not None:
+            raise TypeError(f"{type(self).__name__}.fit takes no sample_weight")
+        return plan
+
     def _pair_extras(self, plan, n_pairs):
         """Extra arguments of ``_fit_binary`` for each pair (default: none).
 
@@ -417,7 +428,7 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
     def __sklearn_is_fitted__(self):
         return hasattr(self, "models_")
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit one binary model per pair of classes.
 
         Parameters
@@ -427,6 +438,9 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
             column names are kept as ``feature_names_in_``.
         y : array-like of shape (n_samples,)
             Labels: any two or more distinct values (numbers or strings).
+        sample_weight : float or array-like of shape (n_samples,), optional
+            Per-sample weights ``>= 0``, for the estimators that take them
+            (see ``_prepare_weights``).
 
         Returns
         -------
@@ -453,6 +467,9 @@ class ClassifierBase(ClassifierMixin, EstimatorCore, BaseEstimator):
         n_jobs = getattr(self, "n_jobs", None)
         verbose = int(getattr(self, "verbose", 0))
         plan = self._prepare_fit(X)
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(sample_weight, y_idx.shape[0])
+        plan = self._prepare_weights(plan, classes, y_idx, sample_weight)
         pairs = np.array(list(combinations(range(classes.shape[0]), 2)), dtype=np.int64)
         extras = self._pair_extras(plan, len(pairs))
         all_rows = self._pair_rows(plan, y_idx, pairs)

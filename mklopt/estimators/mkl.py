@@ -10,7 +10,7 @@ from functools import partial
 
 import numpy as np
 
-from .._constraints import Options
+from .._constraints import Boolean, Options
 from .._interrupt import fit_run
 from .._policy import INNER_TOL_MAX, default_inner_tol
 from ..driver import solve
@@ -23,8 +23,14 @@ from ..oracles import CompositeOracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._checks import check_is_fitted, check_y
 from ._combined import CombinedKernelMixin
-from ._core import MKL_PARAMS, POSITIVE, loss_of
-from ._losses import gives_probabilities, method_for, oracle_entry, pair_offset
+from ._core import CLASS_WEIGHT, MKL_PARAMS, POSITIVE, SEED, loss_of
+from ._losses import (
+    check_sample_bounds,
+    gives_probabilities,
+    method_for,
+    oracle_entry,
+    pair_offset,
+)
 from ._names import kernel_names, weights_table
 from ._ovo import (
     ClassifierBase,
@@ -43,8 +49,10 @@ from ._precomputed import (
     precomputed_bank,
     precomputed_specs,
 )
+from ._probability import kernel_sigmoid, pair_probabilities, pair_seeds
 from ._progress import call_lines
 from ._sklearn import ConvergenceWarning, SharedClientMixin
+from ._weights import sample_bounds
 
 __all__ = ["MKLClassifier"]
 
@@ -123,6 +131,15 @@ class _Plan:
     #: the fit starts and carried to every problem (in other processes or
     #: machines too, where the user's registration may not have run).
     entry: object = None
+    #: The box of every training sample, ``C_i = C s_i c_{y_i}`` (class and
+    #: sample weights, see ``_weights.py``), or None: ``C`` for all.
+    bounds: object = None
+    #: Fit Platt's sigmoid of every binary problem (``probability=True``).
+    probability: bool = False
+
+    def C_of(self, rows):
+        """The box of the problem on training rows ``rows``: ``C`` or its samples' ``C_i``."""
+        return self.C if self.bounds is None else np.ascontiguousarray(self.bounds[rows])
 
 
 @dataclass
@@ -140,6 +157,9 @@ class _BinaryMKL:
     dual_coef: np.ndarray
     bias: float
     result: object
+    #: ``(A, B)`` of Platt's sigmoid ``P(+1 | f) = 1 / (1 + exp(A f + B))``
+    #: (``probability=True``), or None.
+    sigmoid: object = None
 
 
 class _BestPoint:
@@ -522,6 +542,9 @@ class MKLClassifier(CombinedKernelMixin, SharedClientMixin, ClassifierBase):
         "loss": loss_of("classification"),
         "multiclass": [Options(("ovo", "shared"), help="kernel weights per pair of classes, "
                                                        "or one weight vector for all pairs")],
+        "class_weight": CLASS_WEIGHT,
+        "probability": [Boolean()],
+        "random_state": SEED,
     }
 
     def __init__(
@@ -548,6 +571,9 @@ class MKLClassifier(CombinedKernelMixin, SharedClientMixin, ClassifierBase):
         client=None,
         multiclass="ovo",
         verbose=0,
+        class_weight=None,
+        probability=False,
+        random_state=None,
     ):
         self.kernels = kernels
         self.method = method
@@ -571,32 +597,46 @@ class MKLClassifier(CombinedKernelMixin, SharedClientMixin, ClassifierBase):
         self.client = client
         self.multiclass = multiclass
         self.verbose = verbose
+        self.class_weight = class_weight
+        self.probability = probability
+        self.random_state = random_state
+
+    # ---- probabilities (see _probability.py) ---------------------------------
+    def _native_probabilities(self):
+        """Whether the model's own sigmoid is its probability: a log-odds loss, two classes."""
+        return (gives_probabilities("classification", self.loss)
+                and len(getattr(self, "classes_", ())) <= 2)
 
     @property
     def predict_proba(self):
-        """Class probabilities of a two-class ``loss="logistic"`` model, shape (n, 2).
+        """Class probabilities, shape (n_samples, n_classes), columns in ``classes_`` order.
 
-        The model's own probabilities: ``P(classes_[1] | x)`` is the sigmoid
-        of :meth:`decision_function`, the logistic model's log-odds (no
-        calibration is fitted). Only with ``loss="logistic"`` (otherwise the
-        attribute does not exist, as for ``SVC(probability=False)``) and two
-        classes: with more, the one-vs-one pairwise probabilities would need
-        a coupling step (Wu, Lin and Weng 2004) that is not implemented, and
-        a ``ValueError`` says so.
+        With ``probability=True``: each one-vs-one problem's Platt sigmoid
+        (fitted on internal 5-fold cross-validation, as libsvm does) and,
+        for more than two classes, pairwise coupling (Wu, Lin and Weng
+        2004, their second method); see :doc:`/practical`. With a loss
+        whose decision function is the log-odds (``loss="logistic"``) and
+        two classes: the sigmoid of :meth:`decision_function`, with or
+        without ``probability``. Otherwise the attribute does not exist, as
+        for ``SVC(probability=False)``. As with ``SVC``, the most probable
+        class can differ from :meth:`predict` near the boundary.
         """
-        if not gives_probabilities("classification", self.loss):
+        if not (self.probability or gives_probabilities("classification", self.loss)):
             raise AttributeError(
-                f"predict_proba is available with a loss whose decision function is the "
-                f"log-odds, such as loss='logistic' (loss={self.loss!r} gives no probabilities)"
+                f"predict_proba needs probability=True (Platt scaling), or a loss whose "
+                f"decision function is the log-odds such as loss='logistic' (loss={self.loss!r})"
             )
+        return self._predict_proba
 
-        def predict_proba(X):
-            if len(getattr(self, "classes_", ())) > 2:
-                raise ValueError(
-                    f"predict_proba supports two classes; this model has {len(self.classes_)} "
-                    "(one-vs-one pairwise probabilities are not coupled). Use predict or "
-                    "decision_function, or fit one model per class against the rest"
-                )
+    @property
+    def predict_log_proba(self):
+        """``log(predict_proba(X))``; exists when :meth:`predict_proba` does."""
+        self.predict_proba  # noqa: B018 (raises AttributeError when there is none)
+        return lambda X: np.log(self._predict_proba(X))
+
+    def _predict_proba(self, X):
+        check_is_fitted(self, "models_")
+        if self._native_probabilities():
             d = np.asarray(self.decision_function(X), dtype=np.float64)
             p1 = np.empty_like(d)
             # the sigmoid without overflow on either side
@@ -605,8 +645,19 @@ class MKLClassifier(CombinedKernelMixin, SharedClientMixin, ClassifierBase):
             e = np.exp(d[~pos])
             p1[~pos] = e / (1.0 + e)
             return np.column_stack([1.0 - p1, p1])
-
-        return predict_proba
+        sigmoids = [m.sigmoid for m in self.models_]
+        if any(sg is None for sg in sigmoids):
+            if not self.probability:
+                raise ValueError(
+                    f"predict_proba of loss={self.loss!r} supports two classes; this model has "
+                    f"{len(self.classes_)}. Fit with probability=True for the coupled "
+                    "probabilities of the one-vs-one pairs"
+                )
+            raise ValueError("this model has no probability sigmoids; refit it with "
+                             "probability=True")
+        d = self.pairwise_decision_function(X)
+        return pair_probabilities(d, np.asarray(sigmoids, dtype=np.float64), self.pairs_,
+                                  len(self.classes_))
 
     # ---- parameter validation ----------------------------------------------
     def _resolve_specs(self, n_features):
@@ -726,7 +777,42 @@ class MKLClassifier(CombinedKernelMixin, SharedClientMixin, ClassifierBase):
                 inner_tol = INNER_TOL_MAX
         return _Plan(C, tol, max_iter, inner_tol, threshold, deadline, specs, new_method,
                      shared=shared, verbose=int(self.verbose),
-                     entry=oracle_entry("classification", self.loss))
+                     entry=oracle_entry("classification", self.loss),
+                     probability=bool(self.probability))
+
+    def _prepare_weights(self, plan, classes, y_idx, sample_weight):
+        """``class_weight`` and ``sample_weight`` as the boxes ``C_i`` (``_weights.py``)."""
+        bounds = sample_bounds(plan.C, classes, y_idx, self.class_weight, sample_weight)
+        if np.ndim(bounds) > 0:
+            check_sample_bounds(plan.entry, type(self).__name__)
+            plan.bounds = bounds
+        # The logistic loss's own probabilities serve two classes; more are coupled.
+        if plan.probability and gives_probabilities("classification", self.loss) \
+                and len(classes) == 2:
+            plan.probability = False
+        return plan
+
+    def _pair_extras(self, plan, n_pairs):
+        # The seeds of the pairs' internal CV folds, drawn in pair order, so
+        # that pairs fitted in parallel get the serial loop's folds.
+        if not plan.probability:
+            return [(None,)] * n_pairs
+        return [(seed,) for seed in pair_seeds(self.random_state, n_pairs)]
+
+    def _calibrate(self, plan, bank, y, w, rows, seed):
+        """Platt's ``(A, B)`` of a solved binary problem on its learned kernel."""
+        if not plan.probability:
+            return None
+        # the kernels prediction keeps (weight_threshold), on the problem's points
+        wk = np.where(w > plan.threshold * w.max(), w, 0.0)
+        K = np.asarray(bank.combine(wk), dtype=np.float64)
+        entry, tol = plan.entry, plan.inner_tol
+
+        def make(b, yy, C):
+            return entry.make(b, yy, C=C, tol=tol)
+
+        C = plan.C_of(rows) if rows is not None else plan.C
+        return kernel_sigmoid(make, K, y, C, seed)
 
     # ---- one binary problem ------------------------------------------------
     def _stop(self, plan):
@@ -919,11 +1005,11 @@ class MKLClassifier(CombinedKernelMixin, SharedClientMixin, ClassifierBase):
             result=result,
         )
 
-    def _fit_binary(self, plan, X, y, rows=None, start=None):
+    def _fit_binary(self, plan, X, y, rows=None, seed=None, start=None):
         bank = self._pair_bank(plan, X, rows)
         try:
             entry = plan.entry
-            oracle = entry.make(bank, y, C=plan.C, tol=plan.inner_tol)
+            oracle = entry.make(bank, y, C=plan.C_of(rows), tol=plan.inner_tol)
             new_method = method_for(entry, plan.new_method)
             callback = call_lines(plan.verbose, type(self).__name__, oracle, self.callback)
             best = _BestPoint(callback) if self.client is not None else None
@@ -933,11 +1019,13 @@ class MKLClassifier(CombinedKernelMixin, SharedClientMixin, ClassifierBase):
                                initial=start)
             except ShardLostError as exc:
                 raise best.lost(exc) from exc
+            w = np.asarray(result.weights, dtype=np.float64)
+            model = self._binary_model(plan, bank, y, w, result.alpha, result.bias, result, rows)
+            model.sigmoid = self._calibrate(plan, bank, y, w, rows, seed)
         finally:
             if self.client is not None:
                 bank.storage.close()  # the model keeps only the kernel functions
-        w = np.asarray(result.weights, dtype=np.float64)
-        return self._binary_model(plan, bank, y, w, result.alpha, result.bias, result, rows)
+        return model
 
     def _fit_pairs(self, tasks, n_jobs, n_tasks, on_done=None):
         """Independent pairs (``"ovo"``), or one joint run for all of them (``"shared"``)."""
@@ -950,11 +1038,11 @@ class MKLClassifier(CombinedKernelMixin, SharedClientMixin, ClassifierBase):
         try:
             # Built inside the try: if one pair's bank fails, the sharded
             # banks built before it are still closed below.
-            for _, Xp, _, rows in tasks:
+            for _, Xp, _, rows, *_ in tasks:
                 banks.append(self._pair_bank(plan, Xp, rows))
             entry = plan.entry
-            parts = [entry.make(bank, yp, C=plan.C, tol=plan.inner_tol)
-                     for bank, (_, _, yp, _) in zip(banks, tasks, strict=True)]
+            parts = [entry.make(bank, yp, C=plan.C_of(rows), tol=plan.inner_tol)
+                     for bank, (_, _, yp, rows, *_) in zip(banks, tasks, strict=True)]
             # One w for all pairs: the outer method minimises sum_p J_p(w).
             oracle = CompositeOracle(parts)
             result = solve(oracle, method_for(entry, plan.new_method)(), stop=self._stop(plan),
@@ -962,15 +1050,16 @@ class MKLClassifier(CombinedKernelMixin, SharedClientMixin, ClassifierBase):
                                                self.callback, where="shared"))
             w = np.asarray(result.weights, dtype=np.float64)
             models = []
-            for part, bank, a, (_, _, yp, rows) in zip(
+            for part, bank, a, (_, _, yp, rows, seed, *_) in zip(
                 parts, banks, oracle.split(result.alpha), tasks, strict=True
             ):
                 # The run keeps the best point's alpha but no per-pair bias:
                 # re-solve each pair at w from its alpha (already optimal there,
                 # so SMO stops at once) for the bias of its decision function.
                 ans = pair_offset(part, w, a, plan.inner_tol)
-                models.append(self._binary_model(plan, bank, yp, w, ans.alpha, ans.bias, result,
-                                                 rows))
+                model = self._binary_model(plan, bank, yp, w, ans.alpha, ans.bias, result, rows)
+                model.sigmoid = self._calibrate(plan, bank, yp, w, rows, seed)
+                models.append(model)
             if on_done is not None:
                 # The pairs end together, with the joint run.
                 for k, model in enumerate(models):
@@ -1023,7 +1112,7 @@ class MKLClassifier(CombinedKernelMixin, SharedClientMixin, ClassifierBase):
             )
 
     # ---- kernels="precomputed" (see _precomputed.py) --------------------------
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the kernel weights and the SVM of every pair of classes.
 
         Parameters
@@ -1035,6 +1124,12 @@ class MKLClassifier(CombinedKernelMixin, SharedClientMixin, ClassifierBase):
             :class:`~mklopt.KernelStack`).
         y : array-like of shape (n_samples,)
             Labels: any two or more distinct values.
+        sample_weight : float or array-like of shape (n_samples,), optional
+            Per-sample weights ``s_i >= 0``: sample ``i``'s box is ``C_i =
+            C s_i c_{y_i}`` (with ``class_weight``'s ``c``), as
+            ``SVC.fit(sample_weight=)``. A sample of weight 0 is left out.
+            Only with a loss whose oracle takes per-sample bounds (the
+            hinge loss). See :doc:`/practical`.
 
         Returns
         -------
@@ -1043,7 +1138,7 @@ class MKLClassifier(CombinedKernelMixin, SharedClientMixin, ClassifierBase):
         self._validate_params()
         # Stoppable as a whole (time_limit, Ctrl-C), kernel construction included.
         with fit_run(type(self).__name__, self.time_limit, self.verbose):
-            return super().fit(X, y)
+            return super().fit(X, y, sample_weight=sample_weight)
 
     def _check_predict_input(self, X):
         if is_precomputed(self.kernels):
