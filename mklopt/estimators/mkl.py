@@ -432,6 +432,26 @@ class MKLClassifier(CombinedKernelMixin, SharedClientMixin, ClassifierBase):
         estimate of the time left; 2 also a line per oracle call (value,
         relative gap, calls and, for kernels computed on the fly, kernel
         rows per second and row-cache hit rate). See :doc:`/progress`.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes in the hinge loss: sample ``i``'s box is
+        ``C_i = C * class_weight[y_i]`` (times its ``sample_weight``), as
+        ``SVC(class_weight=...)``. A dict maps labels to weights (classes
+        not named get 1); ``"balanced"`` is ``n_samples / (n_classes *
+        n_c)`` from the class counts of ``y``. Every pair uses the weights
+        of the whole training set. The dual keeps its form with a box per
+        sample, so the gap is certified as without weights. Only with a
+        loss whose oracle takes per-sample bounds (the hinge loss; see
+        :doc:`/practical`).
+    probability : bool, default=False
+        Fit each one-vs-one problem's Platt sigmoid on an internal 5-fold
+        cross-validation (libsvm's procedure, the SVMs of the folds solved
+        on the problem's learned kernel), so that :meth:`predict_proba`
+        exists for every loss; more than two classes are coupled (Wu, Lin
+        and Weng 2004). Five SVM solves per pair more. The logistic loss
+        keeps its own probabilities with two classes.
+    random_state : None, int or numpy.random.Generator, default=None
+        Seeds the folds of ``probability=True`` (one seed per pair, drawn
+        in pair order): the same int gives the same probabilities.
 
     Attributes
     ----------

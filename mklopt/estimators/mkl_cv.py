@@ -22,7 +22,7 @@ from ..oracles import CompositeOracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._checks import check_feature_names, check_is_fitted, check_X_y, check_y
 from ._core import EstimatorCore
-from ._losses import method_for, pair_offset
+from ._losses import check_sample_bounds, method_for, pair_offset
 from ._ovo import (
     class_indices,
     class_order,
@@ -43,6 +43,7 @@ from ._sklearn import (
     ConvergenceWarning,
     SharedClientMixin,
 )
+from ._weights import check_sample_weight, sample_bounds
 from .mkl import MKLClassifier
 
 __all__ = ["MKLClassifierCV"]
@@ -54,7 +55,8 @@ CS_RANGE = (1e-2, 1e3)
 _SHARED = (
     "kernels", "method", "loss", "p", "groups", "elastic_net", "tol", "max_iter", "inner_tol",
     "normalize", "standardize", "weight_threshold", "time_limit", "storage", "cache_size",
-    "max_memory", "callback", "multiclass", "verbose",
+    "max_memory", "callback", "multiclass", "verbose", "class_weight", "probability",
+    "random_state",
 )
 
 
@@ -180,10 +182,18 @@ class _Formulation:
     entry: object = None
     #: Other values the oracle takes, as ``(name, value)`` pairs (``epsilon``).
     values: tuple = ()
+    #: Each bank point's box relative to ``C`` (class and sample weights,
+    #: ``C_i = C factors_i``), or None: ``C`` for all.
+    factors: object = None
 
-    def oracle(self, view, y, C, tol):
+    def box(self, rows, C):
+        """The box of the problem on bank rows ``rows`` at ``C``."""
+        return C if self.factors is None else C * self.factors[rows]
+
+    def oracle(self, view, y, C, tol, rows=None):
         """The oracle of one problem at ``C``, recording cuts for the path."""
-        return recording_oracle(self.entry, view, y, C=C, tol=tol, **dict(self.values))
+        return recording_oracle(self.entry, view, y, C=self.box(rows, C), tol=tol,
+                                **dict(self.values))
 
     def method_factory(self):
         """The outer method of a path point (the estimator's own rule, :func:`method_for`)."""
@@ -306,7 +316,7 @@ def _paths(problems, Cs, form, guide=None, where=(), on_point=None, pairs=None):
         def make(_, C, tol):
             entry = form.entry
             return _recording(CompositeOracle)(
-                [entry.make(view, y, C=C, tol=tol) for _, y, view in problems])
+                [entry.make(view, y, C=form.box(rows, C), tol=tol) for rows, y, view in problems])
 
         return [c_path(None, None, Cs, form.method_factory(), form.stop, form.inner_tol,
                        callback=form.callback, make_oracle=make, finish=_pair_offsets,
@@ -316,14 +326,14 @@ def _paths(problems, Cs, form, guide=None, where=(), on_point=None, pairs=None):
     # a class, as MKLClassifier's pairs do (see its _pair_parents).
     parents = [-1] * len(problems) if pairs is None else star_parents(pairs)
     paths = []
-    for p, ((_, y, view), g) in enumerate(zip(problems, guide, strict=True)):
+    for p, ((rows, y, view), g) in enumerate(zip(problems, guide, strict=True)):
         start = None
         if g is None and parents[p] >= 0:
             done = np.arange(len(problems)) < len(paths)  # the paths solved so far
             start = mean_weights([paths[q][0] for q in relatives(pairs, parents, done, p)])
         paths.append(c_path(view, y, Cs, form.method_factory(), form.stop, form.inner_tol,
                             callback=form.callback,
-                            make_oracle=functools.partial(_oracle_at, form, y), guide=g,
+                            make_oracle=functools.partial(_oracle_at, form, y, rows), guide=g,
                             start=start, where=where[p] if where else "", **progress))
     return paths
 
@@ -411,8 +421,8 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, form, guide=None, where=(), o
     return decisions, stats, [[pt.weights for pt in points] for points in paths]
 
 
-def run_search(est, X, y):
-    """``est._search(X, y)`` as one stoppable run: a CV estimator's ``fit``.
+def run_search(est, X, y, sample_weight=None):
+    """``est._search(X, y[, sample_weight])`` as one stoppable run: a CV estimator's ``fit``.
 
     Ctrl-C ends the whole search, whichever solve it lands in, with
     ``KeyboardInterrupt`` and nothing fitted; ``time_limit`` stays a budget
@@ -421,13 +431,15 @@ def run_search(est, X, y):
     name = type(est).__name__
     with fit_run(name, None, est.verbose):
         try:
-            return est._search(X, y)
+            if sample_weight is None:
+                return est._search(X, y)
+            return est._search(X, y, sample_weight)
         except KeyboardInterrupt:
             raise KeyboardInterrupt(f"{name}.fit interrupted; nothing was fitted") from None
 
 
-def _oracle_at(form, y, view, C, tol):
-    return form.oracle(view, y, C, tol)
+def _oracle_at(form, y, rows, view, C, tol):
+    return form.oracle(view, y, C, tol, rows)
 
 
 def _map_folds(client, n_jobs, fit_fold, bank, rest, first=0, on_done=None):
@@ -693,6 +705,11 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         ``(n_kernels, n_samples, n_samples)``, which are then the one bank
         (see :doc:`/precomputed`), and ``predict`` the kernels between new
         and training samples.
+    class_weight, probability, random_state
+        As for :class:`MKLClassifier`: the class weights enter every fold's
+        problems and the refit; ``probability`` and ``random_state`` are
+        the refit's (its Platt sigmoids; :meth:`predict_proba` delegates to
+        it).
     weight_threshold, storage, cache_size, max_memory, callback
         As for :class:`MKLClassifier`. ``storage`` must have views of an
         index block (``"auto"``, ``"dense"`` or ``"on_the_fly"``; feature
@@ -843,6 +860,9 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         multiclass="ovo",
         verbose=0,
         client=None,
+        class_weight=None,
+        probability=False,
+        random_state=None,
     ):
         self.Cs = Cs
         self.cv = cv
@@ -868,6 +888,9 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         self.verbose = verbose
         self.multiclass = multiclass
         self.client = client
+        self.class_weight = class_weight
+        self.probability = probability
+        self.random_state = random_state
 
     def _estimator(self, C):
         """The :class:`MKLClassifier` of this grid at ``C``."""
@@ -877,7 +900,7 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
     def __sklearn_is_fitted__(self):
         return hasattr(self, "best_estimator_")
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Cross-validate every ``C`` of ``Cs``, then refit at the best one.
 
         Parameters
@@ -885,6 +908,10 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Two or more classes.
+        sample_weight : float or array-like of shape (n_samples,), optional
+            Per-sample weights, as for :meth:`MKLClassifier.fit`: every
+            fold's problems and the refit take them (the fold scores are
+            not weighted, as ``GridSearchCV``'s).
 
         Returns
         -------
@@ -899,9 +926,9 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
             On Ctrl-C (in the main thread): the search is one stoppable
             run, and a search stopped part way chooses nothing.
         """
-        return run_search(self, X, y)
+        return run_search(self, X, y, sample_weight)
 
-    def _search(self, X, y):
+    def _search(self, X, y, sample_weight=None):
         """:meth:`fit`'s work, inside its stoppable run."""
         Cs = self._validate_params()["Cs"]
         name = type(self).__name__
@@ -940,6 +967,14 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
                     "'products'"
             )
         classes, y_idx = class_indices(y, name)
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(sample_weight, y_idx.shape[0])
+        # Each sample's box relative to C (class and sample weights), or 1.
+        factors = sample_bounds(1.0, classes, y_idx, self.class_weight, sample_weight)
+        if np.ndim(factors) > 0:
+            check_sample_bounds(plan.entry, name)
+        else:
+            factors = None
         position = None
         if not is_precomputed(self.kernels):
             if classes.shape[0] > 2:
@@ -966,7 +1001,10 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         pairs = list(combinations(range(classes.shape[0]), 2))
         form = _Formulation(self.loss, plan.shared, self.normalize, plan.new_method,
                             _StopFactory(base, plan, self.time_limit), plan.inner_tol,
-                            plan.threshold, self.callback, plan.verbose, name, plan.entry)
+                            plan.threshold, self.callback, plan.verbose, name, plan.entry,
+                            # in the bank's order, as the problems' rows
+                            factors=(factors if factors is None or position is None
+                                     else factors[order]))
         n_s = len(splits)
         shared = plan.shared and len(pairs) > 1
 
@@ -989,7 +1027,7 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
             refit._given_bank = bank
             refit._given_position = position
             try:
-                return refit.fit(X_given, y_given)
+                return refit.fit(X_given, y_given, sample_weight=sample_weight)
             finally:
                 del refit._given_bank, refit._given_position
 
@@ -1022,6 +1060,30 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
     def predict(self, X):
         """``best_estimator_.predict(X)``."""
         return self._best().predict(X)
+
+    @property
+    def predict_proba(self):
+        """``best_estimator_.predict_proba`` (``probability=True``, or the logistic loss)."""
+        if hasattr(self, "best_estimator_"):
+            return self.best_estimator_.predict_proba
+        # before fit: there when the refit will have it
+        return self._estimator(1.0).predict_proba
+
+    @property
+    def predict_log_proba(self):
+        """``best_estimator_.predict_log_proba``."""
+        if hasattr(self, "best_estimator_"):
+            return self.best_estimator_.predict_log_proba
+        return self._estimator(1.0).predict_log_proba
+
+    def combined_kernel(self, X, Y=None, pair=None):
+        """``best_estimator_.combined_kernel(X, Y, pair)``: the refit's learned kernel."""
+        return self._best().combined_kernel(X, Y, pair=pair)
+
+    @property
+    def kernel_(self):
+        """``best_estimator_.kernel_``: the refit's learned kernel as a function."""
+        return self._best().kernel_
 
     @property
     def kernel_names_(self):
