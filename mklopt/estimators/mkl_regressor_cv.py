@@ -10,7 +10,7 @@ from ..kernels import KernelBank
 from ..kernels.factory import shared_storage, storage_traits
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._core import RUN_PARAMS, EstimatorCore
-from ._losses import oracle_entry
+from ._losses import check_sample_bounds, oracle_entry
 from ._params import check_estimator_client
 from ._sklearn import (
     HAS_SKLEARN,
@@ -18,6 +18,7 @@ from ._sklearn import (
     RegressorMixin,
     SharedClientMixin,
 )
+from ._weights import check_sample_weight
 from .mkl_cv import (
     SearchSetup,
     _Formulation,
@@ -212,7 +213,7 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
     def __sklearn_is_fitted__(self):
         return hasattr(self, "best_estimator_")
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Cross-validate every ``C`` of ``Cs``, then refit at the best one.
 
         Parameters
@@ -220,6 +221,9 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Real targets.
+        sample_weight : float or array-like of shape (n_samples,), optional
+            As for :meth:`MKLRegressor.fit`: every fold's problem and the
+            refit take them (the fold scores are not weighted).
 
         Returns
         -------
@@ -231,9 +235,9 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
             On Ctrl-C (in the main thread): the search is one stoppable
             run, and a search stopped part way chooses nothing.
         """
-        return run_search(self, X, y)
+        return run_search(self, X, y, sample_weight)
 
-    def _search(self, X, y):
+    def _search(self, X, y, sample_weight=None):
         """:meth:`fit`'s work, inside its stoppable run."""
         Cs = self._validate_params()["Cs"]
         name = type(self).__name__
@@ -246,6 +250,10 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         base = self._estimator(float(Cs[0]))
         plan = base._check_common(X)
         eps = float(self.epsilon)
+        entry = oracle_entry("regression", self.loss)
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(sample_weight, X.shape[0])
+            check_sample_bounds(entry, name)
         if storage_traits(self.storage)[1]:
             raise ValueError(
                 f"{name} reads every fold from one bank of exact kernels; storage="
@@ -272,7 +280,7 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         form = _Formulation(self.loss, False, self.normalize, plan.new_method,
                             _StopFactory(base, plan, self.time_limit), plan.inner_tol,
                             plan.threshold, self.callback, plan.verbose, name,
-                            oracle_entry("regression", self.loss), (("epsilon", eps),))
+                            entry, (("epsilon", eps),), factors=sample_weight)
         n_s = len(splits)
 
         def score(k, decisions):
@@ -281,7 +289,8 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
             return scorer(model, np.arange(test.size)[:, None], t[test])
 
         setup = SearchSetup(bank, ts, splits, splits, None, form, score,
-                            lambda C: self._estimator(C).fit(X_given, y_given),
+                            lambda C: self._estimator(C).fit(X_given, y_given,
+                                                             sample_weight=sample_weight),
                             lambda k: [f"fold {k + 1} of {n_s}"], 1)
         search(self, Cs, setup, plan, t.shape[0])
         self.n_features_in_ = X.shape[1]
@@ -291,6 +300,17 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         """``best_estimator_.predict(X)``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
+
+    def combined_kernel(self, X, Y=None, pair=None):
+        """``best_estimator_.combined_kernel(X, Y)``: the refit's learned kernel."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.combined_kernel(X, Y, pair=pair)
+
+    @property
+    def kernel_(self):
+        """``best_estimator_.kernel_``: the refit's learned kernel as a function."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.kernel_
 
     def score(self, X, y, sample_weight=None):
         """``best_estimator_.score(X, y)``: the coefficient of determination R^2."""

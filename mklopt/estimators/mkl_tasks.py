@@ -25,12 +25,14 @@ from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion, rbf
 from ..oracles.one_class import _check_nu
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
+from ._combined import CombinedKernelMixin
 from ._core import MKL_PARAMS, POSITIVE, EstimatorCore, loss_of
-from ._losses import oracle_entry
+from ._losses import check_sample_bounds, oracle_entry
 from ._ovo import set_pair_attributes
 from ._params import resolve_kernel_specs
 from ._progress import TaskProgress, call_lines, run_summary
 from ._sklearn import BaseEstimator, ConvergenceWarning, OutlierMixin, RegressorMixin
+from ._weights import check_sample_weight
 from .mkl import (
     MKLClassifier,
     _BinaryMKL,
@@ -60,7 +62,7 @@ def _renamed(old, new):
                   FutureWarning, stacklevel=3)
 
 
-class _TaskMKL(EstimatorCore, BaseEstimator):
+class _TaskMKL(CombinedKernelMixin, EstimatorCore, BaseEstimator):
     """One MKL problem on one oracle: parameters, fit loop, prediction."""
 
     _oracle_name = ""
@@ -145,12 +147,17 @@ class _TaskMKL(EstimatorCore, BaseEstimator):
     def __sklearn_is_fitted__(self):
         return hasattr(self, "models_")
 
-    def _raw_decision(self, X):
+    def _check_predict_input(self, X):
+        """``X`` checked against the fit and standardised as the fit's features were."""
         check_is_fitted(self, "models_")
         check_feature_names(self, X, reset=False)
         X = check_X(X, type(self).__name__, n_features=self.n_features_in_)
         if getattr(self, "scaler_mean_", None) is not None:
             X = (X - self.scaler_mean_) / self.scaler_scale_
+        return X
+
+    def _raw_decision(self, X):
+        X = self._check_predict_input(X)
         return self.models_[0].predictor(X)
 
     # The standardisation had other names here than on the classifiers
@@ -352,7 +359,7 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
         self.callback = callback
         self.verbose = verbose
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the kernel weights and the SVR.
 
         Parameters
@@ -361,6 +368,11 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
             Training inputs (finite).
         y : array-like of shape (n_samples,)
             Real, finite targets.
+        sample_weight : float or array-like of shape (n_samples,), optional
+            Per-sample weights ``s_i >= 0``: sample ``i``'s box is ``C_i = C
+            s_i`` (``SVR.fit(sample_weight=)``; for the squared loss, the
+            weight of its squared residual). A sample of weight 0 is left
+            out. The standardisation of ``X`` and ``y`` is not weighted.
 
         Returns
         -------
@@ -373,6 +385,10 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
         t = check_targets(y, X.shape[0], name)
         C, eps = float(self.C), float(self.epsilon)
         oracle = oracle_entry("regression", self.loss)
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(sample_weight, X.shape[0])
+            check_sample_bounds(oracle, name)
+            C = C * sample_weight
         plan = self._check_common(X)
         if self.standardize:
             self.y_mean_ = float(t.mean())
@@ -509,7 +525,7 @@ class MKLOneClass(OutlierMixin, _TaskMKL):
         root = float(np.sqrt(n_features))
         return [rbf(s * root) for s in _ONE_CLASS_WIDTHS]
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Fit the kernel weights and the one-class SVM on ``X``.
 
         Parameters
@@ -518,6 +534,10 @@ class MKLOneClass(OutlierMixin, _TaskMKL):
             Training inputs (finite), taken as inliers.
         y : ignored
             Accepted for API compatibility (see Notes).
+        sample_weight : float or array-like of shape (n_samples,), optional
+            Per-sample weights ``W_i >= 0``, as ``OneClassSVM.fit(
+            sample_weight=)`` (libsvm's bounds ``W_i``; scaling all of them
+            changes nothing). A sample of weight 0 is left out.
 
         Returns
         -------
@@ -530,7 +550,11 @@ class MKLOneClass(OutlierMixin, _TaskMKL):
         plan = self._check_common(X)
         # The oracle of self.loss from the registry (mklopt.tasks).
         oracle = oracle_entry("one-class", self.loss)
-        self._fit_oracle(X, lambda bank, tol: oracle.make(bank, nu=nu, tol=tol), plan)
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(sample_weight, X.shape[0])
+            check_sample_bounds(oracle, type(self).__name__)
+        self._fit_oracle(X, lambda bank, tol: oracle.make(bank, nu=nu, tol=tol,
+                                                          sample_weight=sample_weight), plan)
         self.offset_ = -float(self.intercept_[0])
         return self
 
