@@ -23,13 +23,13 @@ from ..stopping import DualityGap, MaxIter, TimeLimit
 from ..tasks import Problem, get_task
 from ._checks import check_feature_names, check_is_fitted, check_X_y, check_y
 from ._core import EstimatorCore
+from ._fit import fit_problems
 from ._losses import method_for, pair_offset
 from ._ovo import (
     class_indices,
     class_order,
     mean_weights,
     pair_label,
-    relatives,
 )
 from ._params import check_estimator_client, resolve_standardize
 from ._path import _recording, c_path, recording_oracle
@@ -310,23 +310,24 @@ def _paths(problems, Cs, form, guide=None, where=(), on_point=None, pairs=None):
         return [c_path(None, None, Cs, form.method_factory(), form.stop, form.inner_tol,
                        callback=form.callback, make_oracle=make, finish=_pair_offsets,
                        guide=guide[0], where=where[0] if where else "", **progress)]
-    # Without another fold's guide (the first fold), a pair's path starts
-    # from the mean first weights of the pairs solved before it that share
-    # a class, as MKLClassifier's pairs do (see MKLBase._parents).
+    # The one core's loop (fit_problems), serially: without another fold's
+    # guide (the first fold), each pair's path starts as MKLClassifier's pairs
+    # do, from the mean first weights of its parent and of its class-mates of
+    # earlier waves (MKLBase._parents).
     task = get_task(form.entry.task)
-    parents = task.parents_of([prob for prob, _ in problems]) or [-1] * len(problems)
-    paths = []
-    for p, ((prob, view), g) in enumerate(zip(problems, guide, strict=True)):
-        y = prob.y
-        start = None
-        if g is None and parents[p] >= 0:
-            done = np.arange(len(problems)) < len(paths)  # the paths solved so far
-            start = mean_weights([paths[q][0] for q in relatives(pairs, parents, done, p)])
-        paths.append(c_path(view, y, Cs, form.method_factory(), form.stop, form.inner_tol,
-                            callback=form.callback,
-                            make_oracle=functools.partial(_oracle_at, form, y), guide=g,
-                            start=start, where=where[p] if where else "", **progress))
-    return paths
+    probs = [prob for prob, _ in problems]
+    parents = task.parents_of(probs) if guide[0] is None else None
+
+    def path(view, y, g, label, start=None):
+        return c_path(view, y, Cs, form.method_factory(), form.stop, form.inner_tol,
+                      callback=form.callback, make_oracle=functools.partial(_oracle_at, form, y),
+                      guide=g, start=start, where=label, **progress)
+
+    def args_of(k):
+        return (problems[k][1], probs[k].y, guide[k], where[k] if where else "")
+
+    return fit_problems(probs, path, args_of, parents=parents,
+                        start=lambda paths: mean_weights([pts[0] for pts in paths]))
 
 
 def _fit_folds(bank, y_idx, splits, pairs, Cs, form, n_jobs, where=None, ticker=None,
