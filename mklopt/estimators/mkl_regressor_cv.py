@@ -248,7 +248,7 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         check_estimator_client(self.client, self.n_jobs)
         scorer = _scorer(self.scoring)
         base = self._estimator(float(Cs[0]))
-        plan = base._check_common(X)
+        plan = base._prepare_fit(X)
         eps = float(self.epsilon)
         entry = oracle_entry("regression", self.loss)
         if sample_weight is not None:
