@@ -92,3 +92,18 @@ def test_cv_estimator_refits_with_probabilities():
     P = est.predict_proba(X)
     np.testing.assert_array_equal(P, est.best_estimator_.predict_proba(X))
     np.testing.assert_allclose(P.sum(axis=1), 1.0)
+
+
+def test_saved_model_keeps_its_sigmoids_and_class_weight(tmp_path):
+    from mklopt.persist import load_model, save_model
+
+    X, y = data(11, 90, 3)
+    est = MKLClassifier(kernels=SPECS, probability=True, random_state=0,
+                        class_weight={0: 2.0, 2: 0.5}).fit(X, y)
+    save_model(est, tmp_path / "m.npz")
+    back, _ = load_model(tmp_path / "m.npz")
+    np.testing.assert_array_equal(back.predict_proba(X), est.predict_proba(X))
+    assert back.class_weight == {0: 2.0, 2: 0.5} and back.probability
+    # a refit of the loaded parameters is the same model
+    np.testing.assert_allclose(back.fit(X, y).predict_proba(X), est.predict_proba(X),
+                               atol=1e-10)
