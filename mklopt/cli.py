@@ -196,12 +196,18 @@ def _bench_run(args, B, _bench_scale):
             fh,
             indent=1,
         )
+    from .bench import results as _results
+
+    _results.write(os.path.join(out, "results.json"), args.protocol,
+                   "mklopt bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"]
+                   else f"mklopt bench --protocol {args.protocol}",
+                   B.result_tables(rows, methods, savings), [r.as_dict() for r in runs])
     B.write_csv(os.path.join(out, "summary.csv"), rows)
     with open(os.path.join(out, "table.md"), "w") as fh:
         fh.write(table + "\n")
     figs = B.draw_figures(first_histories, out, methods)
     print(
-        f"wrote {out}/runs.json, summary.csv, table.md"
+        f"wrote {out}/runs.json, results.json, summary.csv, table.md"
         + (f" and {len(figs)} figure(s)" if figs else " (install mklopt[plot] for figures)"),
         file=sys.stderr,
     )
