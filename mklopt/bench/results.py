@@ -11,7 +11,8 @@ A results file is a JSON object::
 earlier journal came from. ``tables`` holds rendered tables (``title``,
 ``columns``, ``rows`` of cells, optional ``notes``), ``records`` the raw
 measurements a protocol keeps. ``benchmarks/tables.py`` renders the tables
-into ``benchmarks/README.md``.
+into ``benchmarks/README.md``. A script that prints markdown tables writes
+one through ``python -m mklopt.bench.results OUT.json -- python SCRIPT ...``.
 
 The helpers :func:`median_time`, :func:`peak_memory_mb` and
 :func:`blas_threads` are the shared timer of the benchmarks: medians over
@@ -41,6 +42,7 @@ __all__ = [
     "write",
     "read",
     "render_markdown",
+    "from_markdown",
 ]
 
 SCHEMA = 1
@@ -210,3 +212,57 @@ def render_markdown(data):
             out.append("")
             out.append(t["notes"])
     return "\n".join(out)
+
+
+def from_markdown(text):
+    """The markdown tables in ``text`` (a script's output) as results-file tables.
+
+    A line in bold (``**...**``) or an HTML comment just above a table
+    becomes its title; other lines are dropped.
+    """
+    tables, title, lines = [], "", text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        if line.startswith("|") and i + 1 < len(lines) and set(lines[i + 1].strip()) <= set("|-: "):
+            cells = [[c.strip() for c in x.strip().strip("|").split("|")]
+                     for x in lines[i:] if x.strip().startswith("|")]
+            n = next((k for k, x in enumerate(lines[i:]) if not x.strip().startswith("|")),
+                     len(lines) - i)
+            tables.append(table(title, cells[0], cells[2:n]))
+            title, i = "", i + n
+            continue
+        if line.startswith("**") or line.startswith("<!--"):
+            title = line.strip("*").removeprefix("<!--").removesuffix("-->").strip()
+        i += 1
+    return tables
+
+
+def main(argv=None):
+    """``python -m mklopt.bench.results OUT.json -- COMMAND ...``: run a script, keep its tables.
+
+    The command's standard output passes through; its markdown tables are
+    written to ``OUT.json`` with the environment at the start of the run.
+    """
+    import shlex
+    import sys
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) < 3 or argv[1] != "--":
+        print("usage: python -m mklopt.bench.results OUT.json -- COMMAND ...", file=sys.stderr)
+        return 2
+    out, cmd = argv[0], argv[2:]
+    env = environment()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    sys.stdout.write(proc.stdout)
+    if proc.returncode:
+        return proc.returncode
+    env["load_average_end"] = environment()["load_average"]
+    name = os.path.splitext(os.path.basename(out))[0]
+    write(out, name, shlex.join(cmd), from_markdown(proc.stdout), env=env)
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -2,6 +2,7 @@
 
 import json
 import runpy
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -125,3 +126,16 @@ def test_compare_refuses_unknown_sets_and_estimators(capsys):
     assert "choose from digits" in capsys.readouterr().err
     assert cli_main(["bench", "--protocol", "compare", "--methods", "level"]) != 0
     assert "unknown estimator" in capsys.readouterr().err
+
+
+def test_a_scripts_markdown_tables_become_a_results_file(tmp_path, capsys):
+    text = ("noise\n**First**\n| a | b |\n|---|---:|\n| 1 | 2 |\n| 3 | 4 |\nprose\n"
+            "<!-- second -->\n| c |\n|---|\n| x |\n")
+    tabs = R.from_markdown(text)
+    assert [t["title"] for t in tabs] == ["First", "second"]
+    assert tabs[0]["columns"] == ["a", "b"] and tabs[0]["rows"] == [["1", "2"], ["3", "4"]]
+    assert tabs[1]["rows"] == [["x"]]
+    out = tmp_path / "s.json"
+    code = R.main([str(out), "--", sys.executable, "-c", f"print({text!r})"])
+    assert code == 0 and R.read(out)["tables"] == tabs
+    assert R.main([str(out), "--", sys.executable, "-c", "raise SystemExit(3)"]) == 3
