@@ -20,17 +20,16 @@ from ..kernels.factory import shared_storage, storage_traits
 from ..kernels.stack import _as_stack
 from ..oracles import CompositeOracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
+from ..tasks import Problem, get_task
 from ._checks import check_feature_names, check_is_fitted, check_X_y, check_y
 from ._core import EstimatorCore
+from ._fit import fit_problems
 from ._losses import method_for, pair_offset
 from ._ovo import (
     class_indices,
     class_order,
     mean_weights,
-    ovo_vote,
     pair_label,
-    relatives,
-    star_parents,
 )
 from ._params import check_estimator_client, resolve_standardize
 from ._path import _recording, c_path, recording_oracle
@@ -269,20 +268,20 @@ _STATS = ("rel_gap", "value", "n_oracle_calls", "n_iter", "fit_time")
 
 
 def _problems(bank, targets, train, pairs, form):
-    """``(rows, y, view)`` of each problem of a fold.
+    """``(problem, view)`` of each problem of a fold, as the estimators' task makes them.
 
     With ``pairs`` (classification: ``targets`` are class indices) one
     binary problem per pair of classes; with ``pairs=None`` one problem on
-    the fold's training rows and their ``targets`` (regression).
+    the fold's training rows and their ``targets`` (regression). A
+    problem's rows are bank rows; each reads its view of the bank.
     """
-    if pairs is None:
-        return [(train, targets[train], bank.view(train, normalize=form.normalize))]
-    y_idx = targets
+    task = get_task(form.entry.task)
+    labels = None if pairs is None else np.arange(1 + max(j for _, j in pairs))
     out = []
-    for i, j in pairs:
-        rows = train[(y_idx[train] == i) | (y_idx[train] == j)]
-        y = np.where(y_idx[rows] == j, 1.0, -1.0)
-        out.append((rows, y, bank.view(rows, normalize=form.normalize)))
+    for p in task.problems(targets[train], labels, train.size, False):
+        rows = train[p.rows]
+        out.append((Problem(rows, p.y, p.classes, p.name),
+                    bank.view(rows, normalize=form.normalize)))
     return out
 
 
@@ -306,26 +305,29 @@ def _paths(problems, Cs, form, guide=None, where=(), on_point=None, pairs=None):
         def make(_, C, tol):
             entry = form.entry
             return _recording(CompositeOracle)(
-                [entry.make(view, y, C=C, tol=tol) for _, y, view in problems])
+                [entry.make(view, p.y, C=C, tol=tol) for p, view in problems])
 
         return [c_path(None, None, Cs, form.method_factory(), form.stop, form.inner_tol,
                        callback=form.callback, make_oracle=make, finish=_pair_offsets,
                        guide=guide[0], where=where[0] if where else "", **progress)]
-    # Without another fold's guide (the first fold), a pair's path starts
-    # from the mean first weights of the pairs solved before it that share
-    # a class, as MKLClassifier's pairs do (see its _pair_parents).
-    parents = [-1] * len(problems) if pairs is None else star_parents(pairs)
-    paths = []
-    for p, ((_, y, view), g) in enumerate(zip(problems, guide, strict=True)):
-        start = None
-        if g is None and parents[p] >= 0:
-            done = np.arange(len(problems)) < len(paths)  # the paths solved so far
-            start = mean_weights([paths[q][0] for q in relatives(pairs, parents, done, p)])
-        paths.append(c_path(view, y, Cs, form.method_factory(), form.stop, form.inner_tol,
-                            callback=form.callback,
-                            make_oracle=functools.partial(_oracle_at, form, y), guide=g,
-                            start=start, where=where[p] if where else "", **progress))
-    return paths
+    # The one core's loop (fit_problems), serially: without another fold's
+    # guide (the first fold), each pair's path starts as MKLClassifier's pairs
+    # do, from the mean first weights of its parent and of its class-mates of
+    # earlier waves (MKLBase._parents).
+    task = get_task(form.entry.task)
+    probs = [prob for prob, _ in problems]
+    parents = task.parents_of(probs) if guide[0] is None else None
+
+    def path(view, y, g, label, start=None):
+        return c_path(view, y, Cs, form.method_factory(), form.stop, form.inner_tol,
+                      callback=form.callback, make_oracle=functools.partial(_oracle_at, form, y),
+                      guide=g, start=start, where=label, **progress)
+
+    def args_of(k):
+        return (problems[k][1], probs[k].y, guide[k], where[k] if where else "")
+
+    return fit_problems(probs, path, args_of, parents=parents,
+                        start=lambda paths: mean_weights([pts[0] for pts in paths]))
 
 
 def _fit_folds(bank, y_idx, splits, pairs, Cs, form, n_jobs, where=None, ticker=None,
@@ -388,17 +390,19 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, form, guide=None, where=(), o
     n_c, n_p = len(Cs), len(problems)
     decisions = np.empty((n_c, test.size, n_p))
     paths = _paths(problems, Cs, form, guide, where, on_point, pairs)
-    for p, (rows, y, view) in enumerate(problems):
+    task = get_task(form.entry.task)
+    for p, (prob, view) in enumerate(problems):
+        rows, y = prob.rows, prob.y
         if form.shared and n_p > 1:
             # the pair's (alpha, bias) at every point of the one shared path
             points = paths[0]
-            models = [(pt.weights, pt.extra[p][0] * y, pt.extra[p][1]) for pt in points]
+            models = [(pt.weights, task.coefficients(pt.extra[p][0], y), pt.extra[p][1])
+                      for pt in points]
         else:
             points = paths[p]
-            # A classifier's expansion is sum_i alpha_i y_i K(x_i, x); a
-            # regressor's alpha already holds the signed coefficients.
-            sign = 1.0 if pairs is None else y
-            models = [(pt.weights, pt.alpha * sign, pt.bias) for pt in points]
+            # The task's coefficients: alpha_i y_i for a classifier, a
+            # regressor's alpha already signed.
+            models = [(pt.weights, task.coefficients(pt.alpha, y), pt.bias) for pt in points]
         decisions[:, :, p] = path_decisions(bank, view, rows, test, models,
                                             [pt.carried for pt in points], form.threshold)
     stats = {name: np.zeros((n_c, len(paths))) for name in _STATS}
@@ -409,6 +413,24 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, form, guide=None, where=(), o
                 stats[name][c, p] = getattr(pt, name)
             stats["converged"][c, p] = pt.converged
     return decisions, stats, [[pt.weights for pt in points] for points in paths]
+
+
+def check_exact_storage(name, storage):
+    """Refuse a storage of approximate kernels: every fold reads one bank of exact kernels."""
+    if storage_traits(storage)[1]:
+        raise ValueError(
+            f"{name} reads every fold from one bank of exact kernels; storage="
+            f"{storage!r} brings approximate kernels of its own (feature maps), "
+            "which the folds cannot share: use 'auto', 'dense', 'on_the_fly' or "
+            "'products'"
+        )
+
+
+def one_bank(est, Xs, plan):
+    """The search's one bank: raw kernels of all points, each problem normalising its view."""
+    storage = shared_storage(est.storage, Xs, plan.specs, est.max_memory, reads="many")
+    return KernelBank.from_specs(Xs, plan.specs, storage=storage, normalize=None,
+                                 cache_size=est.cache_size, max_memory=est.max_memory)
 
 
 def run_search(est, X, y):
@@ -469,10 +491,8 @@ class _FoldModel(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X):
         d = self._d[self._rows(X)]
-        if self.classes_.shape[0] == 2:
-            return d[:, 0]
         pairs = np.array(list(combinations(range(self.classes_.shape[0]), 2)))
-        return ovo_vote(d, pairs, self.classes_.shape[0])
+        return get_task("classification").decisions(d, pairs, self.classes_)
 
     def predict(self, X):
         d = self.decision_function(X)
@@ -932,27 +952,17 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
             else:
                 Xs = X
             plan = base._prepare_fit(Xs)  # the rules that tie the parameters together
-            if storage_traits(self.storage)[1]:
-                raise ValueError(
-                    f"{name} reads every fold from one bank of exact kernels; storage="
-                    f"{self.storage!r} brings approximate kernels of its own (feature maps), "
-                    "which the folds cannot share: use 'auto', 'dense', 'on_the_fly' or "
-                    "'products'"
-            )
+            check_exact_storage(name, self.storage)
         classes, y_idx = class_indices(y, name)
         position = None
         if not is_precomputed(self.kernels):
             if classes.shape[0] > 2:
                 # The samples class by class, as MKLClassifier holds its shared
                 # bank: each (fold, pair) problem reads two contiguous ranges
-                # of every bank row (see MKLClassifier._pair_rows).
+                # of every bank row (see MKLBase._prepare_problems).
                 order, position = class_order(y_idx)
                 Xs = Xs[order]
-            # The one bank: raw kernels of all points, each problem normalising its view.
-            storage = shared_storage(self.storage, Xs, plan.specs, self.max_memory,
-                                     reads="many")
-            bank = KernelBank.from_specs(Xs, plan.specs, storage=storage, normalize=None,
-                                         cache_size=self.cache_size, max_memory=self.max_memory)
+            bank = one_bank(self, Xs, plan)
         splits = _splits(self.cv, X, y, y_idx)
         if position is None:
             bank_y, bank_splits = y_idx, splits
