@@ -25,8 +25,15 @@ import numpy as np
 
 
 def fit_all(path):
-    from mklopt import (MKBoostClassifier, MKLClassifier, MKLClassifierCV, MKLOneClass,
-                        MKLRegressor, MKLRegressorCV, datasets)
+    from mklopt import (
+        MKBoostClassifier,
+        MKLClassifier,
+        MKLClassifierCV,
+        MKLOneClass,
+        MKLRegressor,
+        MKLRegressorCV,
+        datasets,
+    )
     from mklopt.kernels import rbf
 
     warnings.simplefilter("ignore")
@@ -86,15 +93,15 @@ def main(argv=None):
                            env=env, check=True, cwd=tmp)
             got[name] = dict(np.load(path))
     a, b = got["baseline"], got["this tree"]
-    print("| array | shape | max abs difference | bit-identical |")
+    print("| fit | arrays compared | max abs difference | bit-identical |")
     print("|---|---|---|---|")
-    for k in a:
-        x, z = a[k], b[k]
-        if x.shape != z.shape:
-            print(f"| `{k}` | {x.shape} vs {z.shape} | shapes differ | no |")
-            continue
-        d = float(np.max(np.abs(x - z))) if x.size else 0.0
-        print(f"| `{k}` | {x.shape} | {d:.3g} | {'yes' if np.array_equal(x, z) else 'no'} |")
+    for tag in dict.fromkeys(k.split(".")[0] for k in a):
+        keys = [k for k in a if k.split(".")[0] == tag]
+        same = [a[k].shape == b[k].shape and np.array_equal(a[k], b[k]) for k in keys]
+        diff = max(float(np.max(np.abs(a[k] - b[k]))) if a[k].shape == b[k].shape and a[k].size
+                   else (0.0 if a[k].shape == b[k].shape else float("inf")) for k in keys)
+        names = ", ".join(k.split(".", 1)[1] for k in keys)
+        print(f"| `{tag}` | {names} | {diff:.3g} | {'yes' if all(same) else 'no'} |")
 
 
 if __name__ == "__main__":
