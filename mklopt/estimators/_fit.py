@@ -103,8 +103,12 @@ def fit_problems(problems, fit_one, args_of, *, parents=None, start=mean_weights
             return done if progress.on else None
 
         if joint is not None and n > 1:
-            order = list(range(n))
-            return joint(list(tasks(order)), ended(order))
+            # The same order as a wave's (largest first), so that the joint
+            # problem sums its parts as the independent fits are dispatched.
+            order = sorted(range(n), key=lambda k: -problems[k].rows.size)
+            for k, model in zip(order, joint(list(tasks(order)), ended(order)), strict=True):
+                models[k] = model
+            return models
         # Each wave's problems are independent: with n_jobs (or a joblib
         # backend such as Dask) they run as parallel tasks, with the same
         # results. Largest first: the longest tasks then start early and the

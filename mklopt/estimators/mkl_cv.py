@@ -427,6 +427,24 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, form, guide=None, where=(), o
     return decisions, stats, [[pt.weights for pt in points] for points in paths]
 
 
+def check_exact_storage(name, storage):
+    """Refuse a storage of approximate kernels: every fold reads one bank of exact kernels."""
+    if storage_traits(storage)[1]:
+        raise ValueError(
+            f"{name} reads every fold from one bank of exact kernels; storage="
+            f"{storage!r} brings approximate kernels of its own (feature maps), "
+            "which the folds cannot share: use 'auto', 'dense', 'on_the_fly' or "
+            "'products'"
+        )
+
+
+def one_bank(est, Xs, plan):
+    """The search's one bank: raw kernels of all points, each problem normalising its view."""
+    storage = shared_storage(est.storage, Xs, plan.specs, est.max_memory, reads="many")
+    return KernelBank.from_specs(Xs, plan.specs, storage=storage, normalize=None,
+                                 cache_size=est.cache_size, max_memory=est.max_memory)
+
+
 def run_search(est, X, y, sample_weight=None):
     """``est._search(X, y[, sample_weight])`` as one stoppable run: a CV estimator's ``fit``.
 
@@ -963,13 +981,7 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
             else:
                 Xs = X
             plan = base._prepare_fit(Xs)  # the rules that tie the parameters together
-            if storage_traits(self.storage)[1]:
-                raise ValueError(
-                    f"{name} reads every fold from one bank of exact kernels; storage="
-                    f"{self.storage!r} brings approximate kernels of its own (feature maps), "
-                    "which the folds cannot share: use 'auto', 'dense', 'on_the_fly' or "
-                    "'products'"
-            )
+            check_exact_storage(name, self.storage)
         classes, y_idx = class_indices(y, name)
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, y_idx.shape[0])
@@ -987,11 +999,7 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
                 # of every bank row (see MKLBase._prepare_problems).
                 order, position = class_order(y_idx)
                 Xs = Xs[order]
-            # The one bank: raw kernels of all points, each problem normalising its view.
-            storage = shared_storage(self.storage, Xs, plan.specs, self.max_memory,
-                                     reads="many")
-            bank = KernelBank.from_specs(Xs, plan.specs, storage=storage, normalize=None,
-                                         cache_size=self.cache_size, max_memory=self.max_memory)
+            bank = one_bank(self, Xs, plan)
         splits = _splits(self.cv, X, y, y_idx)
         if position is None:
             bank_y, bank_splits = y_idx, splits

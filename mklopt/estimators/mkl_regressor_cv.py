@@ -6,8 +6,6 @@ import numpy as np
 
 from .._constraints import NO_VALIDATION, Check
 from ..datasets import _scaling
-from ..kernels import KernelBank
-from ..kernels.factory import shared_storage, storage_traits
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._core import RUN_PARAMS, EstimatorCore
 from ._losses import check_sample_bounds, oracle_entry
@@ -25,10 +23,12 @@ from .mkl_cv import (
     _splits,
     _StopFactory,
     check_Cs,
+    check_exact_storage,
+    one_bank,
     run_search,
     search,
 )
-from .mkl_tasks import MKLRegressor
+from .mkl_tasks import MKLRegressor, target_scaling
 
 __all__ = ["MKLRegressorCV"]
 
@@ -254,27 +254,17 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, X.shape[0])
             check_sample_bounds(entry, name)
-        if storage_traits(self.storage)[1]:
-            raise ValueError(
-                f"{name} reads every fold from one bank of exact kernels; storage="
-                f"{self.storage!r} brings approximate kernels of its own (feature maps), "
-                "which the folds cannot share: use 'auto', 'dense', 'on_the_fly' or "
-                "'products'"
-            )
+        check_exact_storage(name, self.storage)
         if self.standardize:
             mean, scale = _scaling(X)
             Xs = (X - mean) / scale
-            # The same rule as MKLRegressor's for the targets.
-            y_mean, sd = float(t.mean()), float(t.std())
-            y_scale = sd if sd > 1e-12 * max(1.0, abs(y_mean)) else 1.0
         else:
-            Xs, y_mean, y_scale = X, 0.0, 1.0
+            Xs = X
+        # The same rule as MKLRegressor's for the targets.
+        y_mean, y_scale = target_scaling(t, self.standardize)
         ts = (t - y_mean) / y_scale
         splits = _splits(self.cv, X, t, None, classifier=False)
-        storage = shared_storage(self.storage, Xs, plan.specs, self.max_memory,
-                                 reads="many")
-        bank = KernelBank.from_specs(Xs, plan.specs, storage=storage, normalize=None,
-                                     cache_size=self.cache_size, max_memory=self.max_memory)
+        bank = one_bank(self, Xs, plan)
         # The classifier's search with one problem per fold: the loss's
         # oracle from the registry, with the estimator's epsilon.
         form = _Formulation(self.loss, False, self.normalize, plan.new_method,

@@ -41,6 +41,18 @@ _TASK_PARAMS = {
 }
 
 
+def target_scaling(t, standardize):
+    """``(mean, scale)`` of regression targets (``(0, 1)`` without standardising).
+
+    A constant target keeps scale 1, so that its standardised form is 0
+    rather than a division by (nearly) zero.
+    """
+    if not standardize:
+        return 0.0, 1.0
+    mean, sd = float(t.mean()), float(t.std())
+    return mean, sd if sd > 1e-12 * max(1.0, abs(mean)) else 1.0
+
+
 def _renamed(old, new):
     warnings.warn(f"{old} is deprecated and will be removed in the next release; use {new}",
                   FutureWarning, stacklevel=3)
@@ -296,12 +308,7 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
         # The targets standardised as the features are (standardize=True).
         X, _ = super()._check_fit_input(X, None)
         t = check_targets(y, X.shape[0], type(self).__name__)
-        if self.standardize:
-            self.y_mean_ = float(t.mean())
-            sd = float(t.std())
-            self.y_scale_ = sd if sd > 1e-12 * max(1.0, abs(self.y_mean_)) else 1.0
-        else:
-            self.y_mean_, self.y_scale_ = 0.0, 1.0
+        self.y_mean_, self.y_scale_ = target_scaling(t, self.standardize)
         return X, (t - self.y_mean_) / self.y_scale_
 
     def predict(self, X):
