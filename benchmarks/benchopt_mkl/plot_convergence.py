@@ -78,7 +78,8 @@ def main(argv=None):
             print(f"| {name} {objective} | {lab} | {t1:.3g} | {n1:.0f} "
                   f"| {last['objective_rel_gap']:.2e} | {last['objective_value']:.6g} "
                   f"| {last['objective_test_accuracy']:.3f} |")
-        title = f"{name}, {objective}"
+        title = f"{name}, {objective}".replace("bundled[data=", "").replace(
+            ",n_features=None,split=0]", "")
         for ax, (xl, yl) in zip(row, [("time (s)", "certified relative gap"),
                                       ("time (s)", f"(J(w) - J*) / J*,  J* = {j_star:.6g}"),
                                       ("oracle calls (SVM solves)", "certified relative gap")]):
