@@ -38,7 +38,7 @@ class Objective(BaseObjective):
 
     sampling_strategy = "callback"
     stopping_criterion = SufficientProgressCriterion(
-        strategy="callback", key_to_monitor="rel_gap", eps=1e-7, patience=30)  # SD has long plateaus
+        strategy="callback", key_to_monitor="rel_gap", eps=1e-7, patience=30)  # SD plateaus
 
     def set_data(self, X, y, specs, X_test, y_test):
         self.X, self.y, self.specs = X, y, specs
