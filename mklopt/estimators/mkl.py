@@ -24,7 +24,7 @@ from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._checks import check_is_fitted, check_y
 from ._core import MKL_PARAMS, POSITIVE, loss_of
 from ._losses import gives_probabilities, method_for, oracle_entry, pair_offset
-from ._names import kernel_names, weights_table
+from ._names import NamedKernels
 from ._ovo import (
     ClassifierBase,
     class_order,
@@ -612,7 +612,8 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         if is_precomputed(self.kernels):
             # A precomputed fit plans with one column per kernel (_precomputed.py).
             return precomputed_specs(n_features)
-        return resolve_kernel_specs(self.kernels, n_features, protocol="level2008")
+        return resolve_kernel_specs(self.kernels, n_features, protocol="level2008",
+                                    feature_names=getattr(self, "feature_names_in_", None))
 
     def _resolve_groups(self, specs):
         g = self.groups  # "features" or a list of lists (checked by the table)
@@ -1057,18 +1058,6 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         return tags
 
     # ---- named weights (see _names.py) ----------------------------------------
-    @property
-    def kernel_names_(self):
-        """list of str: a readable name per kernel of ``kernel_specs_`` (``"rbf(2)[all]"``)."""
-        return kernel_names(self.kernel_specs_)
-
-    @property
-    def kernel_weights_(self):
-        """The kernel weights as a table: per kernel, grouped by view and family.
-
-        A pandas DataFrame when pandas is installed, else a record array;
-        columns ``kernel``, ``view``, ``family``, ``parameter``, ``index``,
-        ``weight`` (mean over the one-vs-one pairs), ``weight_min`` and
-        ``weight_max``. See :func:`mklopt.estimators._names.weights_table`.
-        """
-        return weights_table(self.kernel_specs_, self.weights_)
+    kernel_names_ = NamedKernels.kernel_names_
+    kernel_views_ = NamedKernels.kernel_views_
+    kernel_weights_ = NamedKernels.kernel_weights_

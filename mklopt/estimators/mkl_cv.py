@@ -924,6 +924,8 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
             n_features = n
         else:
             check_feature_names(self, X, reset=True)
+            if hasattr(self, "feature_names_in_"):
+                base.feature_names_in_ = self.feature_names_in_  # specs may name columns
             X, y = check_X_y(X, y, name)
             n_features = X.shape[1]
             if resolve_standardize(self.standardize, self.kernels):

@@ -27,6 +27,7 @@ from ..oracles.one_class import _check_nu
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._core import MKL_PARAMS, POSITIVE, EstimatorCore, loss_of
 from ._losses import oracle_entry
+from ._names import NamedKernels
 from ._ovo import set_pair_attributes
 from ._params import resolve_kernel_specs
 from ._progress import TaskProgress, call_lines, run_summary
@@ -60,7 +61,7 @@ def _renamed(old, new):
                   FutureWarning, stacklevel=3)
 
 
-class _TaskMKL(EstimatorCore, BaseEstimator):
+class _TaskMKL(NamedKernels, EstimatorCore, BaseEstimator):
     """One MKL problem on one oracle: parameters, fit loop, prediction."""
 
     _oracle_name = ""
@@ -89,7 +90,8 @@ class _TaskMKL(EstimatorCore, BaseEstimator):
         if isinstance(self.kernels, str) and self.kernels == "grid":
             specs = self._grid(X.shape[1])
         else:
-            specs = resolve_kernel_specs(self.kernels, X.shape[1], protocol="level2008")
+            specs = resolve_kernel_specs(self.kernels, X.shape[1], protocol="level2008",
+                                         feature_names=getattr(self, "feature_names_in_", None))
         new_method = self._method_factory(specs)
         return _Plan(None, tol, max_iter, inner_tol, threshold, deadline, specs, new_method,
                      verbose=int(self.verbose))
