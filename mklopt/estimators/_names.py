@@ -134,13 +134,14 @@ def kernel_names(specs, views=None, feature_names=None):
     return [kernel_name(s, v, feature_names) for s, v in zip(specs, views, strict=True)]
 
 
-def estimator_views(est):
+def estimator_views(est, feature_names=None):
     """The view of each kernel of a fitted estimator's ``kernel_specs_``.
 
     The dict key of ``kernels={view: specs}``; the name given in
     ``kernel_names=`` for precomputed kernels; else the columns the kernel
     reads, named by ``feature_names_in_`` when the estimator was fitted on
-    a DataFrame (:func:`kernel_view`).
+    a DataFrame (:func:`kernel_view`), or by ``feature_names`` when given
+    (the column names of a CSV file the command line read).
     """
     specs = list(est.kernel_specs_)
     given = getattr(est, "kernel_names", None)
@@ -154,18 +155,18 @@ def estimator_views(est):
                  for _ in (group if isinstance(group, (list, tuple)) else [group])]
         if len(views) == len(specs):
             return views
-    names = getattr(est, "feature_names_in_", None)
+    names = getattr(est, "feature_names_in_", None) if feature_names is None else feature_names
     return [kernel_view(s, names) for s in specs]
 
 
-def estimator_kernel_names(est):
+def estimator_kernel_names(est, feature_names=None):
     """``kernel_names_`` of a fitted estimator: one name per kernel, with its view's name."""
-    return kernel_names(est.kernel_specs_, _named_views(est))
+    return kernel_names(est.kernel_specs_, _named_views(est, feature_names))
 
 
-def _named_views(est):
+def _named_views(est, feature_names=None):
     specs = est.kernel_specs_
-    views = estimator_views(est)
+    views = estimator_views(est, feature_names)
     # Precomputed kernels without given names keep "precomputed[k]".
     return [None if isinstance(s, PrecomputedKernel) and v == "precomputed" else v
             for s, v in zip(specs, views, strict=True)]
