@@ -17,12 +17,11 @@ from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion
 from ..kernels.factory import shared_storage, storage_traits
 from ..kernels.sharded import ShardLostError
-from ..kernels.stack import _as_stack
 from ..methods import Chain, LevelBundle, estimator_params_of, get_method, method_names
 from ..oracles import CompositeOracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._checks import check_is_fitted, check_y
-from ._core import MKL_PARAMS, POSITIVE, loss_of
+from ._core import MKL_PARAMS, POSITIVE, PRECOMPUTED_PARAMS, loss_of
 from ._losses import gives_probabilities, method_for, oracle_entry, pair_offset
 from ._names import NamedKernels
 from ._ovo import (
@@ -37,8 +36,12 @@ from ._ovo import (
 from ._params import KERNEL_GRIDS, KernelSpecs, check_estimator_client, resolve_kernel_specs
 from ._precomputed import (
     PrecomputedExpansion,
+    _n_labels,
+    check_feature_kernel_inputs,
+    check_kernel_names,
     check_test_kernels,
     is_precomputed,
+    kernels_first,
     precomputed_bank,
     precomputed_specs,
 )
@@ -232,7 +235,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
 
     Parameters
     ----------
-    kernels : "all_features", "grid", "precomputed" or list of kernel specs, default="all_features"
+    kernels : "all_features", "grid", "precomputed", list of specs or dict, default="all_features"
         The base kernels. ``"all_features"`` is the MKBoost paper's 17
         kernels on all features (:func:`mklopt.kernels.grid` with
         ``protocol="mkboost2013"``: Gaussian widths ``2**-6 .. 2**7`` and
@@ -244,7 +247,12 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         widths ``2**-3 .. 2**6`` and polynomial degrees 1..3, on all features
         and on every single feature, i.e. ``13 * (n_features + 1)`` kernels).
         Otherwise a non-empty list of specs such as
-        ``[rbf(1.0), rbf(4.0), poly(2), linear(features=[0])]``.
+        ``[rbf(1.0), rbf(4.0), poly(2), linear(features=[0])]``, whose
+        ``features`` may be column indices, column names of the DataFrame
+        given to ``fit`` or slices; or a dict ``{view: specs}`` of named
+        views (:func:`mklopt.kernels.feature_views`), whose names name the
+        kernels in ``kernel_names_``, ``kernel_weights_`` and the plots (see
+        :doc:`/multiview`).
         ``"precomputed"``: ``fit`` takes the base kernels themselves, shape
         ``(n_kernels, n_samples, n_samples)``, and ``predict`` the kernels
         between new and training samples, ``(n_kernels, n_test,
@@ -411,6 +419,34 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         estimate of the time left; 2 also a line per oracle call (value,
         relative gap, calls and, for kernels computed on the fly, kernel
         rows per second and row-cache hit rate). See :doc:`/progress`.
+    kernel_names : list of str, optional
+        With ``kernels="precomputed"``: one distinct name per kernel of the
+        stack (``["ch0", "ch1", ...]``), used in ``kernel_names_``,
+        ``kernel_weights_``, saved models and plots; default
+        ``"precomputed[k]"``.
+    kernel_axis : {0, -1}, default=0
+        With ``kernels="precomputed"``: the axis of ``X`` that holds the
+        kernels. 0 reads ``(n_kernels, n_samples, n_samples)`` (and lists
+        of matrices, memory maps, :class:`~mklopt.KernelStack`); -1 (or 2)
+        reads scikit-learn's samples-first layout ``(n_samples, n_samples,
+        n_kernels)``, which ``cross_val_score`` and ``GridSearchCV`` split
+        as they split ``SVC(kernel="precomputed")`` input (the estimator is
+        tagged pairwise). ``predict`` takes the test kernels in the same
+        layout. A stack that fits ``y`` only in the other layout is refused
+        with a message naming ``kernel_axis``.
+    psd : {"check", "clip", "shift", "trust"}, default="check"
+        With ``kernels="precomputed"``: what to do with a kernel that is not
+        positive semi-definite (see :mod:`mklopt.kernels.psd`).
+        ``"check"`` refuses it, naming the kernel and its most negative
+        eigenvalue (a Lanczos estimate per kernel, not a factorisation).
+        ``"clip"`` projects the training kernel on the PSD cone,
+        :math:`\\tilde K = V_+ \\Lambda_+ V_+^\\top`, and maps test kernels
+        through the same projection, :math:`\\tilde K_{test} = K_{test} V_+
+        V_+^\\top`. ``"shift"`` adds :math:`-\\lambda_{min} I` to the
+        training kernel and uses test kernels as given (the added term is
+        zero between distinct points). ``"trust"`` skips the test. The
+        maps are kept in ``psd_maps_``. Kernels computed from features
+        are PSD by construction and never tested.
 
     Attributes
     ----------
@@ -516,6 +552,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
 
     _parameter_constraints = {
         **MKL_PARAMS,
+        **PRECOMPUTED_PARAMS,
         "kernels": [KernelSpecs(KERNEL_GRIDS, extra={"precomputed": "kernel matrices"})],
         "C": [POSITIVE],
         "loss": loss_of("classification"),
@@ -547,6 +584,9 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         client=None,
         multiclass="ovo",
         verbose=0,
+        kernel_names=None,
+        kernel_axis=0,
+        psd="check",
     ):
         self.kernels = kernels
         self.method = method
@@ -570,6 +610,9 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         self.client = client
         self.multiclass = multiclass
         self.verbose = verbose
+        self.kernel_names = kernel_names
+        self.kernel_axis = kernel_axis
+        self.psd = psd
 
     @property
     def predict_proba(self):
@@ -746,6 +789,7 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
     def _check_fit_input(self, X, y):
         """Features, or with ``kernels="precomputed"`` the stack of training kernels."""
         if not is_precomputed(self.kernels):
+            check_feature_kernel_inputs(self)
             return super()._check_fit_input(X, y)
         if self.standardize not in ("auto", False):
             raise ValueError(
@@ -754,7 +798,8 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
             )
         if self.client is not None:
             raise ValueError("client cannot be combined with kernels='precomputed'")
-        K = _as_stack(X, "X")
+        K = kernels_first(X, self.kernel_axis, "X", n_samples=_n_labels(y))
+        check_kernel_names(self.kernel_names, len(K), self.kernels)
         return K, check_y(y, K[0].shape[0], type(self).__name__)
 
     def _standardizes(self):
@@ -827,9 +872,12 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
             # MKLClassifierCV's refit: its one bank is this very bank (the
             # same standardised X, specs and storage), already evaluated.
             plan.bank = given
+            if is_precomputed(self.kernels):
+                self.psd_maps_ = given.psd_maps
             return plan
         if is_precomputed(self.kernels):
-            plan.bank = precomputed_bank(X, X[0].shape[0])
+            plan.bank = precomputed_bank(X, X[0].shape[0], psd=self.psd)
+            self.psd_maps_ = plan.bank.psd_maps
             return plan
         if plan.order is not None:
             X = X[plan.order]  # the samples class by class (see _pair_rows)
@@ -1048,7 +1096,9 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
     def _check_predict_input(self, X):
         if is_precomputed(self.kernels):
             check_is_fitted(self, "models_")
-            return check_test_kernels(X, self.n_kernels_, self.n_features_in_)
+            return check_test_kernels(X, self.n_kernels_, self.n_features_in_,
+                                      kernel_axis=self.kernel_axis,
+                                      psd_maps=getattr(self, "psd_maps_", None))
         return super()._check_predict_input(X)
 
     def __sklearn_tags__(self):

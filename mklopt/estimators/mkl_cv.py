@@ -17,7 +17,6 @@ from .._parallel import client_map, parallel_map
 from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..kernels.factory import shared_storage, storage_traits
-from ..kernels.stack import _as_stack
 from ..oracles import CompositeOracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ._checks import check_feature_names, check_is_fitted, check_X_y, check_y
@@ -34,7 +33,14 @@ from ._ovo import (
 )
 from ._params import check_estimator_client, resolve_standardize
 from ._path import _recording, c_path, recording_oracle
-from ._precomputed import is_precomputed, precomputed_bank
+from ._precomputed import (
+    _n_labels,
+    check_feature_kernel_inputs,
+    check_kernel_names,
+    is_precomputed,
+    kernels_first,
+    precomputed_bank,
+)
 from ._progress import PointTicker, TaskProgress, fold_summary, write
 from ._sklearn import (
     HAS_SKLEARN,
@@ -54,7 +60,7 @@ CS_RANGE = (1e-2, 1e3)
 _SHARED = (
     "kernels", "method", "loss", "p", "groups", "elastic_net", "tol", "max_iter", "inner_tol",
     "normalize", "standardize", "weight_threshold", "time_limit", "storage", "cache_size",
-    "max_memory", "callback", "multiclass", "verbose",
+    "max_memory", "callback", "multiclass", "verbose", "kernel_names", "kernel_axis", "psd",
 )
 
 
@@ -693,6 +699,10 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         ``(n_kernels, n_samples, n_samples)``, which are then the one bank
         (see :doc:`/precomputed`), and ``predict`` the kernels between new
         and training samples.
+    kernel_names, kernel_axis, psd
+        As for :class:`MKLClassifier` (precomputed kernels: their names, the
+        axis that holds them, ``(n, n, m)`` with ``kernel_axis=-1``, and the
+        repair of kernels that are not PSD, done once on the one bank).
     weight_threshold, storage, cache_size, max_memory, callback
         As for :class:`MKLClassifier`. ``storage`` must have views of an
         index block (``"auto"``, ``"dense"`` or ``"on_the_fly"``; feature
@@ -843,6 +853,9 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         multiclass="ovo",
         verbose=0,
         client=None,
+        kernel_names=None,
+        kernel_axis=0,
+        psd="check",
     ):
         self.Cs = Cs
         self.cv = cv
@@ -868,6 +881,9 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         self.verbose = verbose
         self.multiclass = multiclass
         self.client = client
+        self.kernel_names = kernel_names
+        self.kernel_axis = kernel_axis
+        self.psd = psd
 
     def _estimator(self, C):
         """The :class:`MKLClassifier` of this grid at ``C``."""
@@ -915,14 +931,17 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
                     f"standardize={self.standardize!r} has no features to scale with "
                     "kernels='precomputed'; leave it 'auto' or False"
                 )
-            K = _as_stack(X, "X")
+            K = kernels_first(X, self.kernel_axis, "X", n_samples=_n_labels(y))
             n = K[0].shape[0]
             y = check_y(y, n, name)
-            bank = precomputed_bank(K, n)  # the one bank: the user's raw matrices
+            check_kernel_names(self.kernel_names, len(K), self.kernels)
+            # the one bank: the user's raw matrices (repaired once, in a copy, by psd)
+            bank = precomputed_bank(K, n, psd=self.psd)
             plan = base._prepare_fit(np.empty((0, bank.n_kernels)))
             X = np.zeros((n, 1))  # what the splitters see: only the number of samples
             n_features = n
         else:
+            check_feature_kernel_inputs(self)
             check_feature_names(self, X, reset=True)
             if hasattr(self, "feature_names_in_"):
                 base.feature_names_in_ = self.feature_names_in_  # specs may name columns

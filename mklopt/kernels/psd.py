@@ -72,7 +72,7 @@ _LANCZOS_MAXITER = 100
 
 
 def _hint():
-    return ("pass psd='clip' (project on the PSD cone, test kernels mapped the same way) or "
+    return ("Pass psd='clip' (project on the PSD cone, test kernels mapped the same way) or "
             "psd='shift' (add -lambda_min to the diagonal) to repair it, or psd='trust' to "
             "skip this test")
 
