@@ -22,6 +22,7 @@ from ._optional import optional
 from ._parallel import check_n_jobs, parallel_map
 from .bench import PROTOCOLS  # the settings only: the runners load when bench runs
 from .estimators import MKLClassifier, MKLOneClass, MKLRegressor
+from .estimators._names import estimator_kernel_names
 from .kernels import grid, parse_kernel
 from .methods import PRESETS, estimator_params_of, get_method, method_names
 from .persist import ModelFormatError, load_model, save_model
@@ -378,6 +379,19 @@ def _classifier(args, kernels, standardize):
     )
 
 
+def _top_kernels(est, feature_names=None, top=5):
+    """The line of ``mklopt fit``'s output naming the kernels with the largest weights.
+
+    Kernels are named as in ``kernel_names_``, their columns by the CSV
+    file's header (``feature_names``); weights are averaged over the
+    one-vs-one pairs.
+    """
+    names = estimator_kernel_names(est, feature_names)
+    w = np.atleast_2d(np.asarray(est.weights_, dtype=np.float64)).mean(axis=0)
+    order = [k for k in np.argsort(-w, kind="stable")[:top] if w[k] > 0.0]
+    return "largest kernel weights: " + ", ".join(f"{names[k]} {w[k]:.3f}" for k in order)
+
+
 def _fit_and_save(est, X, y, args, rename=None, **save_kw):
     """Fit ``est`` on ``(X, y)``, print its warnings, save it to ``args.model``; the seconds.
 
@@ -437,6 +451,7 @@ def _fit_task(args):
         f"{seconds:.2f} s: {est.n_kernels_} kernels, {est.n_oracle_calls_} dual solves, "
         f"relative gap {est.gap_:.2e}, {quality}; model saved to {args.model}"
     )
+    print(_top_kernels(est, features))
     return 0
 
 
@@ -582,6 +597,7 @@ def _fit_stack(args):
         f"{np.max(gaps):.2e}, training accuracy {clf.score(K, y):.4f}; model saved to "
         f"{args.model}"
     )
+    print(_top_kernels(clf))
     return 0
 
 
@@ -643,6 +659,7 @@ def _fit(args):
         f"relative gap {np.max(gaps):.2e}, training accuracy {clf.score(X, y):.4f}; "
         f"model saved to {args.model}"
     )
+    print(_top_kernels(clf, features))
     return 0
 
 

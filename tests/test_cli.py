@@ -540,3 +540,24 @@ def test_cli_imports_without_the_posix_resource_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_fit_names_the_largest_kernels_by_the_csv_columns(tmp_path, capsys):
+    X, y = datasets.load("sonar")
+    keep = np.random.default_rng(0).permutation(len(y))[:80]
+    names = ["left ear", "right ear", "nose", "tail"]
+    train = _write_csv(tmp_path / "named.csv", X[keep, :4], np.where(y[keep] > 0, "m", "r"),
+                       names=names)
+    model = tmp_path / "named.model"
+    code, out, err = _run(capsys, "fit", train, "--kernels", "grid", "--max-iter", "30",
+                          "--model", model)
+    assert code == 0, err
+    line = next(s for s in out.splitlines() if s.startswith("largest kernel weights: "))
+    clf, meta = load_model(model)
+    # the saved metadata names the kernels by the columns, as the printed line does
+    assert meta["kernel_names"][13] == "rbf(0.125)[left ear]"
+    W = np.atleast_2d(clf.weights_).mean(axis=0)
+    top = [k for k in np.argsort(-W, kind="stable")[:5] if W[k] > 0]
+    assert line == "largest kernel weights: " + ", ".join(
+        f"{meta['kernel_names'][k]} {W[k]:.3f}" for k in top)
+    assert any(f"[{n}]" in line for n in names)  # single-column kernels among the largest

@@ -23,6 +23,7 @@ EXPECTED = {
     "user_plugin.py": "check_method(BBSPG) and check_oracle(KernelRidgeOracle) passed",
     "custom_kernel.py": "chi2(gamma=-1.0) refused: gamma must be > 0",
     "conformance_kit.py": "PairwiseFrankWolfe and SquaredHingeOracle pass the conformance kit",
+    "multiview.py": "sigmoid kernels clipped; names ['sigmoid green'",
 }
 
 
@@ -37,6 +38,13 @@ EXPECTED = {
 # level method certifies its default 1e-2 gap.
 NUMBER = r"([0-9.]+(?:e[+-]?\d+)?)"
 VALUES = {
+    # multiview: every model on the four bands classifies satellite near its
+    # usual 0.88, the uniform average included, and the psd='clip' fit too
+    "multiview.py": [
+        (r"uniform average \(p = inf\) +test accuracy (\d\.\d+)", lambda v: v >= 0.85),
+        (r"weights per pair +test accuracy (\d\.\d+)", lambda v: v >= 0.85),
+        (r"psd='clip' +test accuracy (\d\.\d+)", lambda v: v >= 0.8),
+    ],
     "quickstart.py": [
         (r"test accuracy (\d\.\d+)", lambda v: v >= 0.85),
         (r"\(relative ([0-9.e+-]+)\), converged: True", lambda v: v <= 1e-2),

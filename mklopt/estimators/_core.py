@@ -39,14 +39,17 @@ from .._constraints import (
 from .._memory import check_max_memory
 from .._parallel import check_n_jobs
 from ..kernels.bank import check_storage
+from ..kernels.psd import PSD_OPTIONS
 from ..kernels.sharded import check_client
 from ..methods import get_method
 from ..tasks import get_oracle
 from ._params import KERNEL_GRIDS, KernelSpecs
+from ._precomputed import KERNEL_AXES
 
 __all__ = [
     "EstimatorCore",
     "MKL_PARAMS",
+    "PRECOMPUTED_PARAMS",
     "NORMALIZE",
     "STANDARDIZE",
     "RUN_PARAMS",
@@ -124,6 +127,16 @@ MKL_PARAMS = {
 #: (the weights themselves are checked against the classes when ``fit`` starts).
 CLASS_WEIGHT = [Options(("balanced",)),
                 InstanceOf(dict, "a dict from class label to weight"), None]
+#: The inputs of ``kernels="precomputed"`` (MKLClassifier, MKLClassifierCV):
+#: names of the kernels, the axis that holds them, and what to do about
+#: kernels that are not PSD. Rules that tie them to ``kernels`` are checked
+#: with the data (``_precomputed.py``).
+PRECOMPUTED_PARAMS = {
+    "kernel_names": [InstanceOf((list, tuple), "a list of one name per precomputed kernel"),
+                     None],
+    "kernel_axis": [Options(KERNEL_AXES, help="0: (n_kernels, n, n); -1: (n, n, n_kernels)")],
+    "psd": [Options(PSD_OPTIONS)],
+}
 
 #: A seed: None, an int >= 0 or a numpy.random.Generator.
 SEED = [None, Interval(Integral, 0, None), InstanceOf(np.random.Generator,

@@ -8,8 +8,11 @@ one rule that ties two parameters (``client`` without ``n_jobs``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .. import kernels as _kernels
 from .._constraints import Constraint
+from ..kernels.columns import flatten_views, resolve_specs
 
 __all__ = [
     "KERNEL_GRIDS",
@@ -23,26 +26,34 @@ __all__ = [
 KERNEL_GRIDS = ("all_features", "grid")
 
 
-def resolve_kernel_specs(kernels, n_features, protocol):
+def resolve_kernel_specs(kernels, n_features, protocol, feature_names=None):
     """The kernel specs an estimator's ``kernels`` parameter stands for.
 
     Parameters
     ----------
-    kernels : "grid", "all_features" or list of kernel specs
+    kernels : "grid", "all_features", list of kernel specs or dict of views
         As checked by :class:`KernelSpecs`. ``"grid"`` is
         :func:`mklopt.kernels.grid` under ``protocol``; ``"all_features"``
         is the grid of the MKBoost paper (``protocol="mkboost2013"``: 17
-        Gaussian and polynomial kernels, all on every feature).
+        Gaussian and polynomial kernels, all on every feature). A dict
+        ``{view: specs}`` gives the views' specs in its order
+        (:func:`mklopt.kernels.feature_views`).
     n_features : int
         Number of features of the training data.
     protocol : {"level2008", "mkboost2013"}
         The grid of the estimator's paper.
+    feature_names : array-like of str, optional
+        The training data's column names (``feature_names_in_``): specs
+        that name their columns are resolved against them, slices against
+        ``n_features``.
     """
     if isinstance(kernels, str):
         if kernels == "all_features":
             protocol = "mkboost2013"
         return list(_kernels.grid(n_features, protocol=protocol))
-    return list(kernels)
+    if isinstance(kernels, Mapping):
+        kernels, _ = flatten_views(kernels)
+    return resolve_specs(kernels, n_features, feature_names)
 
 
 class KernelSpecs(Constraint):
@@ -67,6 +78,12 @@ class KernelSpecs(Constraint):
     def accepts(self, value):
         if isinstance(value, str):
             return value in self.names or value in self.extra
+        if isinstance(value, Mapping):
+            try:
+                flatten_views(value)
+            except (TypeError, ValueError):
+                return False
+            return True
         return isinstance(value, (list, tuple)) and len(value) > 0
 
     def _also(self):
@@ -81,6 +98,14 @@ class KernelSpecs(Constraint):
                 f"{name} must be {grids} or a list of kernel specs{self._also()}, got the "
                 f"string {value!r}"
             )
+        if isinstance(value, Mapping):
+            try:
+                flatten_views(value, name)
+            except (TypeError, ValueError) as exc:
+                return type(exc)(
+                    f"{exc}; {name} as a dict maps view names to lists of kernel specs "
+                    "(see mklopt.kernels.feature_views)"
+                )
         if isinstance(value, (list, tuple)):
             return ValueError(f"{name} is an empty list; give at least one kernel spec")
         return TypeError(
@@ -90,7 +115,8 @@ class KernelSpecs(Constraint):
 
     def __str__(self):
         grids = ", ".join(repr(n) for n in self.names)
-        return f"{grids} or a non-empty list of kernel specs{self._also()}"
+        return (f"{grids}, a non-empty list of kernel specs or a dict {{view: specs}}"
+                f"{self._also()}")
 
 
 def resolve_standardize(value, kernels):
@@ -100,7 +126,7 @@ def resolve_standardize(value, kernels):
     constraint table (``"auto"``, True or False).
     """
     if isinstance(value, str) and value == "auto":
-        return isinstance(kernels, str)
+        return isinstance(kernels, str)  # a list or a dict of views: the features as given
     return bool(value)
 
 

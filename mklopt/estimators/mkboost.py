@@ -288,7 +288,8 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
 
     # ---- parameter validation ----------------------------------------------
     def _resolve_specs(self, n_features):
-        return resolve_kernel_specs(self.kernels, n_features, protocol="mkboost2013")
+        return resolve_kernel_specs(self.kernels, n_features, protocol="mkboost2013",
+                                    feature_names=getattr(self, "feature_names_in_", None))
 
     def _method(self, seed):
         return Boosting(

@@ -18,14 +18,13 @@ from ..driver import solve
 from ..kernels import KernelBank, KernelExpansion
 from ..kernels.factory import shared_storage, storage_traits
 from ..kernels.sharded import ShardLostError
-from ..kernels.stack import _as_stack
 from ..methods import Chain, LevelBundle, estimator_params_of, get_method, method_names
 from ..oracles import CompositeOracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ..tasks import get_task
 from ._checks import check_is_fitted, check_y
 from ._combined import CombinedKernelMixin
-from ._core import CLASS_WEIGHT, MKL_PARAMS, POSITIVE, SEED, loss_of
+from ._core import CLASS_WEIGHT, MKL_PARAMS, POSITIVE, PRECOMPUTED_PARAMS, SEED, loss_of
 from ._fit import ClassifierBase, TaskEstimator
 from ._losses import (
     check_sample_bounds,
@@ -34,13 +33,17 @@ from ._losses import (
     oracle_entry,
     pair_offset,
 )
-from ._names import kernel_names, weights_table
+from ._names import NamedKernels
 from ._ovo import class_order, pair_label, set_pair_attributes
 from ._params import KERNEL_GRIDS, KernelSpecs, check_estimator_client, resolve_kernel_specs
 from ._precomputed import (
     PrecomputedExpansion,
+    _n_labels,
+    check_feature_kernel_inputs,
+    check_kernel_names,
     check_test_kernels,
     is_precomputed,
+    kernels_first,
     precomputed_bank,
     precomputed_specs,
 )
@@ -276,7 +279,8 @@ class MKLBase(CombinedKernelMixin, TaskEstimator):
 
     # ---- parameter validation ----------------------------------------------
     def _resolve_specs(self, n_features):
-        return resolve_kernel_specs(self.kernels, n_features, protocol="level2008")
+        return resolve_kernel_specs(self.kernels, n_features, protocol="level2008",
+                                    feature_names=getattr(self, "feature_names_in_", None))
 
     def _resolve_groups(self, specs):
         g = self.groups  # "features" or a list of lists (checked by the table)
@@ -684,21 +688,9 @@ class MKLBase(CombinedKernelMixin, TaskEstimator):
             return self._fit_task(X, y, sample_weight)
 
     # ---- named weights (see _names.py) ----------------------------------------
-    @property
-    def kernel_names_(self):
-        """list of str: a readable name per kernel of ``kernel_specs_`` (``"rbf(2)[all]"``)."""
-        return kernel_names(self.kernel_specs_)
-
-    @property
-    def kernel_weights_(self):
-        """The kernel weights as a table: per kernel, grouped by view and family.
-
-        A pandas DataFrame when pandas is installed, else a record array;
-        columns ``kernel``, ``view``, ``family``, ``parameter``, ``index``,
-        ``weight`` (mean over the one-vs-one pairs), ``weight_min`` and
-        ``weight_max``. See :func:`mklopt.estimators._names.weights_table`.
-        """
-        return weights_table(self.kernel_specs_, self.weights_)
+    kernel_names_ = NamedKernels.kernel_names_
+    kernel_views_ = NamedKernels.kernel_views_
+    kernel_weights_ = NamedKernels.kernel_weights_
 
 
 class MKLClassifier(SharedClientMixin, MKLBase, ClassifierBase):
@@ -712,7 +704,7 @@ class MKLClassifier(SharedClientMixin, MKLBase, ClassifierBase):
 
     Parameters
     ----------
-    kernels : "all_features", "grid", "precomputed" or list of kernel specs, default="all_features"
+    kernels : "all_features", "grid", "precomputed", list of specs or dict, default="all_features"
         The base kernels. ``"all_features"`` is the MKBoost paper's 17
         kernels on all features (:func:`mklopt.kernels.grid` with
         ``protocol="mkboost2013"``: Gaussian widths ``2**-6 .. 2**7`` and
@@ -724,7 +716,12 @@ class MKLClassifier(SharedClientMixin, MKLBase, ClassifierBase):
         widths ``2**-3 .. 2**6`` and polynomial degrees 1..3, on all features
         and on every single feature, i.e. ``13 * (n_features + 1)`` kernels).
         Otherwise a non-empty list of specs such as
-        ``[rbf(1.0), rbf(4.0), poly(2), linear(features=[0])]``.
+        ``[rbf(1.0), rbf(4.0), poly(2), linear(features=[0])]``, whose
+        ``features`` may be column indices, column names of the DataFrame
+        given to ``fit`` or slices; or a dict ``{view: specs}`` of named
+        views (:func:`mklopt.kernels.feature_views`), whose names name the
+        kernels in ``kernel_names_``, ``kernel_weights_`` and the plots (see
+        :doc:`/multiview`).
         ``"precomputed"``: ``fit`` takes the base kernels themselves, shape
         ``(n_kernels, n_samples, n_samples)``, and ``predict`` the kernels
         between new and training samples, ``(n_kernels, n_test,
@@ -911,6 +908,34 @@ class MKLClassifier(SharedClientMixin, MKLBase, ClassifierBase):
     random_state : None, int or numpy.random.Generator, default=None
         Seeds the folds of ``probability=True`` (one seed per pair, drawn
         in pair order): the same int gives the same probabilities.
+    kernel_names : list of str, optional
+        With ``kernels="precomputed"``: one distinct name per kernel of the
+        stack (``["ch0", "ch1", ...]``), used in ``kernel_names_``,
+        ``kernel_weights_``, saved models and plots; default
+        ``"precomputed[k]"``.
+    kernel_axis : {0, -1}, default=0
+        With ``kernels="precomputed"``: the axis of ``X`` that holds the
+        kernels. 0 reads ``(n_kernels, n_samples, n_samples)`` (and lists
+        of matrices, memory maps, :class:`~mklopt.KernelStack`); -1 (or 2)
+        reads scikit-learn's samples-first layout ``(n_samples, n_samples,
+        n_kernels)``, which ``cross_val_score`` and ``GridSearchCV`` split
+        as they split ``SVC(kernel="precomputed")`` input (the estimator is
+        tagged pairwise). ``predict`` takes the test kernels in the same
+        layout. A stack that fits ``y`` only in the other layout is refused
+        with a message naming ``kernel_axis``.
+    psd : {"check", "clip", "shift", "trust"}, default="check"
+        With ``kernels="precomputed"``: what to do with a kernel that is not
+        positive semi-definite (see :mod:`mklopt.kernels.psd`).
+        ``"check"`` refuses it, naming the kernel and its most negative
+        eigenvalue (a Lanczos estimate per kernel, not a factorisation).
+        ``"clip"`` projects the training kernel on the PSD cone,
+        :math:`\\tilde K = V_+ \\Lambda_+ V_+^\\top`, and maps test kernels
+        through the same projection, :math:`\\tilde K_{test} = K_{test} V_+
+        V_+^\\top`. ``"shift"`` adds :math:`-\\lambda_{min} I` to the
+        training kernel and uses test kernels as given (the added term is
+        zero between distinct points). ``"trust"`` skips the test. The
+        maps are kept in ``psd_maps_``. Kernels computed from features
+        are PSD by construction and never tested.
 
     Attributes
     ----------
@@ -1016,6 +1041,7 @@ class MKLClassifier(SharedClientMixin, MKLBase, ClassifierBase):
 
     _parameter_constraints = {
         **MKL_PARAMS,
+        **PRECOMPUTED_PARAMS,
         "kernels": [KernelSpecs(KERNEL_GRIDS, extra={"precomputed": "kernel matrices"})],
         "C": [POSITIVE],
         "loss": loss_of("classification"),
@@ -1053,6 +1079,9 @@ class MKLClassifier(SharedClientMixin, MKLBase, ClassifierBase):
         class_weight=None,
         probability=False,
         random_state=None,
+        kernel_names=None,
+        kernel_axis=0,
+        psd="check",
     ):
         self.kernels = kernels
         self.method = method
@@ -1079,6 +1108,9 @@ class MKLClassifier(SharedClientMixin, MKLBase, ClassifierBase):
         self.class_weight = class_weight
         self.probability = probability
         self.random_state = random_state
+        self.kernel_names = kernel_names
+        self.kernel_axis = kernel_axis
+        self.psd = psd
 
     # ---- probabilities (see _probability.py) ---------------------------------
     def _native_probabilities(self):
@@ -1165,6 +1197,7 @@ class MKLClassifier(SharedClientMixin, MKLBase, ClassifierBase):
     def _check_fit_input(self, X, y):
         """Features, or with ``kernels="precomputed"`` the stack of training kernels."""
         if not is_precomputed(self.kernels):
+            check_feature_kernel_inputs(self)
             return super()._check_fit_input(X, y)
         if self.standardize not in ("auto", False):
             raise ValueError(
@@ -1173,7 +1206,8 @@ class MKLClassifier(SharedClientMixin, MKLBase, ClassifierBase):
             )
         if self.client is not None:
             raise ValueError("client cannot be combined with kernels='precomputed'")
-        K = _as_stack(X, "X")
+        K = kernels_first(X, self.kernel_axis, "X", n_samples=_n_labels(y))
+        check_kernel_names(self.kernel_names, len(K), self.kernels)
         return K, check_y(y, K[0].shape[0], type(self).__name__)
 
     def _standardizes(self):
@@ -1195,11 +1229,15 @@ class MKLClassifier(SharedClientMixin, MKLBase, ClassifierBase):
         return is_precomputed(self.kernels) or super()._shares_bank(n_problems)
 
     def _prepare_problems(self, plan, X, problems, targets, labels):
-        if not is_precomputed(self.kernels) or getattr(self, "_given_bank", None) is not None:
+        given = getattr(self, "_given_bank", None)
+        if not is_precomputed(self.kernels) or given is not None:
+            if given is not None and is_precomputed(self.kernels):
+                self.psd_maps_ = given.psd_maps
             return super()._prepare_problems(plan, X, problems, targets, labels)
         # The bank holds the user's matrices in the order of X.
         plan.pairs_left = 1 if plan.shared else len(problems)
-        plan.bank = precomputed_bank(X, X[0].shape[0])
+        plan.bank = precomputed_bank(X, X[0].shape[0], psd=self.psd)
+        self.psd_maps_ = plan.bank.psd_maps
         problems = plan.task.problems(targets, labels, len(targets), True)
         return plan, problems
 
@@ -1235,7 +1273,9 @@ class MKLClassifier(SharedClientMixin, MKLBase, ClassifierBase):
     def _check_predict_input(self, X):
         if is_precomputed(self.kernels):
             check_is_fitted(self, "models_")
-            return check_test_kernels(X, self.n_kernels_, self.n_features_in_)
+            return check_test_kernels(X, self.n_kernels_, self.n_features_in_,
+                                      kernel_axis=self.kernel_axis,
+                                      psd_maps=getattr(self, "psd_maps_", None))
         return super()._check_predict_input(X)
 
     def __sklearn_tags__(self):

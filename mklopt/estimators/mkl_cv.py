@@ -17,7 +17,6 @@ from .._parallel import client_map, parallel_map
 from ..datasets import _scaling
 from ..kernels import KernelBank
 from ..kernels.factory import shared_storage, storage_traits
-from ..kernels.stack import _as_stack
 from ..oracles import CompositeOracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
 from ..tasks import Problem, get_task
@@ -33,7 +32,14 @@ from ._ovo import (
 )
 from ._params import check_estimator_client, resolve_standardize
 from ._path import _recording, c_path, recording_oracle
-from ._precomputed import is_precomputed, precomputed_bank
+from ._precomputed import (
+    _n_labels,
+    check_feature_kernel_inputs,
+    check_kernel_names,
+    is_precomputed,
+    kernels_first,
+    precomputed_bank,
+)
 from ._progress import PointTicker, TaskProgress, fold_summary, write
 from ._sklearn import (
     HAS_SKLEARN,
@@ -55,7 +61,7 @@ _SHARED = (
     "kernels", "method", "loss", "p", "groups", "elastic_net", "tol", "max_iter", "inner_tol",
     "normalize", "standardize", "weight_threshold", "time_limit", "storage", "cache_size",
     "max_memory", "callback", "multiclass", "verbose", "class_weight", "probability",
-    "random_state",
+    "random_state", "kernel_names", "kernel_axis", "psd",
 )
 
 
@@ -732,6 +738,10 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         problems and the refit; ``probability`` and ``random_state`` are
         the refit's (its Platt sigmoids; :meth:`predict_proba` delegates to
         it).
+    kernel_names, kernel_axis, psd
+        As for :class:`MKLClassifier` (precomputed kernels: their names, the
+        axis that holds them, ``(n, n, m)`` with ``kernel_axis=-1``, and the
+        repair of kernels that are not PSD, done once on the one bank).
     weight_threshold, storage, cache_size, max_memory, callback
         As for :class:`MKLClassifier`. ``storage`` must have views of an
         index block (``"auto"``, ``"dense"`` or ``"on_the_fly"``; feature
@@ -885,6 +895,9 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         class_weight=None,
         probability=False,
         random_state=None,
+        kernel_names=None,
+        kernel_axis=0,
+        psd="check",
     ):
         self.Cs = Cs
         self.cv = cv
@@ -913,6 +926,9 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         self.class_weight = class_weight
         self.probability = probability
         self.random_state = random_state
+        self.kernel_names = kernel_names
+        self.kernel_axis = kernel_axis
+        self.psd = psd
 
     def _estimator(self, C):
         """The :class:`MKLClassifier` of this grid at ``C``."""
@@ -964,15 +980,20 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
                     f"standardize={self.standardize!r} has no features to scale with "
                     "kernels='precomputed'; leave it 'auto' or False"
                 )
-            K = _as_stack(X, "X")
+            K = kernels_first(X, self.kernel_axis, "X", n_samples=_n_labels(y))
             n = K[0].shape[0]
             y = check_y(y, n, name)
-            bank = precomputed_bank(K, n)  # the one bank: the user's raw matrices
+            check_kernel_names(self.kernel_names, len(K), self.kernels)
+            # the one bank: the user's raw matrices (repaired once, in a copy, by psd)
+            bank = precomputed_bank(K, n, psd=self.psd)
             plan = base._prepare_fit(np.empty((0, bank.n_kernels)))
             X = np.zeros((n, 1))  # what the splitters see: only the number of samples
             n_features = n
         else:
+            check_feature_kernel_inputs(self)
             check_feature_names(self, X, reset=True)
+            if hasattr(self, "feature_names_in_"):
+                base.feature_names_in_ = self.feature_names_in_  # specs may name columns
             X, y = check_X_y(X, y, name)
             n_features = X.shape[1]
             if resolve_standardize(self.standardize, self.kernels):

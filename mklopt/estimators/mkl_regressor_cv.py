@@ -248,6 +248,8 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         check_estimator_client(self.client, self.n_jobs)
         scorer = _scorer(self.scoring)
         base = self._estimator(float(Cs[0]))
+        if hasattr(self, "feature_names_in_"):
+            base.feature_names_in_ = self.feature_names_in_  # specs may name columns
         plan = base._prepare_fit(X)
         eps = float(self.epsilon)
         entry = oracle_entry("regression", self.loss)

@@ -11,6 +11,7 @@ Examples
 """
 
 from .bank import KernelBank, as_bank
+from .columns import channel_views, feature_views, flatten_channels
 from .expansion import KernelExpansion
 from .factory import (
     STORAGES,
@@ -72,4 +73,7 @@ __all__ = [
     "kernel_family_names",
     "kernel",
     "parse_kernel",
+    "feature_views",
+    "channel_views",
+    "flatten_channels",
 ]

@@ -34,14 +34,12 @@ from .factory import (
 )
 from .feature_maps import FeatureMap
 from .functions import KernelFunctions, _check_indices, _check_specs
+from .psd import PSD_OPTIONS, check_symmetric, indefinite_error, psd_test, repair_kernel
 from .sharded import ShardedStorage
 from .storage import DenseStorage
 
 __all__ = ["KernelBank", "STORAGES", "check_storage"]
 
-# A kernel passes the PSD check when K + _PSD_RTOL * trace(K) * I has a
-# Cholesky factor, i.e. (up to rounding) lambda_min(K) >= -_PSD_RTOL * trace(K).
-_PSD_RTOL = 1e-8
 # Largest |K - K'| allowed, relative to max |K|.
 _SYM_RTOL = 1e-8
 # Default budget of the solvers' row cache: this many MB, or a quarter of
@@ -123,6 +121,10 @@ class KernelBank:
         each raw kernel for ``normalize="trace"``, else ones).
     X_train : ndarray of shape (n_samples, n_features) or None
     cache_size : float or None
+    psd_maps : tuple of PSDMap or None
+        Per kernel, how :meth:`from_matrices` with ``psd="clip"`` or
+        ``"shift"`` repaired it and maps its test kernels
+        (:class:`~mklopt.kernels.psd.PSDMap`); None for kernels used as given.
 
     Notes
     -----
@@ -165,6 +167,9 @@ class KernelBank:
         # The registry entry, dtype and max_memory the storage was built with
         # (from_specs): a view of a user's storage is built again with them.
         self._built = None
+        # Per kernel, how test kernels are mapped (from_matrices with psd=
+        # "clip" or "shift"; None: used as given).
+        self.psd_maps = (None,) * self.n_kernels
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -296,7 +301,8 @@ class KernelBank:
 
     @classmethod
     def from_matrices(
-        cls, K, normalize=None, check=True, max_memory=None, dtype=None, cache_size=None
+        cls, K, normalize=None, check=True, max_memory=None, dtype=None, cache_size=None,
+        psd="check",
     ):
         """Wrap kernel matrices the user already has (in memory or on disk).
 
@@ -313,11 +319,21 @@ class KernelBank:
             without a copy the scales are applied when the kernels are read,
             so a file on disk is never rewritten.
         check : bool, default=True
-            Verify symmetry (``max|K - K'| <= 1e-8 max|K|``) and positive
-            semi-definiteness (``lambda_min >= -1e-8 trace``, tested by a
-            Cholesky factorisation of ``K + 1e-8 trace I``, about ``n^3 / 3``
-            flops and one float64 ``n x n`` copy per kernel). Finiteness is
-            always checked, in chunks of rows.
+            Verify symmetry (``max|K - K'| <= 1e-8 max|K|``) and apply
+            ``psd``; False skips both. Finiteness is always checked, in
+            chunks of rows.
+        psd : {"check", "clip", "shift", "trust"}, default="check"
+            What to do about kernels that are not positive semi-definite
+            (``lambda_min < -1e-8 trace``), see :mod:`mklopt.kernels.psd`:
+            ``"check"`` refuses them (a Lanczos estimate of the smallest
+            eigenvalue, a few dozen products ``K v`` per kernel; exact up to
+            300 samples); ``"clip"`` projects the training kernel on the PSD
+            cone, ``K~ = V_+ diag(lam_+) V_+'``, and test kernels through the
+            same projection, ``K~_test = K_test V_+ V_+'``; ``"shift"`` adds
+            ``-lambda_min I`` (test kernels unchanged, the added term being
+            zero between distinct points); ``"trust"`` skips the test. The
+            maps of the repaired kernels are in ``psd_maps``; a repair
+            works on a copy, never on the user's array.
         max_memory : float or None, default=None
             Byte limit for a copy; None means 80% of the available memory.
         dtype : {None, np.float64, np.float32}, default=None
@@ -346,6 +362,8 @@ class KernelBank:
         check_choice(normalize, "normalize", ("trace", "diagonal", None))
         if not isinstance(check, (bool, np.bool_)):
             raise TypeError(f"check must be True or False, got {check!r}")
+        check_choice(psd, "psd", PSD_OPTIONS)
+        repair = bool(check) and psd in ("clip", "shift")
         cache_size = _check_cache_size(cache_size)
         check_max_memory(max_memory)
         if isinstance(K, np.ndarray):
@@ -397,7 +415,8 @@ class KernelBank:
         else:
             dt = _check_dtype(dtype)
 
-        reuse = mats is None and K.dtype == dt and K.flags.c_contiguous
+        # A repair writes the kernels: a copy, never the user's array.
+        reuse = mats is None and K.dtype == dt and K.flags.c_contiguous and not repair
         if reuse:
             arr = K
         else:
@@ -417,12 +436,19 @@ class KernelBank:
             for r0 in range(0, n1, _SCAN_ROWS):
                 if not np.all(np.isfinite(arr[k, r0 : r0 + _SCAN_ROWS])):
                     raise ValueError(f"K[{k}] contains NaN or infinity")
+        maps = [None] * m
         if check:
             for k in range(m):
-                # One kernel's test (a Cholesky factorisation) at a time: a
-                # fit's time limit or Ctrl-C stops between two of them.
+                # One kernel's test at a time: a fit's time limit or Ctrl-C
+                # stops between two of them.
                 check_stop()
-                _check_kernel(arr[k], k)
+                if repair:
+                    check_symmetric(arr[k], k, _SYM_RTOL)
+                    maps[k] = repair_kernel(arr[k], psd, k)
+                elif psd == "check":
+                    _check_kernel(arr[k], k)
+                else:
+                    check_symmetric(arr[k], k, _SYM_RTOL)
 
         scales = np.ones(m)
         factors = None
@@ -439,7 +465,9 @@ class KernelBank:
             else:
                 for k in range(m):
                     arr[k] *= 1.0 / scales[k]
-        return cls(DenseStorage(arr, factors), None, scales=scales, cache_size=cache_size)
+        bank = cls(DenseStorage(arr, factors), None, scales=scales, cache_size=cache_size)
+        bank.psd_maps = tuple(maps)
+        return bank
 
     # ------------------------------------------------------------ attributes
     @property
@@ -741,7 +769,9 @@ class KernelBank:
         Returns
         -------
         ndarray of shape (n_new, len(columns)), float64
-            ``sum_k w[k] K_cross[k][:, columns] / scales[k]``.
+            ``sum_k w[k] K_cross[k][:, columns] / scales[k]``, each
+            ``K_cross[k]`` first mapped as its training kernel was repaired
+            (``psd_maps``, see :meth:`from_matrices`).
         """
         w = check_weights(w, self.n_kernels, "w")
         Kc = np.asarray(K_cross)
@@ -757,7 +787,9 @@ class KernelBank:
         )
         out = np.zeros((Kc.shape[1], cols.size))
         for k in np.flatnonzero(w):
-            blk = np.asarray(Kc[k][:, cols], dtype=np.float64)
+            pm = self.psd_maps[k]
+            full = Kc[k] if pm is None else pm.apply(Kc[k])  # the training kernel's map
+            blk = np.asarray(full[:, cols], dtype=np.float64)
             if not np.all(np.isfinite(blk)):
                 raise ValueError(f"K_cross[{k}] contains NaN or infinity")
             out += (w[k] / self.scales[k]) * blk
@@ -772,33 +804,17 @@ class KernelBank:
 
 
 def _check_kernel(Kk, k):
-    """Symmetry and PSD test of one kernel matrix (raises ValueError naming ``k``)."""
-    A = np.asarray(Kk, dtype=np.float64)
-    amax = float(np.max(np.abs(A)))
-    asym = float(np.max(np.abs(A - A.T)))
-    if asym > _SYM_RTOL * amax:
-        raise ValueError(
-            f"K[{k}] is not symmetric: max |K - K'| = {asym:.3g} (max |K| = {amax:.3g}); "
-            "symmetrise it with (K + K.T) / 2 if this is rounding"
-        )
-    tr = float(np.trace(A))
-    if amax == 0.0:
-        return  # the zero matrix is PSD
-    if tr > 0.0:
-        shifted = A + (_PSD_RTOL * tr) * np.eye(A.shape[0])
-        try:
-            np.linalg.cholesky(shifted)
-            return
-        except np.linalg.LinAlgError:
-            pass
-    lam = float(np.linalg.eigvalsh(A)[0])
-    if lam >= -_PSD_RTOL * abs(tr):
-        return  # the factorisation failed only by rounding
-    raise ValueError(
-        f"K[{k}] is not positive semi-definite: its most negative eigenvalue is "
-        f"{lam:.3g} (trace {tr:.3g}; tolerance {_PSD_RTOL:g} x trace). Fix the kernel "
-        "(e.g. clip negative eigenvalues) or pass check=False to skip this test"
-    )
+    """Symmetry and PSD test of one kernel matrix (raises ValueError naming ``k``).
+
+    The PSD test is :func:`mklopt.kernels.psd.psd_test`: exact up to 300
+    samples, a Lanczos estimate of the smallest eigenvalue above (confirmed
+    exactly before an error).
+    """
+    A = np.asarray(Kk)
+    check_symmetric(A, k, _SYM_RTOL)
+    ok, lam = psd_test(A)
+    if not ok:
+        raise indefinite_error(k, lam, float(np.trace(A)))
 
 
 def as_bank(bank):

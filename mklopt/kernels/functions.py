@@ -56,8 +56,19 @@ def _check_specs(specs, n_features):
                 f"specs[{k}] must be a kernel spec made by rbf(), poly(), linear() or a "
                 f"registered kernel family, got {type(s).__name__}"
             )
-        if s.features is not None and max(s.features) > top:
-            top = max(s.features)
+        feats = s.features
+        if feats is None:
+            continue
+        if type(feats[0]) is not int:
+            # column names or an open slice: resolved when an estimator fits
+            raise ValueError(
+                f"specs[{k}] = {s!r} names its columns by name or by an open slice; those "
+                "are resolved by an estimator fitted on a DataFrame with these columns "
+                "(or by mklopt.kernels.columns.resolve_specs(specs, n_features, "
+                "feature_names)); a KernelBank needs integer column indices"
+            )
+        if max(feats) > top:
+            top = max(feats)
             if top >= n_features:
                 raise ValueError(
                     f"specs[{k}] = {s!r} uses feature {top} but X has only "

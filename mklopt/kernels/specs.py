@@ -27,31 +27,99 @@ __all__ = [
     "grid",
     "random_rbf",
     "GRID_PROTOCOLS",
+    "ColumnSlice",
 ]
 
 
 def _check_features(features, name="features"):
-    """Normalise a feature subset to a tuple of distinct non-negative ints, or None."""
+    """Normalise a feature subset; None, a tuple of column indices, of names, or a slice.
+
+    Integer indices give a tuple of distinct non-negative ints (what the
+    kernels compute on). Column names (strings) and a ``slice`` are kept as
+    given, as a tuple of distinct strings or a one-entry tuple holding a
+    :class:`ColumnSlice`, and resolved against the training data when an
+    estimator fits (:func:`mklopt.kernels.columns.resolve_features`); a
+    slice with non-negative bounds and a stop is resolved at once.
+    """
     if features is None:
         return None
+    if isinstance(features, slice):
+        return _check_slice(features, name)
+    if isinstance(features, ColumnSlice):
+        return (features,)
     if isinstance(features, np.ndarray) and features.ndim == 1:
         features = features.tolist()
     if isinstance(features, (str, bytes)) or not isinstance(features, Sequence):
         raise TypeError(
-            f"{name} must be None or a sequence of feature indices, got {type(features).__name__}"
+            f"{name} must be None, a slice, or a sequence of feature indices or column names, "
+            f"got {type(features).__name__}"
+            + (f" (for one column pass [{features!r}])" if isinstance(features, str) else "")
         )
-    out = []
-    for f in features:
-        if isinstance(f, bool) or not isinstance(f, numbers.Integral):
-            raise TypeError(f"{name} must hold integer feature indices, got {f!r}")
-        if f < 0:
-            raise ValueError(f"{name} must hold non-negative feature indices, got {int(f)}")
-        out.append(int(f))
+    if len(features) == 1 and isinstance(features[0], ColumnSlice):
+        return tuple(features)
+    if features and all(isinstance(f, str) for f in features):
+        out = list(features)
+    else:
+        out = []
+        for f in features:
+            if isinstance(f, str):
+                raise TypeError(
+                    f"{name} mixes column names and indices ({list(features)!r}); "
+                    "give all names or all indices"
+                )
+            if isinstance(f, bool) or not isinstance(f, numbers.Integral):
+                raise TypeError(
+                    f"{name} must hold integer feature indices or column names, got {f!r}"
+                )
+            if f < 0:
+                raise ValueError(f"{name} must hold non-negative feature indices, got {int(f)}")
+            out.append(int(f))
     if not out:
         raise ValueError(f"{name} must not be empty; use None for all features")
     if len(set(out)) != len(out):
-        raise ValueError(f"{name} holds repeated feature indices: {out}")
+        raise ValueError(f"{name} holds repeated features: {out}")
     return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSlice:
+    """A ``slice`` of the columns, resolved against the number of features at fit time.
+
+    ``slice`` objects are not hashable, so a spec keeps its bounds here.
+    """
+
+    start: int | None
+    stop: int | None
+    step: int | None
+
+    def indices(self, n_features):
+        return tuple(range(*slice(self.start, self.stop, self.step).indices(n_features)))
+
+    def __repr__(self):
+        return f"slice({self.start}, {self.stop}, {self.step})"
+
+
+def _check_slice(sl, name):
+    for part in (sl.start, sl.stop, sl.step):
+        if part is not None and (isinstance(part, bool) or not isinstance(part, numbers.Integral)):
+            raise TypeError(f"{name} must be a slice of integer column positions, got {sl!r}")
+    if sl.step is not None and sl.step == 0:
+        raise ValueError(f"{name}: slice step cannot be zero")
+    start, stop, step = (None if v is None else int(v) for v in (sl.start, sl.stop, sl.step))
+    if (stop is not None and stop >= 0 and (start is None or start >= 0)
+            and (step is None or step > 0)):
+        out = tuple(range(start or 0, stop, step or 1))
+        if not out:
+            raise ValueError(f"{name} = {sl!r} selects no columns")
+        return out
+    return (ColumnSlice(start, stop, step),)
+
+
+def features_resolved(features):
+    """Whether a spec's features are column indices (or None), ready to compute on."""
+    return features is None or all(
+        isinstance(f, numbers.Integral) and not isinstance(f, bool) for f in features
+    )
 
 
 def _features_repr(features):
@@ -119,9 +187,11 @@ def rbf(sigma, features=None):
     sigma : float
         Width, finite and > 0. The kernel is ``exp(-|x - z|^2 / (2 sigma^2))``
         (``gamma = 1 / (2 sigma^2)`` in scikit-learn's notation).
-    features : sequence of int or None, default=None
-        Distinct non-negative column indices the kernel looks at; None means
-        all features.
+    features : sequence of int, sequence of str, slice or None, default=None
+        The columns the kernel looks at: distinct non-negative indices,
+        column names of the DataFrame the estimator is fitted on (resolved
+        against its ``feature_names_in_``), or a slice of positions; None
+        means all features.
 
     Returns
     -------
@@ -149,8 +219,9 @@ def poly(degree, features=None):
     ----------
     degree : int
         Positive integer degree.
-    features : sequence of int or None, default=None
-        Distinct non-negative column indices; None means all features.
+    features : sequence of int, sequence of str, slice or None, default=None
+        Column indices, column names or a slice, as for :func:`rbf`; None
+        means all features.
 
     Returns
     -------
@@ -169,8 +240,9 @@ def linear(features=None):
 
     Parameters
     ----------
-    features : sequence of int or None, default=None
-        Distinct non-negative column indices; None means all features.
+    features : sequence of int, sequence of str, slice or None, default=None
+        Column indices, column names or a slice, as for :func:`rbf`; None
+        means all features.
 
     Returns
     -------

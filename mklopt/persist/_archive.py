@@ -194,6 +194,10 @@ def save_model(clf, path, feature_names=None, label=None, standardize=None):
         feature_names = [str(f) for f in feature_names]
         if len(feature_names) != d:
             raise ValueError(f"feature_names has {len(feature_names)} names for {d} features")
+        if "kernel_names" in header:
+            from ..estimators._names import estimator_kernel_names
+
+            header["kernel_names"] = estimator_kernel_names(clf, feature_names)
     if label is not None and not isinstance(label, str):
         raise TypeError(f"label must be a string or None, got {type(label).__name__}")
     if standardize is not None:

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
+from ..estimators._names import estimator_kernel_names
 from ..estimators._precomputed import is_precomputed
 from ..kernels import FeatureMapFunctions, KernelFunctions
 from ..kernels.stack import PrecomputedKernel
@@ -242,7 +244,7 @@ class EstimatorCodec(Codec):
     skip = ("callback", "client", "n_jobs")
     #: Parameters newer than format 1, written only when set, so that files
     #: of models that do not use them stay readable by older mklopt.
-    if_set = ("elastic_net", "multiclass", "verbose")
+    if_set = ("elastic_net", "multiclass", "verbose", "kernel_names", "kernel_axis", "psd")
 
     def has_features(self, est):
         """Whether the model sees features (False for ``kernels="precomputed"``)."""
@@ -264,7 +266,12 @@ class EstimatorCodec(Codec):
         for name in self.params(type(est)):
             value = values[name]
             if name == "kernels":
-                params[name] = value if isinstance(value, str) else None  # specs: below
+                if isinstance(value, Mapping):
+                    # the views' names and sizes; their specs are kernel_specs below
+                    params[name] = {"views": [[str(v), len(g) if isinstance(g, (list, tuple))
+                                               else 1] for v, g in value.items()]}
+                else:
+                    params[name] = value if isinstance(value, str) else None  # specs: below
             elif name not in self.if_set or not is_default(value, defaults[name]):
                 params[name] = param_to_json(name, value)
         specs = list(est.kernel_specs_)
@@ -274,6 +281,9 @@ class EstimatorCodec(Codec):
             "kernel_specs": [spec_to_json(s) for s in specs],
             "params": params,
         }
+        # The kernels' readable names (views, column names): metadata for people,
+        # not read back (load computes them again from the parameters).
+        out["kernel_names"] = estimator_kernel_names(est)
         fitted_names = getattr(est, "feature_names_in_", None)
         if fitted_names is not None:
             # load restores feature_names_in_, so prediction checks the columns again
@@ -326,6 +336,15 @@ class EstimatorCodec(Codec):
                                  f"expected index {bad}")
         elif any(isinstance(s, PrecomputedKernel) for s in specs):
             raise ValueError("kernel specs of kind 'precomputed' need kernels='precomputed'")
+        elif isinstance(params.get("kernels"), dict):
+            views = params["kernels"]["views"]
+            if sum(n for _, n in views) != len(specs):
+                raise ValueError("the views of kernels do not add up to the kernel specs")
+            out, k = {}, 0
+            for name, n in views:
+                out[name] = list(specs[k:k + n])
+                k += n
+            params["kernels"] = out
         elif params.get("kernels") not in ("grid", "all_features"):
             params["kernels"] = list(specs)
         return cls(**self.legacy_params(cls, params, a))

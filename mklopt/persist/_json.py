@@ -36,8 +36,19 @@ def _int_list(g):
 
 # Types of the saved values of the built-in parameters (their values are
 # checked by fit); any other parameter (a subclass's) is JSON data.
+def _views(v):
+    """``{"views": [[name, n_kernels], ...]}``: the views of ``kernels={view: specs}``."""
+    return (isinstance(v, dict) and list(v) == ["views"] and isinstance(v["views"], list)
+            and all(isinstance(e, list) and len(e) == 2 and isinstance(e[0], str)
+                    and isinstance(e[1], int) and e[1] > 0 for e in v["views"]))
+
+
 _PARAM_TYPES = {
-    "kernels": lambda v: v in (None, "grid", "all_features", "precomputed"),
+    "kernels": lambda v: v in (None, "grid", "all_features", "precomputed") or _views(v),
+    "kernel_names": lambda v: v is None or (isinstance(v, list)
+                                            and all(isinstance(s, str) for s in v)),
+    "kernel_axis": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "psd": lambda v: v in ("check", "clip", "shift", "trust"),
     "method": lambda v: v is None or isinstance(v, str),
     "groups": lambda v: v in (None, "features") or (isinstance(v, list)
                                                     and all(_int_list(g) for g in v)),

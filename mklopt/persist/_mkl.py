@@ -19,6 +19,7 @@ from ..estimators._ovo import pair_values, set_pair_attributes
 from ..estimators._precomputed import PrecomputedExpansion, is_precomputed
 from ..estimators.mkl import _BinaryMKL
 from ..kernels import FeatureMap, KernelExpansion
+from ..kernels.psd import PSDMap
 from ._estimator import (
     _MAP_ARRAYS,
     _PRECOMPUTED_VERSION,
@@ -65,6 +66,14 @@ _ARRAYS = {
 _OPTIONAL_ARRAYS = {
     # (A, B) of each pair's Platt sigmoid (probability=True)
     "prob_sigmoid": ("f", 2),
+    # psd="clip"/"shift" on precomputed kernels: per kernel its repair (0 none,
+    # 1 clip, 2 shift), shift and smallest eigenvalue, and a clip's V_+ as
+    # columns psd_offsets[k]:psd_offsets[k + 1] of psd_basis.
+    "psd_kind": ("i", 1),
+    "psd_shift": ("f", 1),
+    "psd_lambda": ("f", 1),
+    "psd_offsets": ("i", 1),
+    "psd_basis": ("f", 2),
     "x_mean": ("f", 1),
     "x_scale": ("f", 1),
     "scaler_mean": ("f", 1),
@@ -167,6 +176,47 @@ def _unpack_pairs(a, specs, n_pairs, precomputed):
         supports.append(np.ascontiguousarray(a["sv_index"][s0:s1]))
         coefs.append(coef)
     return models, supports, coefs
+
+
+_PSD_KINDS = {"clip": 1, "shift": 2}
+
+
+def _psd_to_arrays(maps, n_train):
+    """The repairs of ``psd=`` (none: no arrays, as files before them)."""
+    if maps is None or all(pm is None for pm in maps):
+        return {}
+    kinds = [0 if pm is None else _PSD_KINDS[pm.kind] for pm in maps]
+    bases = [pm.basis for pm in maps if pm is not None and pm.basis is not None]
+    widths = [0 if pm is None or pm.basis is None else pm.basis.shape[1] for pm in maps]
+    return {
+        "psd_kind": np.asarray(kinds, dtype=np.int64),
+        "psd_shift": np.asarray([0.0 if pm is None else pm.shift for pm in maps]),
+        "psd_lambda": np.asarray([0.0 if pm is None else pm.lambda_min for pm in maps]),
+        "psd_offsets": np.concatenate([[0], np.cumsum(widths)]).astype(np.int64),
+        "psd_basis": (np.hstack(bases) if bases else np.zeros((n_train, 0))),
+    }
+
+
+def _psd_from_arrays(a, m, n_train):
+    if "psd_kind" not in a:
+        return (None,) * m
+    kinds, off, basis = a["psd_kind"], a["psd_offsets"], a["psd_basis"]
+    if kinds.shape != (m,) or off.shape != (m + 1,) or basis.shape[0] != n_train or \
+            a["psd_shift"].shape != (m,) or a["psd_lambda"].shape != (m,):
+        raise ValueError("the psd arrays do not match the kernels and training samples")
+    _check_offsets(a, "psd_offsets", basis.shape[1])
+    maps = []
+    for k in range(m):
+        kind = int(kinds[k])
+        if kind == 0:
+            maps.append(None)
+        elif kind in (1, 2):
+            B = np.ascontiguousarray(basis[:, off[k]:off[k + 1]]) if kind == 1 else None
+            maps.append(PSDMap("clip" if kind == 1 else "shift", B, float(a["psd_shift"][k]),
+                               float(a["psd_lambda"][k])))
+        else:
+            raise ValueError(f"psd_kind[{k}] = {kind} is not 0, 1 or 2")
+    return tuple(maps)
 
 
 def _check_arrays(a, header):
@@ -352,10 +402,14 @@ class ClassifierCodec(PairModelCodec):
     kind = "mkl_classifier"
 
     def fitted_to_arrays(self, est):
-        return classifier_to_arrays(est)
+        out = classifier_to_arrays(est)
+        out.update(_psd_to_arrays(getattr(est, "psd_maps_", None), est.n_features_in_))
+        return out
 
     def fitted_from_arrays(self, est, arrays):
         classifier_from_arrays(est, arrays)
+        if is_precomputed(getattr(est, "kernels", None)):
+            est.psd_maps_ = _psd_from_arrays(arrays, est.n_kernels_, est.n_features_in_)
 
     def legacy_params(self, cls, params, arrays):
         return legacy_standardize(self, cls, params, arrays)

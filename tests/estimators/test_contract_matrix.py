@@ -351,3 +351,87 @@ def test_one_class_takes_sample_weights(loss, tmp_path):
     _assert_certified(est)
     assert np.all(sw[est.support_] > 0)
     _assert_round_trip(est, X, tmp_path)
+# ---- the inputs of issue 44: named columns, samples-first stacks, repaired kernels
+def _sigmoid(X, Y=None):
+    Y = X if Y is None else Y
+    return np.tanh(0.5 * X @ Y.T - 1.0)  # indefinite
+
+
+def _clip_by_hand(K):
+    e, V = np.linalg.eigh(K)
+    Vp = V[:, e > 0]
+    return (Vp * e[e > 0]) @ Vp.T, Vp @ Vp.T
+
+
+def _new_input(kind):
+    """``(estimator kwargs, X_fit, X_test, reference kwargs, reference X_fit, X_test)``."""
+    if kind == "named_features":
+        pd = pytest.importorskip("pandas")
+        cols = ["u", "v", "w"]
+        df = pd.DataFrame(X3, columns=cols)
+        named = {"uv": [rbf(0.5, features=["u", "v"]), linear(features=["u", "v"])],
+                 "w": [rbf(2.0, features=slice(2, None))]}
+        plain = [rbf(0.5, features=[0, 1]), linear(features=[0, 1]), rbf(2.0, features=[2])]
+        return ({"kernels": named}, df, df.iloc[::3], {"kernels": plain}, X3, X3[::3])
+    K, Kt = _stack(X3), _stack(X3[::3], X3)
+    if kind == "samples_first":
+        return ({"kernels": "precomputed", "kernel_axis": -1}, np.moveaxis(K, 0, -1),
+                np.moveaxis(Kt, 0, -1), {"kernels": "precomputed"}, K, Kt)
+    # psd="clip": the stack with an indefinite sigmoid kernel, against the
+    # kernel clipped by hand and its test rows projected by hand
+    S, St = _sigmoid(X3), _sigmoid(X3[::3], X3)
+    clipped, P = _clip_by_hand(S)
+    return ({"kernels": "precomputed", "psd": "clip"}, np.concatenate([K, S[None]]),
+            np.concatenate([Kt, St[None]]), {"kernels": "precomputed"},
+            np.concatenate([K, clipped[None]]), np.concatenate([Kt, (St @ P)[None]]))
+
+
+@pytest.mark.parametrize("kind", ["named_features", "samples_first", "psd_clip"])
+@pytest.mark.parametrize("cv", [False, True], ids=["plain", "CV"])
+def test_classifiers_on_the_new_inputs(cv, kind, tmp_path):
+    kw, X, X_test, ref_kw, X_ref, X_ref_test = _new_input(kind)
+
+    def make(**k):
+        if cv:
+            return MKLClassifierCV(Cs=CS, cv=3, tol=1e-4, **k)
+        return MKLClassifier(C=3.0, tol=1e-4, **k)
+
+    est = make(**kw).fit(X, Y3)
+    _assert_certified(est)
+    assert est.score(X, Y3) >= 0.7  # a CV may choose the small C on these views
+    _assert_round_trip(getattr(est, "best_estimator_", est), X_test, tmp_path)
+    # the same problem given the old way: the same model
+    ref = make(**ref_kw).fit(X_ref, Y3)
+    np.testing.assert_allclose(est.decision_function(X_test), ref.decision_function(X_ref_test),
+                               rtol=0, atol=1e-7)
+    if kind == "named_features":
+        assert getattr(est, "best_estimator_", est).kernel_names_ == [
+            "rbf(0.5)[uv]", "linear[uv]", "rbf(2)[w]"]
+
+
+@pytest.mark.parametrize("kind", ["named_features", "samples_first", "psd_clip"])
+def test_estimators_without_precomputed_refuse_the_new_inputs(kind):
+    # MKLRegressor and MKLOneClass take named columns; the precomputed-only
+    # inputs are no parameters of theirs (their tables do not list them)
+    X, t = _regression_data()
+    if kind == "named_features":
+        pd = pytest.importorskip("pandas")
+        df = pd.DataFrame(X, columns=["u", "v", "w"])
+        for est, yy in ((MKLRegressor(kernels={"uv": [rbf(1.0, features=["u", "v"])],
+                                               "w": [linear(features=["w"])]}, C=3.0), t),
+                        (MKLOneClass(kernels={"uv": [rbf(1.0, features=["u", "v"])],
+                                              "w": [linear(features=["w"])]}), None)):
+            est.fit(df, yy)
+            assert est.kernel_names_ == ["rbf(1)[uv]", "linear[w]"]
+            ref = type(est)(**{**est.get_params(), "kernels": [rbf(1.0, features=[0, 1]),
+                                                                linear(features=[2])]})
+            ref.fit(X, yy)
+            np.testing.assert_allclose(_decisions(est, df), _decisions(ref, X), atol=1e-10)
+    else:
+        name = "kernel_axis" if kind == "samples_first" else "psd"
+        for cls in (MKLRegressor, MKLOneClass, MKBoostClassifier):
+            with pytest.raises(TypeError, match=name):
+                cls(**{name: -1 if name == "kernel_axis" else "clip"})
+        with pytest.raises(ValueError, match=f"{name}.*kernels='precomputed'"):
+            MKLClassifier(kernels=SPECS, **{name: -1 if name == "kernel_axis" else "clip"}
+                          ).fit(X3, Y3)

@@ -80,10 +80,13 @@ def test_plot_weights(fitted):
 
     fig = plot.weights(fitted)
     titles = [ax.get_title() for ax in fig.axes]
-    # One bar chart per view and the heat map over the 3 pairs (and its colour bar).
-    assert sum(t.startswith("view ") for t in titles) == 3
-    assert "weights per one-vs-one pair" in titles
-    bars = next(ax for ax in fig.axes if ax.get_title().startswith("view all"))
-    heights = [p.get_height() for p in bars.patches]
-    np.testing.assert_allclose(heights, np.atleast_2d(fitted.weights_).mean(axis=0)[:4])
+    # The views, the largest kernels, the heat map over the 3 pairs (and its colour bar).
+    assert titles[0].startswith("weight per view (mean over 3 pairs")
+    assert titles[1].startswith("largest kernel weights")
+    assert titles[2].startswith("weights per one-vs-one pair")
+    bars = fig.axes[1]
+    W = np.atleast_2d(fitted.weights_).mean(axis=0)
+    top = [fitted.kernel_names_.index(t.get_text()) for t in bars.get_yticklabels()]
+    np.testing.assert_allclose([p.get_width() for p in bars.patches], W[top])
+    assert list(W[top]) == sorted(W[top], reverse=True)
     matplotlib.pyplot.close(fig)

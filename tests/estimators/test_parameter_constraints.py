@@ -67,7 +67,8 @@ def test_shared_parameters_are_declared_once():
     # the tables hold the very same constraint objects.
     shared = ("method", "p", "groups", "elastic_net", "tol", "max_iter", "inner_tol",
               "normalize", "weight_threshold", "time_limit", "storage", "cache_size",
-              "max_memory", "callback", "verbose", "n_jobs", "client")
+              "max_memory", "callback", "verbose", "n_jobs", "client", "kernel_names",
+              "kernel_axis", "psd")
     for name in shared:
         # (MKBoost's tol is its weak SVMs' SMO tolerance, another parameter)
         owners = [c for c in ESTIMATORS if name in c._parameter_constraints
@@ -129,6 +130,9 @@ BAD = {
     "random_state": [(-3, ValueError), ("x", TypeError)],
     "class_weight": [("balance", ValueError), ([1.0, 2.0], TypeError)],
     "probability": [("yes", TypeError), (1, TypeError)],
+    "kernel_names": [("a,b", TypeError)],
+    "kernel_axis": [(1, ValueError), ("last", TypeError)],
+    "psd": [("fix", ValueError), (True, TypeError)],
 }
 
 
