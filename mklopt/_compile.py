@@ -189,7 +189,7 @@ def _default_fit():
         ("feasible", "repair_box_equality", (F1, rF1, rF1, f8, f8, F1), 5.0),
         ("groups", "raw_traces", (F2, I1, I1, I1, I1, I1, F1, F1, F1), 7.0),
         ("cuts", "kkt_grow", (F2, F1, rF1, B1), 11.9),
-        ("groups", "kernel_sym",
+        ("groups", "kernel_sym_serial",
          (rF2, F2, I1, I1, I1, I1, I1, F1, F1, F1, I1, I1, F3, I1), 38.1),
         ("smo", "smo_solve", (F2, rI1, rF1, rF1, F1, F1, f8, i8, b1, I1), 59.0),
     ]
@@ -237,7 +237,8 @@ def prepare(estimator="MKLClassifier", progress=None):
             with _state.lock:
                 _state.plan = (done, total)
             disp = _dispatcher(module, name)
-            if tuple(sig) not in disp.overloads:
+            overloads = getattr(disp, "overloads", None)  # None: replaced (a test's wrapper)
+            if overloads is not None and tuple(sig) not in overloads:
                 disp.compile(tuple(sig))
             done += weight
     finally:
