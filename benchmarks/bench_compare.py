@@ -3,14 +3,18 @@
     git worktree add /tmp/mklopt-base 2bb3eaf          # the commit to compare with
     python benchmarks/bench_compare.py --baseline /tmp/mklopt-base
     python benchmarks/bench_compare.py --baseline /tmp/mklopt-base --methods level silp sd
+    python benchmarks/bench_compare.py --baseline /tmp/mklopt-base --scale curve-dense-4000
 
 Both trees run ``mklopt bench --protocol level2008 --methods level`` (or the
-``--methods`` given; 5 half
-splits, medians of 3 timed repeats per solve, numba warmed up by the bench)
-in fresh processes, alternating baseline / this tree ``--rounds`` times so
-that both see the same machine load, after one untimed round per tree that
-fills its numba cache. The table gives, per data set and method, the
-median over rounds of each tree's mean solve time and their ratio.
+``--methods`` given; 5 half splits, medians of 3 timed repeats per solve,
+numba warmed up by the bench) in fresh processes, alternating baseline /
+this tree ``--rounds`` times so that both see the same machine load, after
+one untimed round per tree that fills its numba cache. The table gives, per
+data set and method, the median over rounds of each tree's mean solve time
+and their ratio. With ``--scale CASE ...`` the same for scale cases (each
+``python -m mklopt.bench.scale --child CASE`` in its own process), with the
+oracle calls of both trees. ``--out FILE`` writes the table as a results
+file.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 
-import numpy as np
+from mklopt.bench import results
 
 SETS = ["ionosphere", "sonar", "pima", "breast", "wdbc", "vote"]
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -39,7 +44,18 @@ def run_tree(tree, out, splits, repeats, methods=("level",)):
     per = {}
     for r in runs:
         per.setdefault((r["dataset"], r["method"]), []).append(r["seconds"])
-    return {k: float(np.mean(v)) for k, v in per.items()}
+    return {k: (statistics.fmean(v), None) for k, v in per.items()}
+
+
+def run_case(tree, case):
+    """One scale case in a fresh process on ``tree``: ``{(case, ""): (solve s, calls)}``."""
+    env = dict(os.environ, PYTHONPATH=tree)
+    proc = subprocess.run([sys.executable, "-m", "mklopt.bench.scale", "--child", case, "--quiet"],
+                          cwd=tree, env=env, stdout=subprocess.PIPE, text=True, check=True)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    if "error" in out:
+        raise SystemExit(f"{case} on {tree}: {out['error']}")
+    return {(case, "scale"): (out["solve_s"], out.get("n_oracle_calls"))}
 
 
 def main(argv=None):
@@ -49,27 +65,40 @@ def main(argv=None):
     ap.add_argument("--splits", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--methods", nargs="+", default=["level"])
+    ap.add_argument("--scale", nargs="+", metavar="CASE", help="scale cases instead of the sets")
+    ap.add_argument("--out", help="write the table to this results file")
     args = ap.parse_args(argv)
     trees = {"baseline": os.path.abspath(args.baseline), "this tree": HERE}
-    keys = [(ds, m) for ds in SETS for m in args.methods]
-    times = {name: {k: [] for k in keys} for name in trees}
     with tempfile.TemporaryDirectory() as tmp:
+        def once(name, tree, r, splits=args.splits, repeats=args.repeats):
+            if args.scale:
+                return {k: v for c in args.scale for k, v in run_case(tree, c).items()}
+            out = os.path.join(tmp, f"{name.replace(' ', '_')}-{r}")
+            return run_tree(tree, out, splits, repeats, args.methods)
+
         for name, tree in trees.items():  # untimed: fills each tree's numba cache
-            run_tree(tree, os.path.join(tmp, f"warm-{name.replace(' ', '_')}"), 1, 1,
-                     args.methods)
+            once(name, tree, "warm", 1, 1)
+        times = {name: {} for name in trees}
         for r in range(args.rounds):
-            for name, tree in trees.items():
-                out = os.path.join(tmp, f"{name.replace(' ', '_')}-{r}")
-                for k, t in run_tree(tree, out, args.splits, args.repeats,
-                                     args.methods).items():
-                    times[name][k].append(t)
+            for name in (list(trees) if r % 2 == 0 or not args.scale else list(trees)[::-1]):
+                for k, v in once(name, trees[name], r).items():
+                    times[name].setdefault(k, []).append(v)
                 print(f"round {r + 1}/{args.rounds}: {name} done", file=sys.stderr, flush=True)
-    print("| data | method | baseline (s) | this tree (s) | ratio |")
-    print("|---|---|---|---|---|")
-    for ds, m in keys:
-        a = float(np.median(times["baseline"][(ds, m)]))
-        b = float(np.median(times["this tree"][(ds, m)]))
-        print(f"| {ds} | {m} | {a:.3f} | {b:.3f} | {b / a:.2f} |")
+    rows = []
+    for k in times["baseline"]:
+        a = statistics.median(t for t, _ in times["baseline"][k])
+        b = statistics.median(t for t, _ in times["this tree"][k])
+        calls = ["/".join(sorted({str(c) for _, c in times[n][k]})) for n in trees]
+        rows.append([*k, f"{a:.3f}", f"{b:.3f}", f"{b / a:.2f}",
+                     *([" / ".join(calls)] if args.scale else [])])
+    cols = ["data", "method", "baseline (s)", "this tree (s)", "ratio",
+            *(["oracle calls (base / this)"] if args.scale else [])]
+    tab = results.table(f"this tree against {args.baseline}", cols, rows)
+    print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
+    print("\n".join("| " + " | ".join(r) + " |" for r in rows))
+    if args.out:
+        results.write(args.out, "compare_trees", "python benchmarks/bench_compare.py "
+                      + " ".join(argv if argv is not None else sys.argv[1:]), [tab])
     return 0
 
 

@@ -1,6 +1,6 @@
 """MKLClassifierCV against GridSearchCV(MKLClassifier()): medians over repeats, where the time goes.
 
-The setting of ``bench_cv.py`` (same data, folds and grid: ``StratifiedKFold(5)``
+The setting of the CV benchmark (data, folds and grid: ``StratifiedKFold(5)``
 of a stratified 50 % training half, ``Cs`` 8 values log-spaced from 1e-2 to
 1e3, default parameters), with repeats: every search is timed
 ``--repeats`` times (the MKL grid search ``--gs-repeats`` times) in this
@@ -29,21 +29,41 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 import warnings
 
 import numpy as np
-from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.datasets import load_digits
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 import mklopt
-from mklopt import MKLClassifier, MKLClassifierCV
+from mklopt import MKLClassifier, MKLClassifierCV, datasets
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_cv import DEFAULT_N_TRAIN, load, warm_up  # noqa: E402
+#: Training rows kept per data set (None: the whole 50 % half).
+DEFAULT_N_TRAIN = {"digits": None, "satellite": 1000, "ionosphere": None}
+
+
+def load(name, n_train, seed=0):
+    """A stratified half split of ``name``, its training half cut to ``n_train`` rows."""
+    X, y = load_digits(return_X_y=True) if name == "digits" else datasets.load(name)
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, train_size=0.5, random_state=seed,
+                                              stratify=y)
+    full = X_tr.shape[0]
+    if n_train and n_train < full:
+        X_tr, _, y_tr, _ = train_test_split(X_tr, y_tr, train_size=n_train,
+                                            random_state=seed, stratify=y_tr)
+    return X_tr, X_te, y_tr, y_te, full
+
+
+def warm_up():
+    X, y = load_digits(return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        MKLClassifierCV(Cs=3, cv=3).fit(X[:150], y[:150])
+        MKLClassifier().fit(X[:150], y[:150])
 
 
 def _timed(make, X, y):
@@ -112,7 +132,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--gs-repeats", type=int, default=2)
     parser.add_argument("--n-train", type=int, default=None,
-                        help="training points of every set (default: the bench_cv sizes)")
+                        help="training points per set (default: the whole half; satellite 1,000)")
     parser.add_argument("--floor", action="store_true",
                         help="also time the one-call-per-point floor (tol=1e6)")
     args = parser.parse_args()

@@ -152,35 +152,6 @@ def profile(name, frac, warm=False):
           f"{100 * rest / total:.0f} % |", flush=True)
 
 
-def fill_sweep(cases, exponents, repeats):
-    """Fit times against ``FILL_PARALLEL_MIN`` (2^e; "never" for no threaded batch).
-
-    The values are interleaved within each repeat, in one process; medians.
-    """
-    from mklopt.oracles import _solver
-
-    values = [2**e for e in exponents] + [None]
-    print("| data | " + " | ".join(f"2^{e}" for e in exponents) + " | never |")
-    print("|---|" + "---|" * len(values))
-    saved = _solver.FILL_PARALLEL_MIN
-    try:
-        for name, frac in cases:
-            X_tr, _, y_tr, _ = load(name, frac)
-            secs = {v: [] for v in values}
-            for _ in range(repeats):
-                for v in values:
-                    _solver.FILL_PARALLEL_MIN = 2**62 if v is None else v
-                    t0 = time.perf_counter()
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        MKLClassifier().fit(X_tr, y_tr)
-                    secs[v].append(time.perf_counter() - t0)
-            cells = " | ".join(f"{np.median(secs[v]):.3f} s" for v in values)
-            print(f"| {name} ({int(100 * frac)} %) | {cells} |", flush=True)
-    finally:
-        _solver.FILL_PARALLEL_MIN = saved
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
@@ -195,8 +166,6 @@ def main(argv=None):
                     help="with --profile: profile the second fit of the process")
     ap.add_argument("--tiled", type=int, default=None,
                     help="digits with its features tiled to this many columns")
-    ap.add_argument("--fill-sweep", type=int, nargs="+", metavar="E", default=None,
-                    help="fit times with FILL_PARALLEL_MIN = 2^E for each E, and never")
     args = ap.parse_args(argv)
     warm_up()
     if args.profile:
@@ -204,8 +173,6 @@ def main(argv=None):
             profile(name, args.fraction, warm=args.warm)
     elif args.curve:
         curve(args.curve, args.sizes, args.repeats)
-    elif args.fill_sweep:
-        fill_sweep(CASES, args.fill_sweep, args.repeats)
     elif args.tiled:
         table([("digits", 0.5)], args.repeats, tile=args.tiled)
     else:

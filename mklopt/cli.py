@@ -58,6 +58,38 @@ def _bench_kloft(args):
     return 0
 
 
+def _bench_compare(args):
+    """``--protocol compare``: mklopt against SVC, its grid search and MKLpy (bench.compare)."""
+    from .bench import compare
+
+    if args.cases or args.sizes:
+        raise UserError("--cases and --sizes do not belong to --protocol compare")
+    if optional("sklearn") is None:
+        raise UserError(compare.SKLEARN_MISSING)
+    names = args.datasets or list(compare.DATASETS)
+    bad = [n for n in names if n not in compare.DATASETS]
+    if bad:
+        raise UserError(f"unknown data set(s) {', '.join(bad)} for --protocol compare; choose "
+                        f"from {', '.join(compare.DATASETS)}")
+    estimators = args.methods or list(compare.ESTIMATORS)
+    bad = [e for e in estimators if e not in compare.ESTIMATORS]
+    if bad:
+        raise UserError(f"unknown estimator(s) {', '.join(bad)} for --protocol compare; choose "
+                        f"from {', '.join(compare.ESTIMATORS)}")
+    splits = 1 if args.splits is None else args.splits
+    repeats = 3 if args.repeats is None else args.repeats
+    if splits < 1 or repeats < 1:
+        raise UserError("--splits and --repeats must be at least 1")
+    command = "mklopt bench --protocol compare" + (
+        f" --datasets {' '.join(names)}" if args.datasets else "") + (
+        f" --methods {' '.join(estimators)}" if args.methods else "") + (
+        f" --splits {splits}" if args.splits is not None else "") + (
+        f" --repeats {repeats}" if args.repeats is not None else "")
+    return compare.main(names, out=os.path.join(args.out, "compare.json"), splits=splits,
+                        seed=args.seed, repeats=repeats, estimators=estimators,
+                        quiet=args.quiet, command=command)
+
+
 def _bench(args):
     from . import _compile
     from .bench import runs as B
@@ -74,6 +106,8 @@ def _bench_run(args, B, _bench_scale):
         raise UserError("--sizes belongs to --protocol kloft2010")
     if args.protocol == "kloft2010":
         return _bench_kloft(args)
+    if args.protocol == "compare":
+        return _bench_compare(args)
     if args.repeats is None:
         args.repeats = 1
     if args.protocol == "scale":
@@ -104,6 +138,8 @@ def _bench_run(args, B, _bench_scale):
         raise UserError(
             f"unknown method(s) {', '.join(bad)}; choose from {', '.join(sorted(known))}"
         )
+    if args.splits is None:
+        args.splits = 3
     if args.splits < 1:
         raise UserError("--splits must be at least 1")
 
@@ -164,12 +200,18 @@ def _bench_run(args, B, _bench_scale):
             fh,
             indent=1,
         )
+    from .bench import results as _results
+
+    _results.write(os.path.join(out, "results.json"), args.protocol,
+                   "mklopt bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"]
+                   else f"mklopt bench --protocol {args.protocol}",
+                   B.result_tables(rows, methods, savings), [r.as_dict() for r in runs])
     B.write_csv(os.path.join(out, "summary.csv"), rows)
     with open(os.path.join(out, "table.md"), "w") as fh:
         fh.write(table + "\n")
     figs = B.draw_figures(first_histories, out, methods)
     print(
-        f"wrote {out}/runs.json, summary.csv, table.md"
+        f"wrote {out}/runs.json, results.json, summary.csv, table.md"
         + (f" and {len(figs)} figure(s)" if figs else " (install mklopt[plot] for figures)"),
         file=sys.stderr,
     )
@@ -718,7 +760,8 @@ def build_parser():
         default="level2008",
         help="; ".join(f"{k}: {v.help}" for k, v in PROTOCOLS.items()),
     )
-    b.add_argument("--splits", type=int, default=3, help="random half splits (default: 3)")
+    b.add_argument("--splits", type=int, default=None,
+                   help="random half splits (default: 3; with --protocol compare 1)")
     b.add_argument("--seed", type=int, default=0, help="seed of the first split (default: 0)")
     b.add_argument(
         "--repeats",

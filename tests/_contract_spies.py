@@ -76,7 +76,7 @@ SPIES = {
     ("classification", "spy"): (SpyHinge, ("C", "tol"), True),
     ("classification", "spy_plain"): (PlainSpy, ("C", "tol"), False),
     ("regression", "spy"): (SpySVR, ("C", "epsilon", "tol"), True),
-    ("one-class", "spy"): (SpyOneClass, ("nu", "tol"), True),
+    ("one-class", "spy"): (SpyOneClass, ("nu", "tol", "sample_weight"), True),
 }
 
 

@@ -96,7 +96,7 @@ def certifies_slowly(label):
     working set on a strict subset of the kernels have no model of ``J``:
     their certificate closes only as fast as one answer's own gap, which on
     the drawn problems sometimes stayed above 1e-4 after 3,000 calls
-    (``benchmarks/bench_conic_exact.py``). Their bracket is checked, not
+    (``benchmarks/bench_conic_exact.py`` (retired; at commit ``89ee8cc``)). Their bracket is checked, not
     their convergence.
     """
     return label.startswith(("mirror", "subgradient (projected", "working_set (size 1"))

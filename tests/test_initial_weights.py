@@ -102,7 +102,7 @@ def test_warm_started_pairs_certify_the_optima_of_cold_pairs(monkeypatch):
     keep = np.isin(y, [0, 3, 5, 8])
     X, y = X[keep][::3], y[keep][::3]
     warm = MKLClassifier(C=1.0).fit(X, y)
-    monkeypatch.setattr(MKLClassifier, "_pair_parents", lambda self, plan, pairs: None)
+    monkeypatch.setattr(MKLClassifier, "_parents", lambda self, plan, task, problems: None)
     cold = MKLClassifier(C=1.0).fit(X, y)
     for a, b in zip(warm.result_, cold.result_):
         assert a.converged and b.converged

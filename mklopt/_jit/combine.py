@@ -4,7 +4,7 @@
 sums are always accumulated in float64.
 
 Design notes, from timings on 2 cores with n = 175 and m = 455 (a 111 MB
-bank; ``benchmarks/bench_kernels.py`` times the public calls):
+bank; ``benchmarks/bench_kernels.py`` (retired; at commit ``89ee8cc``) times the public calls):
 
 - ``combine_kernels`` streams each active ``K[k]`` as one flat contiguous
   vector and folds four kernels into ``out`` per pass, which cuts the

@@ -60,6 +60,16 @@ PROTOCOLS = {
         "Lp, scale curves n = 1k..16k, shuttle (50,000 points), sonar with 1e5 and 1e6 kernels; "
         "each case in its own process, with peak memory (select with --cases)",
     ),
+    "compare": Protocol(
+        methods=(),
+        C=None,
+        help="mklopt against what a user would pick instead, one process, same splits: "
+        "StandardScaler+SVC, its 5x5 GridSearchCV over C and gamma, SVC on the uniform average "
+        "of the same kernels, MKLpy's EasyMKL and AverageMKL (when installed), MKLClassifier() "
+        "and MKLClassifierCV(); digits, satellite, the six binary sets and satellite-bands "
+        "(multi-view); accuracy, fit time with one BLAS thread and the default threads, peak "
+        "memory (needs scikit-learn; --datasets, --splits (default 1), --repeats (default 3))",
+    ),
     "kloft2010": Protocol(
         methods=(),
         C=None,

@@ -44,6 +44,7 @@ __all__ = [
     "run_split_task",
     "summarise",
     "markdown_table",
+    "result_tables",
     "time_saving",
     "write_csv",
     "draw_figures",
@@ -309,6 +310,25 @@ def markdown_table(rows, method_order):
             f"| {r['rel_gap']:.4f} | {r['converged']}/{r['n_splits']} |"
         )
     return "\n".join(lines)
+
+
+def result_tables(rows, method_order, savings=()):
+    """The tables of :func:`markdown_table` and the time savings, as results-file tables."""
+    from .results import table
+
+    def cells(line):
+        return [c.strip() for c in line.strip().strip("|").split("|")]
+
+    md = markdown_table(rows, method_order).splitlines()
+    out = [table("Solver time, mean ± std over splits", cells(md[0]), [cells(x) for x in md[2:]])]
+    if savings:
+        sets = sorted({d for s in savings for d in s["per_dataset"]})
+        out.append(table("Time saved (%, the level paper's Table 2)",
+                         ["method", "against", *sets, "average"],
+                         [[label(s["method"]), label(s["against"]),
+                           *(f"{s['per_dataset'][d]:.1f}" if d in s["per_dataset"] else ""
+                             for d in sets), f"{s['average']:.1f}"] for s in savings]))
+    return out
 
 
 def run_protocol_split(name, split, method_keys, *, protocol="level2008", C=None, repeats=1,

@@ -52,6 +52,8 @@ __all__ = [
     "RUN_PARAMS",
     "STORAGE_PARAMS",
     "POSITIVE",
+    "CLASS_WEIGHT",
+    "SEED",
     "loss_of",
     "NO_VALIDATION",
 ]
@@ -117,6 +119,11 @@ MKL_PARAMS = {
     **STORAGE_PARAMS,
     **RUN_PARAMS,
 }
+
+#: A classifier's ``class_weight``: None, a dict from label to weight, or "balanced"
+#: (the weights themselves are checked against the classes when ``fit`` starts).
+CLASS_WEIGHT = [Options(("balanced",)),
+                InstanceOf(dict, "a dict from class label to weight"), None]
 
 #: A seed: None, an int >= 0 or a numpy.random.Generator.
 SEED = [None, Interval(Integral, 0, None), InstanceOf(np.random.Generator,

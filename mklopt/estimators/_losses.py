@@ -26,7 +26,8 @@ from functools import partial
 
 from ..tasks import get_oracle
 
-__all__ = ["oracle_entry", "make_oracle", "method_for", "pair_offset", "gives_probabilities"]
+__all__ = ["oracle_entry", "make_oracle", "method_for", "pair_offset", "gives_probabilities",
+           "check_sample_bounds"]
 
 
 def oracle_entry(task, loss, where=None):
@@ -111,3 +112,23 @@ def pair_offset(part, w, alpha, tol):
     if getattr(part, "supports_value_only", False):
         return part(w, warm_start=alpha, need_q=False)
     return part(w, warm_start=alpha)
+
+
+def check_sample_bounds(entry, where):
+    """Refuse class or sample weights for a loss whose oracle cannot take them.
+
+    An oracle whose ``C`` may be one bound per sample declares the class
+    attribute ``sample_bounds = True`` (the hinge, epsilon-insensitive and
+    squared losses); the one-class oracle takes ``sample_weight`` among its
+    registered parameters.
+    """
+    factory = entry.factory
+    ok = bool(getattr(factory, "sample_bounds", False))
+    if entry.task == "one-class":
+        ok = ok and "sample_weight" in entry.params
+    if not ok:
+        raise ValueError(
+            f"{where}: loss={entry.name!r} takes no per-sample weights (class_weight, "
+            "sample_weight); its oracle does not declare per-sample bounds. Use a loss that "
+            "does (loss='hinge' for classification) or fit without weights"
+        )

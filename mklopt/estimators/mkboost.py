@@ -15,7 +15,8 @@ from ..methods import Boosting
 from ..oracles import WeakLearners
 from ..stopping import MaxIter, TimeLimit
 from ._core import NORMALIZE, POSITIVE, RUN_PARAMS, STANDARDIZE, STORAGE_PARAMS
-from ._ovo import ClassifierBase, pair_label, set_pair_attributes
+from ._fit import ClassifierBase
+from ._ovo import pair_label, set_pair_attributes
 from ._params import KernelSpecs, check_estimator_client, resolve_kernel_specs
 from ._progress import call_lines
 from ._sklearn import ConvergenceWarning, SharedClientMixin
@@ -311,9 +312,13 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
                           np.random.default_rng(self.random_state),
                           verbose=int(self.verbose), deadline=deadline)
 
-    def _prepare_pairs(self, plan, X, rows):
-        plan.pairs_left = len(rows)
-        return plan
+    def _prepare_problems(self, plan, X, problems, targets, labels):
+        plan.pairs_left = len(problems)
+        return plan, problems
+
+    def _parents(self, plan, task, problems):
+        # Boosting runs have no weights to start from: the pairs are independent.
+        return None
 
     def _stop(self, plan):
         # The method stops itself after n_rounds; MaxIter only guards the loop.
@@ -330,7 +335,8 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
         return [(int(plan.seeds.integers(2**63 - 1)),) for _ in range(n_pairs)]
 
     # ---- one binary problem ------------------------------------------------
-    def _fit_binary(self, plan, X, y, seed):
+    def _fit_problem(self, plan, X, problem, seed):
+        y = problem.y
         bank = KernelBank.from_specs(
             X,
             plan.specs,
@@ -376,9 +382,9 @@ class MKBoostClassifier(SharedClientMixin, ClassifierBase):
         self._validate_params()
         # Stoppable as a whole (time_limit, Ctrl-C), kernel construction included.
         with fit_run(type(self).__name__, self.time_limit, self.verbose):
-            return super().fit(X, y)
+            return self._fit_task(X, y)
 
-    def _finish_fit(self, plan, models, rows):
+    def _finish_fit(self, plan, models, problems):
         self.kernel_specs_ = list(plan.specs)
         self.n_kernels_ = len(plan.specs)
         results = [mdl.result for mdl in models]

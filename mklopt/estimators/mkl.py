@@ -7,10 +7,11 @@ import time
 import warnings
 from dataclasses import dataclass
 from functools import partial
+from itertools import combinations
 
 import numpy as np
 
-from .._constraints import Options
+from .._constraints import Boolean, Options
 from .._interrupt import fit_run
 from .._policy import INNER_TOL_MAX, default_inner_tol
 from ..driver import solve
@@ -21,19 +22,20 @@ from ..kernels.stack import _as_stack
 from ..methods import Chain, LevelBundle, estimator_params_of, get_method, method_names
 from ..oracles import CompositeOracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
+from ..tasks import get_task
 from ._checks import check_is_fitted, check_y
-from ._core import MKL_PARAMS, POSITIVE, loss_of
-from ._losses import gives_probabilities, method_for, oracle_entry, pair_offset
-from ._names import kernel_names, weights_table
-from ._ovo import (
-    ClassifierBase,
-    class_order,
-    mean_weights,
-    pair_label,
-    pair_rows,
-    set_pair_attributes,
-    star_parents,
+from ._combined import CombinedKernelMixin
+from ._core import CLASS_WEIGHT, MKL_PARAMS, POSITIVE, SEED, loss_of
+from ._fit import ClassifierBase, TaskEstimator
+from ._losses import (
+    check_sample_bounds,
+    gives_probabilities,
+    method_for,
+    oracle_entry,
+    pair_offset,
 )
+from ._names import kernel_names, weights_table
+from ._ovo import class_order, pair_label, set_pair_attributes
 from ._params import KERNEL_GRIDS, KernelSpecs, check_estimator_client, resolve_kernel_specs
 from ._precomputed import (
     PrecomputedExpansion,
@@ -42,10 +44,12 @@ from ._precomputed import (
     precomputed_bank,
     precomputed_specs,
 )
+from ._probability import kernel_sigmoid, pair_probabilities, pair_seeds
 from ._progress import call_lines
 from ._sklearn import ConvergenceWarning, SharedClientMixin
+from ._weights import sample_bounds
 
-__all__ = ["MKLClassifier"]
+__all__ = ["MKLBase", "MKLClassifier"]
 
 # The default inner (SMO) tolerance follows tol (mklopt._policy.default_inner_tol).
 # Below this tol the default method="level" runs as Chain("level", "active_set"):
@@ -122,6 +126,30 @@ class _Plan:
     #: the fit starts and carried to every problem (in other processes or
     #: machines too, where the user's registration may not have run).
     entry: object = None
+    #: The estimator's values its oracle may take (``C``, ``epsilon``, ``nu``).
+    values: dict = None
+    #: The estimator's task entry (:class:`mklopt.tasks.TaskEntry`), carried
+    #: to every problem as ``entry`` is.
+    task: object = None
+    #: Each training sample's weight in its box, ``C_i = C * bounds_i``
+    #: (class and sample weights, see ``_weights.py``; for the one-class
+    #: oracle, its ``sample_weight``), or None: no weights.
+    bounds: object = None
+    #: Fit Platt's sigmoid of every binary problem (``probability=True``).
+    probability: bool = False
+    #: The seed of each problem's internal CV folds, by its classes.
+    seeds: dict = None
+
+    def values_of(self, rows):
+        """The oracle's values for the problem on training rows ``rows`` (its samples' boxes)."""
+        values = dict(self.values)
+        if self.bounds is not None:
+            w = np.ascontiguousarray(self.bounds[rows])
+            if "C" in values:
+                values["C"] = values["C"] * w
+            else:
+                values["sample_weight"] = w
+        return values
 
 
 @dataclass
@@ -139,6 +167,9 @@ class _BinaryMKL:
     dual_coef: np.ndarray
     bias: float
     result: object
+    #: ``(A, B)`` of Platt's sigmoid ``P(+1 | f) = 1 / (1 + exp(A f + B))``
+    #: (``probability=True``), or None.
+    sigmoid: object = None
 
 
 class _BestPoint:
@@ -201,6 +232,13 @@ def _run_attributes(models, rows=None):
 _RUN_KEYS = ("n_iter_", "n_oracle_calls_", "gap_", "converged_", "history_", "result_")
 
 
+def _problem_label(est, problem):
+    """``"a vs b: "`` for a one-vs-one problem (its classes as given), else nothing."""
+    if problem.classes is None:
+        return ""
+    return f"{pair_label(est.classes_, *problem.classes)}: "
+
+
 def _check_oracle_kind(cls, label):
     """MKLClassifier runs methods of the SVM-dual oracle; boosting has its own estimator."""
     kind = getattr(cls, "oracle_kind", "dual")
@@ -221,7 +259,449 @@ def _fresh_method(method):
     return copy.deepcopy(method)
 
 
-class MKLClassifier(SharedClientMixin, ClassifierBase):
+class MKLBase(CombinedKernelMixin, TaskEstimator):
+    """The MKL estimators' problem solver: one outer method run per problem, on one oracle.
+
+    Shared by :class:`MKLClassifier`, :class:`~mklopt.MKLRegressor` and
+    :class:`~mklopt.MKLOneClass` (and their cross-validated refits): the
+    same parameters mean the same thing on each. A subclass gives the
+    values its task's oracles take (``_oracle_values``: ``C``,
+    ``epsilon``, ``nu``) and, through ``_task``, how ``y`` becomes
+    problems and how a dual vector becomes expansion coefficients.
+    """
+
+    def _oracle_values(self):
+        """The estimator's values the oracle factories may take (default: ``C``)."""
+        return {"C": float(self.C)}
+
+    # ---- parameter validation ----------------------------------------------
+    def _resolve_specs(self, n_features):
+        return resolve_kernel_specs(self.kernels, n_features, protocol="level2008")
+
+    def _resolve_groups(self, specs):
+        g = self.groups  # "features" or a list of lists (checked by the table)
+        if isinstance(g, str):
+            index = {}
+            for k, spec in enumerate(specs):
+                feats = getattr(spec, "features", None)
+                key = None if feats is None else tuple(np.atleast_1d(feats).tolist())
+                index.setdefault(key, []).append(k)
+            groups = list(index.values())
+        else:
+            groups = [list(np.atleast_1d(gi).tolist()) for gi in g]
+        return groups
+
+    def _method_factory(self, specs):
+        """Check how method, p, groups and elastic_net go together; return a method factory.
+
+        Each of them on its own is checked by the constraint table.
+        """
+        enet = getattr(self, "elastic_net", None)
+        if enet is not None:
+            enet = float(enet)
+        m = _method_name_for(self.method, len(specs), enet)
+        if isinstance(m, str):
+            cls = get_method(m)
+            _check_oracle_kind(cls, repr(m))
+            # the estimator parameters the method declares it takes
+            accepted = estimator_params_of(cls)
+            label = f"method={m!r}"
+            kwargs = {}
+            if "p" in accepted:
+                if self.p is None:
+                    raise ValueError(f"p is required with {label} (the Lp norm, 1 < p <= inf)")
+                kwargs[accepted["p"]] = self.p
+            elif self.p is not None:
+                raise ValueError(
+                    f"p={self.p!r} is only used by Lp-MKL (method='lp'); remove it for {label}"
+                )
+            if "groups" in accepted:
+                if self.groups is not None:
+                    kwargs[accepted["groups"]] = self._resolve_groups(specs)
+            elif self.groups is not None:
+                raise ValueError(
+                    "groups is only used by the grouped formulation (method='mirror'); "
+                    f"remove it for {label}"
+                )
+            enet_arg = accepted.get("elastic_net")
+            if enet is not None:
+                if enet_arg is None:
+                    names = ", ".join(repr(n) for n in _elastic_net_methods())
+                    raise ValueError(
+                        f"elastic_net={self.elastic_net!r} needs a method that runs elastic-net "
+                        f"MKL ({names}, or 'auto' for 'elastic_net'); {label} solves another "
+                        "formulation"
+                    )
+                kwargs[enet_arg] = enet
+            elif cls.name == "elastic_net":
+                raise ValueError(
+                    f"elastic_net is required with {label} (the mixing parameter lam in [0, 1])"
+                )
+            try:
+                # The method owns its parameters' checks (1 < p <= inf, groups a partition).
+                cls(**kwargs).check_params(n_kernels=len(specs))
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"method {m!r}: {exc}") from None
+            return lambda: cls(**kwargs)
+        _check_oracle_kind(type(m), type(m).__name__)
+        for name in ("p", "groups", "elastic_net"):
+            if getattr(self, name, None) is not None:
+                raise ValueError(
+                    f"{name} cannot be combined with a method instance; set it on the "
+                    f"instance itself (e.g. {type(m).__name__}({name}=...))"
+                )
+        return lambda: _fresh_method(m)
+
+    def _n_specs_of(self, X):
+        """The number of columns the kernel specs are resolved for."""
+        return X.shape[1]
+
+    def _prepare_fit(self, X):
+        # The parameters, each checked by the constraint table when fit began.
+        tol = float(self.tol)
+        max_iter = int(self.max_iter)
+        if self.inner_tol is None:
+            inner_tol = default_inner_tol(tol)
+        else:
+            inner_tol = float(self.inner_tol)
+        threshold = float(self.weight_threshold)
+        deadline = None
+        if self.time_limit is not None:
+            # Wall-clock time, not perf_counter: with n_jobs the problems may
+            # run on other machines, whose monotonic clocks differ.
+            deadline = time.time() + float(self.time_limit)
+        check_estimator_client(getattr(self, "client", None), getattr(self, "n_jobs", None))
+        shared = getattr(self, "multiclass", "ovo") == "shared"
+        specs = self._resolve_specs(self._n_specs_of(X))
+        new_method = self._method_factory(specs)
+        if shared and getattr(new_method(), "needs_problem", False):
+            raise ValueError(
+                "multiclass='shared' cannot run a method with the exact active-set step "
+                "(it solves one dual with one equality constraint; the shared problem has "
+                "one per pair); use e.g. method='level'"
+            )
+        if (_method_name_for(self.method, len(specs), self.elastic_net) == "level"
+                and tol < _CHAIN_BELOW and not shared and deadline is None):
+            # (With a time_limit Level runs alone: the exact step's QP is one
+            # ECOS call, which no time limit can cut short.)
+            # A tight tol: Level finds the active kernels, the exact step certifies.
+            new_method = partial(Chain, LevelBundle(), "active_set",
+                                 switch=max(_CHAIN_SWITCH, tol))
+
+            if self.inner_tol is None:
+                inner_tol = INNER_TOL_MAX
+        values = self._oracle_values()
+        return _Plan(values.get("C"), tol, max_iter, inner_tol, threshold, deadline, specs,
+                     new_method, shared=shared, verbose=int(self.verbose),
+                     entry=oracle_entry(self._task, self.loss), values=values,
+                     task=get_task(self._task))
+
+    # ---- class and sample weights (see _weights.py) -----------------------------
+    def _prepare_weights(self, plan, targets, labels, sample_weight):
+        """The boxes ``C_i = C s_i c_{y_i}`` from ``sample_weight`` and ``class_weight``."""
+        class_weight = getattr(self, "class_weight", None)
+        if labels is not None:
+            bounds = sample_bounds(1.0, labels, targets, class_weight, sample_weight)
+        else:
+            bounds = sample_weight
+        if bounds is not None and np.ndim(bounds) > 0:
+            check_sample_bounds(plan.entry, type(self).__name__)
+            plan.bounds = bounds
+        return plan
+
+    # ---- probabilities (see _probability.py) -----------------------------------
+    def _calibrate(self, plan, bank, problem, w):
+        """Platt's ``(A, B)`` of a solved binary problem on its learned kernel, or None."""
+        if not plan.probability:
+            return None
+        # the kernels prediction keeps (weight_threshold), on the problem's points
+        wk = np.where(w > plan.threshold * w.max(), w, 0.0)
+        K = np.asarray(bank.combine(wk), dtype=np.float64)
+        entry, tol = plan.entry, plan.inner_tol
+        values = plan.values_of(problem.rows)
+        C = values.pop("C")
+
+        def make(b, y, C):
+            return entry.make(b, y, **values, C=C, tol=tol)
+
+        return kernel_sigmoid(make, K, problem.y, C, plan.seeds[tuple(problem.classes)])
+
+    # ---- one problem ---------------------------------------------------------
+    def _stop(self, plan):
+        stop = DualityGap(plan.tol) | MaxIter(plan.max_iter)
+        if plan.deadline is not None:
+            # The limit is for the whole fit: a problem gets an equal share of
+            # the time left when it starts (with n_jobs, problems that run at
+            # once each get their share: they finish early, not late).
+            share = (plan.deadline - time.time()) / max(1, plan.pairs_left)
+            plan.pairs_left = max(1, plan.pairs_left - 1)
+            stop = stop | TimeLimit(max(share, 1e-9))
+        return stop
+
+    def _shares_bank(self, n_problems):
+        """Whether the problems read one bank (built here, or given by the CV refit).
+
+        On features, for two problems or more without a ``client``, under
+        any joblib backend too (threads, processes, Dask): the problems
+        then solve the same problems, point for point, as a serial fit.
+        """
+        return not (n_problems < 2 or getattr(self, "client", None) is not None)
+
+    def _prepare_problems(self, plan, X, problems, targets, labels):
+        """One bank for all problems, the kernels of all points evaluated once, and its layout.
+
+        Each problem then reads its index block through a view with its own
+        normalisation (:meth:`KernelBank.view`), which gives the kernels of
+        a bank built on the problem's points (with feature maps: maps fitted
+        once on all points). Skipped with one problem and with a ``client``
+        (each problem's kernels are sharded over the cluster).
+
+        With a bank of a built-in storage the bank holds the training
+        samples class by class, and pair ``(i, j)`` takes the rows of class
+        ``i`` and then those of class ``j`` (each in the order of ``X``):
+        its block of the bank is then two contiguous ranges of each row
+        instead of rows scattered over all samples, so combining a row and
+        the quadratic forms read whole cache lines. The problem is the same
+        (its points in another order); the support vectors are kept in
+        ascending training rows (:meth:`_model`). Storages registered by
+        users and feature maps keep the order of ``X``.
+        """
+        plan.pairs_left = 1 if plan.shared else len(problems)
+        if not self._shares_bank(len(problems)):
+            return plan, problems
+        given = getattr(self, "_given_bank", None)
+        task = plan.task
+        if given is not None:
+            # MKLClassifierCV's refit: its one bank is this very bank (the
+            # same standardised X, specs and storage), already evaluated, its
+            # samples class by class too (or in the order of X, for
+            # precomputed kernels: no position).
+            plan.bank = given
+            plan.position = getattr(self, "_given_position", None)
+            return plan, task.problems(targets, labels, len(targets), True)
+        if storage_traits(self.storage)[0] and labels is not None:
+            plan.order, plan.position = class_order(targets)
+            problems = task.problems(targets, labels, len(targets), True)
+            X = X[plan.order]  # the samples class by class
+        plan.bank = KernelBank.from_specs(
+            X,
+            plan.specs,
+            storage=shared_storage(self.storage, X, plan.specs, self.max_memory),
+            normalize=None,
+            cache_size=self.cache_size,
+            max_memory=self.max_memory,
+        )
+        return plan, problems
+
+    def _parents(self, plan, task, problems):
+        """Problems fitted one by one start from the weights of problems sharing a class.
+
+        The optimal weights of pairs that share a class are often close,
+        and a run started there certifies its gap in fewer oracle calls
+        (on digits, 3.5 calls per pair from a parent's weights instead of
+        9.4 cold). Each pair starts from the mean weights of its parent and
+        of the other pairs of earlier waves that share a class with it. The
+        start changes the path only, not the certificate. The parents are
+        fixed before any pair runs, whatever ``n_jobs`` or the joblib
+        backend, so a parallel fit gives the serial model bit for bit. The
+        shared-weight formulation solves all pairs at once and has none.
+        """
+        return None if plan.shared else task.parents_of(problems)
+
+    def _joint(self, plan):
+        return self._fit_shared if plan.shared else None
+
+    def _problem_bank(self, plan, X, rows):
+        """The kernels of one problem: a view of the shared bank, or its own."""
+        if plan.bank is not None:
+            if plan.position is not None:
+                rows = plan.position[rows]  # ascending: the problem's order is the bank's
+            return plan.bank.view(rows, normalize=self.normalize)
+        return KernelBank.from_specs(
+            X,
+            plan.specs,
+            storage=self.storage,
+            normalize=self.normalize,
+            cache_size=self.cache_size,
+            max_memory=self.max_memory,
+            client=getattr(self, "client", None),
+        )
+
+    def _model(self, plan, bank, problem, w, alpha, bias, result):
+        """The model of a solved problem.
+
+        Its expansion coefficients are the task's (``alpha_i y_i`` for a
+        classification dual, ``alpha_i`` for the others). On features the
+        predictor is a kernel expansion over the support vectors' features;
+        a bank of the user's matrices has no kernel functions, and its
+        predictor reads the test kernels at the support vectors' training
+        indices (:class:`PrecomputedExpansion`).
+        """
+        alpha = np.asarray(alpha, dtype=np.float64)
+        coef = plan.task.coefficients(alpha, problem.y)
+        support = np.flatnonzero(coef != 0.0).astype(np.int64)
+        rows = problem.rows
+        # Support vectors in ascending training rows, whatever order the
+        # problem's points took (class by class, see _prepare_problems).
+        support = support[np.argsort(rows[support], kind="stable")]
+        if bank.functions is None:
+            keep = np.flatnonzero(w > plan.threshold * w.max())
+            factors = plan.bank.scales / bank.scales
+            predictor = PrecomputedExpansion(keep, w[keep] * factors[keep], rows[support],
+                                             coef[support], float(bias))
+        else:
+            predictor = KernelExpansion.from_solution(
+                bank.functions, w, coef, float(bias), threshold=plan.threshold,
+                support=support,
+            )
+        return _BinaryMKL(predictor=predictor, weights=w, support=support,
+                          dual_coef=coef[support], bias=float(bias), result=result)
+
+    def _oracle(self, plan, bank, problem):
+        return plan.entry.make(bank, problem.y, **plan.values_of(problem.rows),
+                               tol=plan.inner_tol)
+
+    def _fit_problem(self, plan, X, problem, start=None):
+        bank = self._problem_bank(plan, X, problem.rows)
+        client = getattr(self, "client", None)
+        try:
+            oracle = self._oracle(plan, bank, problem)
+            new_method = method_for(plan.entry, plan.new_method)
+            callback = call_lines(plan.verbose, type(self).__name__, oracle, self.callback)
+            best = _BestPoint(callback) if client is not None else None
+            try:
+                result = solve(oracle, new_method(), stop=self._stop(plan),
+                               callback=callback if best is None else best,
+                               initial=start)
+            except ShardLostError as exc:
+                raise best.lost(exc) from exc
+            w = np.asarray(result.weights, dtype=np.float64)
+            model = self._model(plan, bank, problem, w, result.alpha, result.bias, result)
+            model.sigmoid = self._calibrate(plan, bank, problem, w)
+        finally:
+            if client is not None:
+                bank.storage.close()  # the model keeps only the kernel functions
+        return model
+
+    def _fit_shared(self, tasks, on_done=None):
+        """One joint run for all pairs (``multiclass="shared"``): one weight vector."""
+        tasks = [t[1:] for t in tasks]  # no per-pair progress names: one joint run
+        plan = tasks[0][0]
+        client = getattr(self, "client", None)
+        banks = []
+        try:
+            # Built inside the try: if one pair's bank fails, the sharded
+            # banks built before it are still closed below.
+            for _, Xp, problem in tasks:
+                banks.append(self._problem_bank(plan, Xp, problem.rows))
+            parts = [self._oracle(plan, bank, problem)
+                     for bank, (_, _, problem) in zip(banks, tasks, strict=True)]
+            # One w for all pairs: the outer method minimises sum_p J_p(w).
+            oracle = CompositeOracle(parts)
+            result = solve(oracle, method_for(plan.entry, plan.new_method)(),
+                           stop=self._stop(plan),
+                           callback=call_lines(plan.verbose, type(self).__name__, oracle,
+                                               self.callback, where="shared"))
+            w = np.asarray(result.weights, dtype=np.float64)
+            models = []
+            for part, bank, a, (_, _, problem) in zip(
+                parts, banks, oracle.split(result.alpha), tasks, strict=True
+            ):
+                # The run keeps the best point's alpha but no per-pair bias:
+                # re-solve each pair at w from its alpha (already optimal there,
+                # so SMO stops at once) for the bias of its decision function.
+                ans = pair_offset(part, w, a, plan.inner_tol)
+                model = self._model(plan, bank, problem, w, ans.alpha, ans.bias, result)
+                model.sigmoid = self._calibrate(plan, bank, problem, w)
+                models.append(model)
+            if on_done is not None:
+                # The pairs end together, with the joint run.
+                for k, model in enumerate(models):
+                    on_done(k, model)
+        finally:
+            if client is not None:
+                for bank in banks:
+                    bank.storage.close()
+        return models
+
+    def _finish_fit(self, plan, models, problems):
+        self.kernel_specs_ = list(plan.specs)
+        self.n_kernels_ = len(plan.specs)
+        results = [mdl.result for mdl in models]
+        self.intercept_ = np.array([mdl.bias for mdl in models])
+        attrs = _run_attributes(models, [p.rows for p in problems])
+        shared = plan.shared and len(models) > 1
+        if shared:
+            # One joint run: its weights and record once, the pairs' SVMs per pair.
+            results = results[:1]
+            set_pair_attributes(
+                self, **{k: attrs[k][:1] for k in ("weights_", *_RUN_KEYS)}
+            )
+            self.support_ = attrs["support_"]
+            self.dual_coef_ = attrs["dual_coef_"]
+        else:
+            set_pair_attributes(self, **attrs)
+        if not all(r.converged for r in results):
+            if shared:
+                r = results[0]
+                what = "the shared problem of all pairs"
+                bad = [f"{r.reason}, rel. gap {r.rel_gap:.3g}"]
+            else:
+                bad = [
+                    f"{_problem_label(self, p)}{r.reason}, rel. gap {r.rel_gap:.3g}"
+                    for p, r in zip(problems, results, strict=True)
+                    if not r.converged
+                ]
+                what = ("the MKL problem" if len(models) == 1
+                        else f"{len(bad)} of {len(models)} pairs")
+            warnings.warn(
+                f"{type(self).__name__} did not reach the relative gap tol={plan.tol:g} for "
+                f"{what} ({'; '.join(bad)}); raise max_iter or time_limit, or loosen tol",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Fit the kernel weights and the inner model of every problem (see the class).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs (finite).
+        y : array-like of shape (n_samples,)
+            Targets, as the estimator's task reads them.
+        sample_weight : float or array-like of shape (n_samples,), optional
+            Per-sample weights ``>= 0``: each sample's box constraint scaled
+            by its weight (see :doc:`/practical`).
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        # Stoppable as a whole (time_limit, Ctrl-C), kernel construction included.
+        with fit_run(type(self).__name__, self.time_limit, self.verbose):
+            return self._fit_task(X, y, sample_weight)
+
+    # ---- named weights (see _names.py) ----------------------------------------
+    @property
+    def kernel_names_(self):
+        """list of str: a readable name per kernel of ``kernel_specs_`` (``"rbf(2)[all]"``)."""
+        return kernel_names(self.kernel_specs_)
+
+    @property
+    def kernel_weights_(self):
+        """The kernel weights as a table: per kernel, grouped by view and family.
+
+        A pandas DataFrame when pandas is installed, else a record array;
+        columns ``kernel``, ``view``, ``family``, ``parameter``, ``index``,
+        ``weight`` (mean over the one-vs-one pairs), ``weight_min`` and
+        ``weight_max``. See :func:`mklopt.estimators._names.weights_table`.
+        """
+        return weights_table(self.kernel_specs_, self.weights_)
+
+
+class MKLClassifier(SharedClientMixin, MKLBase, ClassifierBase):
     """Multiple kernel learning SVM classifier.
 
     Learns a combination ``K = sum_k w_k K_k`` of base kernels together with
@@ -411,6 +891,26 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         estimate of the time left; 2 also a line per oracle call (value,
         relative gap, calls and, for kernels computed on the fly, kernel
         rows per second and row-cache hit rate). See :doc:`/progress`.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes in the hinge loss: sample ``i``'s box is
+        ``C_i = C * class_weight[y_i]`` (times its ``sample_weight``), as
+        ``SVC(class_weight=...)``. A dict maps labels to weights (classes
+        not named get 1); ``"balanced"`` is ``n_samples / (n_classes *
+        n_c)`` from the class counts of ``y``. Every pair uses the weights
+        of the whole training set. The dual keeps its form with a box per
+        sample, so the gap is certified as without weights. Only with a
+        loss whose oracle takes per-sample bounds (the hinge loss; see
+        :doc:`/practical`).
+    probability : bool, default=False
+        Fit each one-vs-one problem's Platt sigmoid on an internal 5-fold
+        cross-validation (libsvm's procedure, the SVMs of the folds solved
+        on the problem's learned kernel), so that :meth:`predict_proba`
+        exists for every loss; more than two classes are coupled (Wu, Lin
+        and Weng 2004). Five SVM solves per pair more. The logistic loss
+        keeps its own probabilities with two classes.
+    random_state : None, int or numpy.random.Generator, default=None
+        Seeds the folds of ``probability=True`` (one seed per pair, drawn
+        in pair order): the same int gives the same probabilities.
 
     Attributes
     ----------
@@ -521,6 +1021,9 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         "loss": loss_of("classification"),
         "multiclass": [Options(("ovo", "shared"), help="kernel weights per pair of classes, "
                                                        "or one weight vector for all pairs")],
+        "class_weight": CLASS_WEIGHT,
+        "probability": [Boolean()],
+        "random_state": SEED,
     }
 
     def __init__(
@@ -547,6 +1050,9 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         client=None,
         multiclass="ovo",
         verbose=0,
+        class_weight=None,
+        probability=False,
+        random_state=None,
     ):
         self.kernels = kernels
         self.method = method
@@ -570,32 +1076,46 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         self.client = client
         self.multiclass = multiclass
         self.verbose = verbose
+        self.class_weight = class_weight
+        self.probability = probability
+        self.random_state = random_state
+
+    # ---- probabilities (see _probability.py) ---------------------------------
+    def _native_probabilities(self):
+        """Whether the model's own sigmoid is its probability: a log-odds loss, two classes."""
+        return (gives_probabilities("classification", self.loss)
+                and len(getattr(self, "classes_", ())) <= 2)
 
     @property
     def predict_proba(self):
-        """Class probabilities of a two-class ``loss="logistic"`` model, shape (n, 2).
+        """Class probabilities, shape (n_samples, n_classes), columns in ``classes_`` order.
 
-        The model's own probabilities: ``P(classes_[1] | x)`` is the sigmoid
-        of :meth:`decision_function`, the logistic model's log-odds (no
-        calibration is fitted). Only with ``loss="logistic"`` (otherwise the
-        attribute does not exist, as for ``SVC(probability=False)``) and two
-        classes: with more, the one-vs-one pairwise probabilities would need
-        a coupling step (Wu, Lin and Weng 2004) that is not implemented, and
-        a ``ValueError`` says so.
+        With ``probability=True``: each one-vs-one problem's Platt sigmoid
+        (fitted on internal 5-fold cross-validation, as libsvm does) and,
+        for more than two classes, pairwise coupling (Wu, Lin and Weng
+        2004, their second method); see :doc:`/practical`. With a loss
+        whose decision function is the log-odds (``loss="logistic"``) and
+        two classes: the sigmoid of :meth:`decision_function`, with or
+        without ``probability``. Otherwise the attribute does not exist, as
+        for ``SVC(probability=False)``. As with ``SVC``, the most probable
+        class can differ from :meth:`predict` near the boundary.
         """
-        if not gives_probabilities("classification", self.loss):
+        if not (self.probability or gives_probabilities("classification", self.loss)):
             raise AttributeError(
-                f"predict_proba is available with a loss whose decision function is the "
-                f"log-odds, such as loss='logistic' (loss={self.loss!r} gives no probabilities)"
+                f"predict_proba needs probability=True (Platt scaling), or a loss whose "
+                f"decision function is the log-odds such as loss='logistic' (loss={self.loss!r})"
             )
+        return self._predict_proba
 
-        def predict_proba(X):
-            if len(getattr(self, "classes_", ())) > 2:
-                raise ValueError(
-                    f"predict_proba supports two classes; this model has {len(self.classes_)} "
-                    "(one-vs-one pairwise probabilities are not coupled). Use predict or "
-                    "decision_function, or fit one model per class against the rest"
-                )
+    @property
+    def predict_log_proba(self):
+        """``log(predict_proba(X))``; exists when :meth:`predict_proba` does."""
+        self.predict_proba  # noqa: B018 (raises AttributeError when there is none)
+        return lambda X: np.log(self._predict_proba(X))
+
+    def _predict_proba(self, X):
+        check_is_fitted(self, "models_")
+        if self._native_probabilities():
             d = np.asarray(self.decision_function(X), dtype=np.float64)
             p1 = np.empty_like(d)
             # the sigmoid without overflow on either side
@@ -604,144 +1124,44 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
             e = np.exp(d[~pos])
             p1[~pos] = e / (1.0 + e)
             return np.column_stack([1.0 - p1, p1])
+        sigmoids = [m.sigmoid for m in self.models_]
+        if any(sg is None for sg in sigmoids):
+            if not self.probability:
+                raise ValueError(
+                    f"predict_proba of loss={self.loss!r} supports two classes; this model has "
+                    f"{len(self.classes_)}. Fit with probability=True for the coupled "
+                    "probabilities of the one-vs-one pairs"
+                )
+            raise ValueError("this model has no probability sigmoids; refit it with "
+                             "probability=True")
+        d = self.pairwise_decision_function(X)
+        return pair_probabilities(d, np.asarray(sigmoids, dtype=np.float64), self.pairs_,
+                                  len(self.classes_))
 
-        return predict_proba
+    def _prepare_weights(self, plan, targets, labels, sample_weight):
+        plan = super()._prepare_weights(plan, targets, labels, sample_weight)
+        # The logistic loss's own probabilities serve two classes; more are coupled.
+        plan.probability = bool(self.probability) and not (
+            gives_probabilities("classification", self.loss) and len(labels) == 2)
+        if plan.probability:
+            # The seeds of the pairs' internal CV folds, drawn in pair order,
+            # so that pairs fitted in parallel get the serial loop's folds.
+            pairs = list(combinations(range(len(labels)), 2))
+            plan.seeds = dict(zip(pairs, pair_seeds(self.random_state, len(pairs)),
+                                  strict=True))
+        return plan
 
-    # ---- parameter validation ----------------------------------------------
+    # ---- the input kind: features, or precomputed kernels -----------------
     def _resolve_specs(self, n_features):
         if is_precomputed(self.kernels):
             # A precomputed fit plans with one column per kernel (_precomputed.py).
             return precomputed_specs(n_features)
-        return resolve_kernel_specs(self.kernels, n_features, protocol="level2008")
+        return super()._resolve_specs(n_features)
 
-    def _resolve_groups(self, specs):
-        g = self.groups  # "features" or a list of lists (checked by the table)
-        if isinstance(g, str):
-            index = {}
-            for k, spec in enumerate(specs):
-                feats = getattr(spec, "features", None)
-                key = None if feats is None else tuple(np.atleast_1d(feats).tolist())
-                index.setdefault(key, []).append(k)
-            groups = list(index.values())
-        else:
-            groups = [list(np.atleast_1d(gi).tolist()) for gi in g]
-        return groups
-
-    def _method_factory(self, specs):
-        """Check how method, p, groups and elastic_net go together; return a method factory.
-
-        Each of them on its own is checked by the constraint table.
-        """
-        enet = getattr(self, "elastic_net", None)
-        if enet is not None:
-            enet = float(enet)
-        m = _method_name_for(self.method, len(specs), enet)
-        if isinstance(m, str):
-            cls = get_method(m)
-            _check_oracle_kind(cls, repr(m))
-            # the estimator parameters the method declares it takes
-            accepted = estimator_params_of(cls)
-            label = f"method={m!r}"
-            kwargs = {}
-            if "p" in accepted:
-                if self.p is None:
-                    raise ValueError(f"p is required with {label} (the Lp norm, 1 < p <= inf)")
-                kwargs[accepted["p"]] = self.p
-            elif self.p is not None:
-                raise ValueError(
-                    f"p={self.p!r} is only used by Lp-MKL (method='lp'); remove it for {label}"
-                )
-            if "groups" in accepted:
-                if self.groups is not None:
-                    kwargs[accepted["groups"]] = self._resolve_groups(specs)
-            elif self.groups is not None:
-                raise ValueError(
-                    "groups is only used by the grouped formulation (method='mirror'); "
-                    f"remove it for {label}"
-                )
-            enet_arg = accepted.get("elastic_net")
-            if enet is not None:
-                if enet_arg is None:
-                    names = ", ".join(repr(n) for n in _elastic_net_methods())
-                    raise ValueError(
-                        f"elastic_net={self.elastic_net!r} needs a method that runs elastic-net "
-                        f"MKL ({names}, or 'auto' for 'elastic_net'); {label} solves another "
-                        "formulation"
-                    )
-                kwargs[enet_arg] = enet
-            elif cls.name == "elastic_net":
-                raise ValueError(
-                    f"elastic_net is required with {label} (the mixing parameter lam in [0, 1])"
-                )
-            try:
-                # The method owns its parameters' checks (1 < p <= inf, groups a partition).
-                cls(**kwargs).check_params(n_kernels=len(specs))
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"method {m!r}: {exc}") from None
-            return lambda: cls(**kwargs)
-        _check_oracle_kind(type(m), type(m).__name__)
-        for name in ("p", "groups", "elastic_net"):
-            if getattr(self, name, None) is not None:
-                raise ValueError(
-                    f"{name} cannot be combined with a method instance; set it on the "
-                    f"instance itself (e.g. {type(m).__name__}({name}=...))"
-                )
-        return lambda: _fresh_method(m)
-
-    def _prepare_fit(self, X):
-        # The parameters, each checked by the constraint table when fit began.
-        tol, C = float(self.tol), float(self.C)
-        max_iter = int(self.max_iter)
-        if self.inner_tol is None:
-            inner_tol = default_inner_tol(tol)
-        else:
-            inner_tol = float(self.inner_tol)
-        threshold = float(self.weight_threshold)
-        deadline = None
-        if self.time_limit is not None:
-            # Wall-clock time, not perf_counter: with n_jobs the pairs may
-            # run on other machines, whose monotonic clocks differ.
-            deadline = time.time() + float(self.time_limit)
-        check_estimator_client(self.client, self.n_jobs)
-        shared = self.multiclass == "shared"
+    def _n_specs_of(self, X):
         # A precomputed stack has one column per kernel, features their own.
-        specs = self._resolve_specs(len(X) if is_precomputed(self.kernels) else X.shape[1])
-        new_method = self._method_factory(specs)
-        if shared and getattr(new_method(), "needs_problem", False):
-            raise ValueError(
-                "multiclass='shared' cannot run a method with the exact active-set step "
-                "(it solves one dual with one equality constraint; the shared problem has "
-                "one per pair); use e.g. method='level'"
-            )
-        if (_method_name_for(self.method, len(specs), self.elastic_net) == "level"
-                and tol < _CHAIN_BELOW and not shared and deadline is None):
-            # (With a time_limit Level runs alone: the exact step's QP is one
-            # ECOS call, which no time limit can cut short.)
-            # A tight tol: Level finds the active kernels, the exact step certifies.
-            new_method = partial(Chain, LevelBundle(), "active_set",
-                                 switch=max(_CHAIN_SWITCH, tol))
+        return len(X) if is_precomputed(self.kernels) else X.shape[1]
 
-            if self.inner_tol is None:
-                inner_tol = INNER_TOL_MAX
-        return _Plan(C, tol, max_iter, inner_tol, threshold, deadline, specs, new_method,
-                     shared=shared, verbose=int(self.verbose),
-                     entry=oracle_entry("classification", self.loss))
-
-    # ---- one binary problem ------------------------------------------------
-    def _stop(self, plan):
-        stop = DualityGap(plan.tol) | MaxIter(plan.max_iter)
-        if plan.deadline is not None:
-            # The limit is for the whole fit: a binary problem gets an equal
-            # share of the time left when it starts (with n_jobs, pairs that
-            # run at once each get their share: they finish early, not late).
-            share = (plan.deadline - time.time()) / max(1, plan.pairs_left)
-            plan.pairs_left = max(1, plan.pairs_left - 1)
-            stop = stop | TimeLimit(max(share, 1e-9))
-        return stop
-
-    _fit_binary_takes_rows = True
-
-    # ---- the input kind: features, or precomputed kernels -----------------
     def _check_fit_input(self, X, y):
         """Features, or with ``kernels="precomputed"`` the stack of training kernels."""
         if not is_precomputed(self.kernels):
@@ -759,270 +1179,35 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
     def _standardizes(self):
         return not is_precomputed(self.kernels) and super()._standardizes()
 
+    def _n_samples(self, X):
+        return X[0].shape[0] if is_precomputed(self.kernels) else X.shape[0]
+
     def _n_features(self, X):
         # as SVC(kernel="precomputed"): the training samples
         return X[0].shape[0] if is_precomputed(self.kernels) else X.shape[1]
 
-    def _pair_inputs(self, X, rows):
+    def _problem_inputs(self, X, rows):
         # Precomputed kernels: every problem reads its view of the one bank.
-        return None if is_precomputed(self.kernels) else super()._pair_inputs(X, rows)
+        return None if is_precomputed(self.kernels) else super()._problem_inputs(X, rows)
 
     def _shares_bank(self, n_problems):
-        """Whether the binary problems read one bank (built here, or given by the CV refit).
+        # Always for precomputed kernels (the user's matrices, never copied).
+        return is_precomputed(self.kernels) or super()._shares_bank(n_problems)
 
-        Always for precomputed kernels (the user's matrices, never copied);
-        on features, for two problems or more without a ``client``, under
-        any joblib backend too (threads, processes, Dask): the pairs then
-        solve the same problems, point for point, as a serial fit.
-        """
-        if is_precomputed(self.kernels):
-            return True
-        return not (n_problems < 2 or self.client is not None)
-
-    def _pair_rows(self, plan, y_idx, pairs):
-        """Each pair's rows class by class, when the pairs read one bank built on the samples so.
-
-        With a shared bank of a built-in storage, the bank holds the
-        training samples class by class, and pair ``(i, j)`` takes the rows
-        of class ``i`` and then those of class ``j`` (each in the order of
-        ``X``): its block of the bank is then two contiguous ranges of each
-        row instead of rows scattered over all samples, so combining a
-        row and the quadratic forms read whole cache lines. The problem is
-        the same (its points in another order); the support vectors are
-        kept in ascending training rows (:meth:`_binary_model`). Storages
-        registered by users and feature maps keep the order of ``X``.
-        """
-        given = getattr(self, "_given_bank", None) is not None
-        if is_precomputed(self.kernels):
-            # The bank holds the user's matrices in the order of X.
-            plan.position = None
-            return pair_rows(y_idx, pairs, by_class=True)
-        if not (self._shares_bank(len(pairs)) and (given or storage_traits(self.storage)[0])):
-            return pair_rows(y_idx, pairs)
-        if given:
-            # MKLClassifierCV's refit: its bank holds the samples class by class
-            # too (or in the order of X, for precomputed kernels: None).
-            plan.position = getattr(self, "_given_position", None)
-        else:
-            plan.order, plan.position = class_order(y_idx)
-        return pair_rows(y_idx, pairs, by_class=True)
-
-    def _prepare_pairs(self, plan, X, rows):
-        """One bank for all one-vs-one pairs: the kernels of all points, evaluated once.
-
-        Each pair then reads its index block through a view with its own
-        normalisation (:meth:`KernelBank.view`), which gives the kernels
-        of a bank built on the pair's points (with feature maps: maps
-        fitted once on all points). Skipped with one problem, with a
-        ``client`` (each problem's kernels are sharded over the cluster),
-        and under a joblib backend that sends tasks to other machines (the
-        bank would travel with every task).
-        """
-        plan.pairs_left = 1 if plan.shared else len(rows)
-        if not self._shares_bank(len(rows)):
-            return plan
-        given = getattr(self, "_given_bank", None)
-        if given is not None:
-            # MKLClassifierCV's refit: its one bank is this very bank (the
-            # same standardised X, specs and storage), already evaluated.
-            plan.bank = given
-            return plan
-        if is_precomputed(self.kernels):
-            plan.bank = precomputed_bank(X, X[0].shape[0])
-            return plan
-        if plan.order is not None:
-            X = X[plan.order]  # the samples class by class (see _pair_rows)
-        plan.bank = KernelBank.from_specs(
-            X,
-            plan.specs,
-            storage=shared_storage(self.storage, X, plan.specs, self.max_memory),
-            normalize=None,
-            cache_size=self.cache_size,
-            max_memory=self.max_memory,
-        )
-        return plan
-
-    def _pair_parents(self, plan, pairs):
-        """One-vs-one pairs fitted one by one start from the weights of pairs sharing a class.
-
-        The optimal weights of pairs that share a class are often close,
-        and a run started there certifies its gap in fewer oracle calls
-        (on digits, 3.5 calls per pair from a parent's weights instead of
-        9.4 cold). Each pair starts from the mean weights of its parent and
-        of the other pairs of earlier waves that share a class with it
-        (:meth:`_pair_start`). The start changes the path only, not the
-        certificate. The parents are fixed before any pair runs, whatever
-        ``n_jobs`` or the joblib backend: each wave's pairs run in
-        parallel, and a parallel fit gives the serial model bit for bit.
-        The shared-weight formulation solves all pairs at once and has no
-        parents.
-        """
-        if plan.shared:
-            return None
-        return star_parents(pairs)
-
-    def _pair_start(self, models):
-        # The mean weights of the fitted pairs sharing a class with this one
-        # (its parent's among them): on digits and satellite (3 splits, C = 1
-        # and 100) 6-20 % fewer oracle calls than the parent's weights alone.
-        return mean_weights(models)
-
-    def _pair_bank(self, plan, X, rows):
-        """The kernels of one binary problem: a view of the shared bank, or its own."""
-        if plan.bank is not None:
-            if plan.position is not None:
-                rows = plan.position[rows]  # ascending: the pair's order is the bank's
-            return plan.bank.view(rows, normalize=self.normalize)
-        return KernelBank.from_specs(
-            X,
-            plan.specs,
-            storage=self.storage,
-            normalize=self.normalize,
-            cache_size=self.cache_size,
-            max_memory=self.max_memory,
-            client=self.client,
-        )
-
-    @staticmethod
-    def _binary_model(plan, bank, y, w, alpha, bias, result, rows=None):
-        """The model of a solved binary problem; ``rows`` its points' training rows.
-
-        On features the predictor is a kernel expansion over the support
-        vectors' features; a bank of the user's matrices has no kernel
-        functions, and its predictor reads the test kernels at the support
-        vectors' training indices (:class:`PrecomputedExpansion`).
-        """
-        alpha = np.asarray(alpha, dtype=np.float64)
-        support = np.flatnonzero(alpha > 0.0).astype(np.int64)
-        if rows is not None:
-            # Support vectors in ascending training rows, whatever order the
-            # problem's points took (class by class, see _pair_rows).
-            support = support[np.argsort(rows[support], kind="stable")]
-        dual_coef = alpha[support] * y[support]
-        if bank.functions is None:
-            keep = np.flatnonzero(w > plan.threshold * w.max())
-            factors = plan.bank.scales / bank.scales
-            predictor = PrecomputedExpansion(keep, w[keep] * factors[keep], rows[support],
-                                             dual_coef, float(bias))
-        else:
-            predictor = KernelExpansion.from_solution(
-                bank.functions, w, alpha * y, float(bias), threshold=plan.threshold,
-                support=support,
-            )
-        return _BinaryMKL(
-            predictor=predictor,
-            weights=w,
-            support=support,
-            dual_coef=dual_coef,
-            bias=float(bias),
-            result=result,
-        )
-
-    def _fit_binary(self, plan, X, y, rows=None, start=None):
-        bank = self._pair_bank(plan, X, rows)
-        try:
-            entry = plan.entry
-            oracle = entry.make(bank, y, C=plan.C, tol=plan.inner_tol)
-            new_method = method_for(entry, plan.new_method)
-            callback = call_lines(plan.verbose, type(self).__name__, oracle, self.callback)
-            best = _BestPoint(callback) if self.client is not None else None
-            try:
-                result = solve(oracle, new_method(), stop=self._stop(plan),
-                               callback=callback if best is None else best,
-                               initial=start)
-            except ShardLostError as exc:
-                raise best.lost(exc) from exc
-        finally:
-            if self.client is not None:
-                bank.storage.close()  # the model keeps only the kernel functions
-        w = np.asarray(result.weights, dtype=np.float64)
-        return self._binary_model(plan, bank, y, w, result.alpha, result.bias, result, rows)
-
-    def _fit_pairs(self, tasks, n_jobs, n_tasks, on_done=None):
-        """Independent pairs (``"ovo"``), or one joint run for all of them (``"shared"``)."""
-        tasks = list(tasks)
-        if n_tasks < 2 or not tasks[0][1].shared:
-            return super()._fit_pairs(tasks, n_jobs, n_tasks, on_done)
-        tasks = [t[1:] for t in tasks]  # no per-pair progress names: one joint run
-        plan = tasks[0][0]
-        banks = []
-        try:
-            # Built inside the try: if one pair's bank fails, the sharded
-            # banks built before it are still closed below.
-            for _, Xp, _, rows in tasks:
-                banks.append(self._pair_bank(plan, Xp, rows))
-            entry = plan.entry
-            parts = [entry.make(bank, yp, C=plan.C, tol=plan.inner_tol)
-                     for bank, (_, _, yp, _) in zip(banks, tasks, strict=True)]
-            # One w for all pairs: the outer method minimises sum_p J_p(w).
-            oracle = CompositeOracle(parts)
-            result = solve(oracle, method_for(entry, plan.new_method)(), stop=self._stop(plan),
-                           callback=call_lines(plan.verbose, type(self).__name__, oracle,
-                                               self.callback, where="shared"))
-            w = np.asarray(result.weights, dtype=np.float64)
-            models = []
-            for part, bank, a, (_, _, yp, rows) in zip(
-                parts, banks, oracle.split(result.alpha), tasks, strict=True
-            ):
-                # The run keeps the best point's alpha but no per-pair bias:
-                # re-solve each pair at w from its alpha (already optimal there,
-                # so SMO stops at once) for the bias of its decision function.
-                ans = pair_offset(part, w, a, plan.inner_tol)
-                models.append(self._binary_model(plan, bank, yp, w, ans.alpha, ans.bias, result,
-                                                 rows))
-            if on_done is not None:
-                # The pairs end together, with the joint run.
-                for k, model in enumerate(models):
-                    on_done(k, model)
-        finally:
-            if self.client is not None:
-                for bank in banks:
-                    bank.storage.close()
-        return models
+    def _prepare_problems(self, plan, X, problems, targets, labels):
+        if not is_precomputed(self.kernels) or getattr(self, "_given_bank", None) is not None:
+            return super()._prepare_problems(plan, X, problems, targets, labels)
+        # The bank holds the user's matrices in the order of X.
+        plan.pairs_left = 1 if plan.shared else len(problems)
+        plan.bank = precomputed_bank(X, X[0].shape[0])
+        problems = plan.task.problems(targets, labels, len(targets), True)
+        return plan, problems
 
     def _decision_binary(self, model, X):
         return model.predictor(X)
 
-    def _finish_fit(self, plan, models, rows):
-        self.kernel_specs_ = list(plan.specs)
-        self.n_kernels_ = len(plan.specs)
-        results = [mdl.result for mdl in models]
-        self.intercept_ = np.array([mdl.bias for mdl in models])
-        attrs = _run_attributes(models, rows)
-        shared = plan.shared and len(models) > 1
-        if shared:
-            # One joint run: its weights and record once, the pairs' SVMs per pair.
-            results = results[:1]
-            set_pair_attributes(
-                self, **{k: attrs[k][:1] for k in ("weights_", *_RUN_KEYS)}
-            )
-            self.support_ = attrs["support_"]
-            self.dual_coef_ = attrs["dual_coef_"]
-        else:
-            set_pair_attributes(self, **attrs)
-        if not all(r.converged for r in results):
-            if shared:
-                r = results[0]
-                what = "the shared problem of all pairs"
-                bad = [f"{r.reason}, rel. gap {r.rel_gap:.3g}"]
-            else:
-                bad = [
-                    f"{pair_label(self.classes_, i, j)}: {r.reason}, "
-                    f"rel. gap {r.rel_gap:.3g}"
-                    for (i, j), r in zip(self.pairs_, results)
-                    if not r.converged
-                ]
-                what = ("the MKL problem" if len(models) == 1
-                        else f"{len(bad)} of {len(models)} pairs")
-            warnings.warn(
-                f"{type(self).__name__} did not reach the relative gap tol={plan.tol:g} for "
-                f"{what} ({'; '.join(bad)}); raise max_iter or time_limit, or loosen tol",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-
     # ---- kernels="precomputed" (see _precomputed.py) --------------------------
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the kernel weights and the SVM of every pair of classes.
 
         Parameters
@@ -1034,15 +1219,18 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
             :class:`~mklopt.KernelStack`).
         y : array-like of shape (n_samples,)
             Labels: any two or more distinct values.
+        sample_weight : float or array-like of shape (n_samples,), optional
+            Per-sample weights ``s_i >= 0``: sample ``i``'s box is ``C_i =
+            C s_i c_{y_i}`` (with ``class_weight``'s ``c``), as
+            ``SVC.fit(sample_weight=)``. A sample of weight 0 is left out.
+            Only with a loss whose oracle takes per-sample bounds (the
+            hinge loss). See :doc:`/practical`.
 
         Returns
         -------
         self
         """
-        self._validate_params()
-        # Stoppable as a whole (time_limit, Ctrl-C), kernel construction included.
-        with fit_run(type(self).__name__, self.time_limit, self.verbose):
-            return super().fit(X, y)
+        return super().fit(X, y, sample_weight=sample_weight)
 
     def _check_predict_input(self, X):
         if is_precomputed(self.kernels):
@@ -1055,20 +1243,3 @@ class MKLClassifier(SharedClientMixin, ClassifierBase):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = is_precomputed(self.kernels)
         return tags
-
-    # ---- named weights (see _names.py) ----------------------------------------
-    @property
-    def kernel_names_(self):
-        """list of str: a readable name per kernel of ``kernel_specs_`` (``"rbf(2)[all]"``)."""
-        return kernel_names(self.kernel_specs_)
-
-    @property
-    def kernel_weights_(self):
-        """The kernel weights as a table: per kernel, grouped by view and family.
-
-        A pandas DataFrame when pandas is installed, else a record array;
-        columns ``kernel``, ``view``, ``family``, ``parameter``, ``index``,
-        ``weight`` (mean over the one-vs-one pairs), ``weight_min`` and
-        ``weight_max``. See :func:`mklopt.estimators._names.weights_table`.
-        """
-        return weights_table(self.kernel_specs_, self.weights_)

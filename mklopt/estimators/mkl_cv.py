@@ -20,17 +20,16 @@ from ..kernels.factory import shared_storage, storage_traits
 from ..kernels.stack import _as_stack
 from ..oracles import CompositeOracle
 from ..stopping import DualityGap, MaxIter, TimeLimit
+from ..tasks import Problem, get_task
 from ._checks import check_feature_names, check_is_fitted, check_X_y, check_y
 from ._core import EstimatorCore
-from ._losses import method_for, pair_offset
+from ._fit import fit_problems
+from ._losses import check_sample_bounds, method_for, pair_offset
 from ._ovo import (
     class_indices,
     class_order,
     mean_weights,
-    ovo_vote,
     pair_label,
-    relatives,
-    star_parents,
 )
 from ._params import check_estimator_client, resolve_standardize
 from ._path import _recording, c_path, recording_oracle
@@ -43,6 +42,7 @@ from ._sklearn import (
     ConvergenceWarning,
     SharedClientMixin,
 )
+from ._weights import check_sample_weight, sample_bounds
 from .mkl import MKLClassifier
 
 __all__ = ["MKLClassifierCV"]
@@ -54,7 +54,8 @@ CS_RANGE = (1e-2, 1e3)
 _SHARED = (
     "kernels", "method", "loss", "p", "groups", "elastic_net", "tol", "max_iter", "inner_tol",
     "normalize", "standardize", "weight_threshold", "time_limit", "storage", "cache_size",
-    "max_memory", "callback", "multiclass", "verbose",
+    "max_memory", "callback", "multiclass", "verbose", "class_weight", "probability",
+    "random_state",
 )
 
 
@@ -180,10 +181,18 @@ class _Formulation:
     entry: object = None
     #: Other values the oracle takes, as ``(name, value)`` pairs (``epsilon``).
     values: tuple = ()
+    #: Each bank point's box relative to ``C`` (class and sample weights,
+    #: ``C_i = C factors_i``), or None: ``C`` for all.
+    factors: object = None
 
-    def oracle(self, view, y, C, tol):
+    def box(self, rows, C):
+        """The box of the problem on bank rows ``rows`` at ``C``."""
+        return C if self.factors is None else C * self.factors[rows]
+
+    def oracle(self, view, y, C, tol, rows=None):
         """The oracle of one problem at ``C``, recording cuts for the path."""
-        return recording_oracle(self.entry, view, y, C=C, tol=tol, **dict(self.values))
+        return recording_oracle(self.entry, view, y, C=self.box(rows, C), tol=tol,
+                                **dict(self.values))
 
     def method_factory(self):
         """The outer method of a path point (the estimator's own rule, :func:`method_for`)."""
@@ -269,20 +278,20 @@ _STATS = ("rel_gap", "value", "n_oracle_calls", "n_iter", "fit_time")
 
 
 def _problems(bank, targets, train, pairs, form):
-    """``(rows, y, view)`` of each problem of a fold.
+    """``(problem, view)`` of each problem of a fold, as the estimators' task makes them.
 
     With ``pairs`` (classification: ``targets`` are class indices) one
     binary problem per pair of classes; with ``pairs=None`` one problem on
-    the fold's training rows and their ``targets`` (regression).
+    the fold's training rows and their ``targets`` (regression). A
+    problem's rows are bank rows; each reads its view of the bank.
     """
-    if pairs is None:
-        return [(train, targets[train], bank.view(train, normalize=form.normalize))]
-    y_idx = targets
+    task = get_task(form.entry.task)
+    labels = None if pairs is None else np.arange(1 + max(j for _, j in pairs))
     out = []
-    for i, j in pairs:
-        rows = train[(y_idx[train] == i) | (y_idx[train] == j)]
-        y = np.where(y_idx[rows] == j, 1.0, -1.0)
-        out.append((rows, y, bank.view(rows, normalize=form.normalize)))
+    for p in task.problems(targets[train], labels, train.size, False):
+        rows = train[p.rows]
+        out.append((Problem(rows, p.y, p.classes, p.name),
+                    bank.view(rows, normalize=form.normalize)))
     return out
 
 
@@ -306,26 +315,31 @@ def _paths(problems, Cs, form, guide=None, where=(), on_point=None, pairs=None):
         def make(_, C, tol):
             entry = form.entry
             return _recording(CompositeOracle)(
-                [entry.make(view, y, C=C, tol=tol) for _, y, view in problems])
+                [entry.make(view, p.y, C=form.box(p.rows, C), tol=tol)
+                 for p, view in problems])
 
         return [c_path(None, None, Cs, form.method_factory(), form.stop, form.inner_tol,
                        callback=form.callback, make_oracle=make, finish=_pair_offsets,
                        guide=guide[0], where=where[0] if where else "", **progress)]
-    # Without another fold's guide (the first fold), a pair's path starts
-    # from the mean first weights of the pairs solved before it that share
-    # a class, as MKLClassifier's pairs do (see its _pair_parents).
-    parents = [-1] * len(problems) if pairs is None else star_parents(pairs)
-    paths = []
-    for p, ((_, y, view), g) in enumerate(zip(problems, guide, strict=True)):
-        start = None
-        if g is None and parents[p] >= 0:
-            done = np.arange(len(problems)) < len(paths)  # the paths solved so far
-            start = mean_weights([paths[q][0] for q in relatives(pairs, parents, done, p)])
-        paths.append(c_path(view, y, Cs, form.method_factory(), form.stop, form.inner_tol,
-                            callback=form.callback,
-                            make_oracle=functools.partial(_oracle_at, form, y), guide=g,
-                            start=start, where=where[p] if where else "", **progress))
-    return paths
+    # The one core's loop (fit_problems), serially: without another fold's
+    # guide (the first fold), each pair's path starts as MKLClassifier's pairs
+    # do, from the mean first weights of its parent and of its class-mates of
+    # earlier waves (MKLBase._parents).
+    task = get_task(form.entry.task)
+    probs = [prob for prob, _ in problems]
+    parents = task.parents_of(probs) if guide[0] is None else None
+
+    def path(view, y, rows, g, label, start=None):
+        return c_path(view, y, Cs, form.method_factory(), form.stop, form.inner_tol,
+                      callback=form.callback,
+                      make_oracle=functools.partial(_oracle_at, form, y, rows),
+                      guide=g, start=start, where=label, **progress)
+
+    def args_of(k):
+        return (problems[k][1], probs[k].y, probs[k].rows, guide[k], where[k] if where else "")
+
+    return fit_problems(probs, path, args_of, parents=parents,
+                        start=lambda paths: mean_weights([pts[0] for pts in paths]))
 
 
 def _fit_folds(bank, y_idx, splits, pairs, Cs, form, n_jobs, where=None, ticker=None,
@@ -388,17 +402,19 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, form, guide=None, where=(), o
     n_c, n_p = len(Cs), len(problems)
     decisions = np.empty((n_c, test.size, n_p))
     paths = _paths(problems, Cs, form, guide, where, on_point, pairs)
-    for p, (rows, y, view) in enumerate(problems):
+    task = get_task(form.entry.task)
+    for p, (prob, view) in enumerate(problems):
+        rows, y = prob.rows, prob.y
         if form.shared and n_p > 1:
             # the pair's (alpha, bias) at every point of the one shared path
             points = paths[0]
-            models = [(pt.weights, pt.extra[p][0] * y, pt.extra[p][1]) for pt in points]
+            models = [(pt.weights, task.coefficients(pt.extra[p][0], y), pt.extra[p][1])
+                      for pt in points]
         else:
             points = paths[p]
-            # A classifier's expansion is sum_i alpha_i y_i K(x_i, x); a
-            # regressor's alpha already holds the signed coefficients.
-            sign = 1.0 if pairs is None else y
-            models = [(pt.weights, pt.alpha * sign, pt.bias) for pt in points]
+            # The task's coefficients: alpha_i y_i for a classifier, a
+            # regressor's alpha already signed.
+            models = [(pt.weights, task.coefficients(pt.alpha, y), pt.bias) for pt in points]
         decisions[:, :, p] = path_decisions(bank, view, rows, test, models,
                                             [pt.carried for pt in points], form.threshold)
     stats = {name: np.zeros((n_c, len(paths))) for name in _STATS}
@@ -411,8 +427,26 @@ def _fit_fold(bank, y_idx, train, test, pairs, Cs, form, guide=None, where=(), o
     return decisions, stats, [[pt.weights for pt in points] for points in paths]
 
 
-def run_search(est, X, y):
-    """``est._search(X, y)`` as one stoppable run: a CV estimator's ``fit``.
+def check_exact_storage(name, storage):
+    """Refuse a storage of approximate kernels: every fold reads one bank of exact kernels."""
+    if storage_traits(storage)[1]:
+        raise ValueError(
+            f"{name} reads every fold from one bank of exact kernels; storage="
+            f"{storage!r} brings approximate kernels of its own (feature maps), "
+            "which the folds cannot share: use 'auto', 'dense', 'on_the_fly' or "
+            "'products'"
+        )
+
+
+def one_bank(est, Xs, plan):
+    """The search's one bank: raw kernels of all points, each problem normalising its view."""
+    storage = shared_storage(est.storage, Xs, plan.specs, est.max_memory, reads="many")
+    return KernelBank.from_specs(Xs, plan.specs, storage=storage, normalize=None,
+                                 cache_size=est.cache_size, max_memory=est.max_memory)
+
+
+def run_search(est, X, y, sample_weight=None):
+    """``est._search(X, y[, sample_weight])`` as one stoppable run: a CV estimator's ``fit``.
 
     Ctrl-C ends the whole search, whichever solve it lands in, with
     ``KeyboardInterrupt`` and nothing fitted; ``time_limit`` stays a budget
@@ -421,13 +455,15 @@ def run_search(est, X, y):
     name = type(est).__name__
     with fit_run(name, None, est.verbose):
         try:
-            return est._search(X, y)
+            if sample_weight is None:
+                return est._search(X, y)
+            return est._search(X, y, sample_weight)
         except KeyboardInterrupt:
             raise KeyboardInterrupt(f"{name}.fit interrupted; nothing was fitted") from None
 
 
-def _oracle_at(form, y, view, C, tol):
-    return form.oracle(view, y, C, tol)
+def _oracle_at(form, y, rows, view, C, tol):
+    return form.oracle(view, y, C, tol, rows)
 
 
 def _map_folds(client, n_jobs, fit_fold, bank, rest, first=0, on_done=None):
@@ -469,10 +505,8 @@ class _FoldModel(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X):
         d = self._d[self._rows(X)]
-        if self.classes_.shape[0] == 2:
-            return d[:, 0]
         pairs = np.array(list(combinations(range(self.classes_.shape[0]), 2)))
-        return ovo_vote(d, pairs, self.classes_.shape[0])
+        return get_task("classification").decisions(d, pairs, self.classes_)
 
     def predict(self, X):
         d = self.decision_function(X)
@@ -693,6 +727,11 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         ``(n_kernels, n_samples, n_samples)``, which are then the one bank
         (see :doc:`/precomputed`), and ``predict`` the kernels between new
         and training samples.
+    class_weight, probability, random_state
+        As for :class:`MKLClassifier`: the class weights enter every fold's
+        problems and the refit; ``probability`` and ``random_state`` are
+        the refit's (its Platt sigmoids; :meth:`predict_proba` delegates to
+        it).
     weight_threshold, storage, cache_size, max_memory, callback
         As for :class:`MKLClassifier`. ``storage`` must have views of an
         index block (``"auto"``, ``"dense"`` or ``"on_the_fly"``; feature
@@ -843,6 +882,9 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         multiclass="ovo",
         verbose=0,
         client=None,
+        class_weight=None,
+        probability=False,
+        random_state=None,
     ):
         self.Cs = Cs
         self.cv = cv
@@ -868,6 +910,9 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         self.verbose = verbose
         self.multiclass = multiclass
         self.client = client
+        self.class_weight = class_weight
+        self.probability = probability
+        self.random_state = random_state
 
     def _estimator(self, C):
         """The :class:`MKLClassifier` of this grid at ``C``."""
@@ -877,7 +922,7 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
     def __sklearn_is_fitted__(self):
         return hasattr(self, "best_estimator_")
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Cross-validate every ``C`` of ``Cs``, then refit at the best one.
 
         Parameters
@@ -885,6 +930,10 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Two or more classes.
+        sample_weight : float or array-like of shape (n_samples,), optional
+            Per-sample weights, as for :meth:`MKLClassifier.fit`: every
+            fold's problems and the refit take them (the fold scores are
+            not weighted, as ``GridSearchCV``'s).
 
         Returns
         -------
@@ -899,9 +948,9 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
             On Ctrl-C (in the main thread): the search is one stoppable
             run, and a search stopped part way chooses nothing.
         """
-        return run_search(self, X, y)
+        return run_search(self, X, y, sample_weight)
 
-    def _search(self, X, y):
+    def _search(self, X, y, sample_weight=None):
         """:meth:`fit`'s work, inside its stoppable run."""
         Cs = self._validate_params()["Cs"]
         name = type(self).__name__
@@ -932,27 +981,25 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
             else:
                 Xs = X
             plan = base._prepare_fit(Xs)  # the rules that tie the parameters together
-            if storage_traits(self.storage)[1]:
-                raise ValueError(
-                    f"{name} reads every fold from one bank of exact kernels; storage="
-                    f"{self.storage!r} brings approximate kernels of its own (feature maps), "
-                    "which the folds cannot share: use 'auto', 'dense', 'on_the_fly' or "
-                    "'products'"
-            )
+            check_exact_storage(name, self.storage)
         classes, y_idx = class_indices(y, name)
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(sample_weight, y_idx.shape[0])
+        # Each sample's box relative to C (class and sample weights), or 1.
+        factors = sample_bounds(1.0, classes, y_idx, self.class_weight, sample_weight)
+        if np.ndim(factors) > 0:
+            check_sample_bounds(plan.entry, name)
+        else:
+            factors = None
         position = None
         if not is_precomputed(self.kernels):
             if classes.shape[0] > 2:
                 # The samples class by class, as MKLClassifier holds its shared
                 # bank: each (fold, pair) problem reads two contiguous ranges
-                # of every bank row (see MKLClassifier._pair_rows).
+                # of every bank row (see MKLBase._prepare_problems).
                 order, position = class_order(y_idx)
                 Xs = Xs[order]
-            # The one bank: raw kernels of all points, each problem normalising its view.
-            storage = shared_storage(self.storage, Xs, plan.specs, self.max_memory,
-                                     reads="many")
-            bank = KernelBank.from_specs(Xs, plan.specs, storage=storage, normalize=None,
-                                         cache_size=self.cache_size, max_memory=self.max_memory)
+            bank = one_bank(self, Xs, plan)
         splits = _splits(self.cv, X, y, y_idx)
         if position is None:
             bank_y, bank_splits = y_idx, splits
@@ -966,7 +1013,10 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         pairs = list(combinations(range(classes.shape[0]), 2))
         form = _Formulation(self.loss, plan.shared, self.normalize, plan.new_method,
                             _StopFactory(base, plan, self.time_limit), plan.inner_tol,
-                            plan.threshold, self.callback, plan.verbose, name, plan.entry)
+                            plan.threshold, self.callback, plan.verbose, name, plan.entry,
+                            # in the bank's order, as the problems' rows
+                            factors=(factors if factors is None or position is None
+                                     else factors[order]))
         n_s = len(splits)
         shared = plan.shared and len(pairs) > 1
 
@@ -989,7 +1039,7 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
             refit._given_bank = bank
             refit._given_position = position
             try:
-                return refit.fit(X_given, y_given)
+                return refit.fit(X_given, y_given, sample_weight=sample_weight)
             finally:
                 del refit._given_bank, refit._given_position
 
@@ -1022,6 +1072,30 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
     def predict(self, X):
         """``best_estimator_.predict(X)``."""
         return self._best().predict(X)
+
+    @property
+    def predict_proba(self):
+        """``best_estimator_.predict_proba`` (``probability=True``, or the logistic loss)."""
+        if hasattr(self, "best_estimator_"):
+            return self.best_estimator_.predict_proba
+        # before fit: there when the refit will have it
+        return self._estimator(1.0).predict_proba
+
+    @property
+    def predict_log_proba(self):
+        """``best_estimator_.predict_log_proba``."""
+        if hasattr(self, "best_estimator_"):
+            return self.best_estimator_.predict_log_proba
+        return self._estimator(1.0).predict_log_proba
+
+    def combined_kernel(self, X, Y=None, pair=None):
+        """``best_estimator_.combined_kernel(X, Y, pair)``: the refit's learned kernel."""
+        return self._best().combined_kernel(X, Y, pair=pair)
+
+    @property
+    def kernel_(self):
+        """``best_estimator_.kernel_``: the refit's learned kernel as a function."""
+        return self._best().kernel_
 
     @property
     def kernel_names_(self):

@@ -6,11 +6,9 @@ import numpy as np
 
 from .._constraints import NO_VALIDATION, Check
 from ..datasets import _scaling
-from ..kernels import KernelBank
-from ..kernels.factory import shared_storage, storage_traits
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
 from ._core import RUN_PARAMS, EstimatorCore
-from ._losses import oracle_entry
+from ._losses import check_sample_bounds, oracle_entry
 from ._params import check_estimator_client
 from ._sklearn import (
     HAS_SKLEARN,
@@ -18,16 +16,19 @@ from ._sklearn import (
     RegressorMixin,
     SharedClientMixin,
 )
+from ._weights import check_sample_weight
 from .mkl_cv import (
     SearchSetup,
     _Formulation,
     _splits,
     _StopFactory,
     check_Cs,
+    check_exact_storage,
+    one_bank,
     run_search,
     search,
 )
-from .mkl_tasks import MKLRegressor
+from .mkl_tasks import MKLRegressor, target_scaling
 
 __all__ = ["MKLRegressorCV"]
 
@@ -212,7 +213,7 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
     def __sklearn_is_fitted__(self):
         return hasattr(self, "best_estimator_")
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Cross-validate every ``C`` of ``Cs``, then refit at the best one.
 
         Parameters
@@ -220,6 +221,9 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Real targets.
+        sample_weight : float or array-like of shape (n_samples,), optional
+            As for :meth:`MKLRegressor.fit`: every fold's problem and the
+            refit take them (the fold scores are not weighted).
 
         Returns
         -------
@@ -231,9 +235,9 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
             On Ctrl-C (in the main thread): the search is one stoppable
             run, and a search stopped part way chooses nothing.
         """
-        return run_search(self, X, y)
+        return run_search(self, X, y, sample_weight)
 
-    def _search(self, X, y):
+    def _search(self, X, y, sample_weight=None):
         """:meth:`fit`'s work, inside its stoppable run."""
         Cs = self._validate_params()["Cs"]
         name = type(self).__name__
@@ -244,35 +248,29 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         check_estimator_client(self.client, self.n_jobs)
         scorer = _scorer(self.scoring)
         base = self._estimator(float(Cs[0]))
-        plan = base._check_common(X)
+        plan = base._prepare_fit(X)
         eps = float(self.epsilon)
-        if storage_traits(self.storage)[1]:
-            raise ValueError(
-                f"{name} reads every fold from one bank of exact kernels; storage="
-                f"{self.storage!r} brings approximate kernels of its own (feature maps), "
-                "which the folds cannot share: use 'auto', 'dense', 'on_the_fly' or "
-                "'products'"
-            )
+        entry = oracle_entry("regression", self.loss)
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(sample_weight, X.shape[0])
+            check_sample_bounds(entry, name)
+        check_exact_storage(name, self.storage)
         if self.standardize:
             mean, scale = _scaling(X)
             Xs = (X - mean) / scale
-            # The same rule as MKLRegressor's for the targets.
-            y_mean, sd = float(t.mean()), float(t.std())
-            y_scale = sd if sd > 1e-12 * max(1.0, abs(y_mean)) else 1.0
         else:
-            Xs, y_mean, y_scale = X, 0.0, 1.0
+            Xs = X
+        # The same rule as MKLRegressor's for the targets.
+        y_mean, y_scale = target_scaling(t, self.standardize)
         ts = (t - y_mean) / y_scale
         splits = _splits(self.cv, X, t, None, classifier=False)
-        storage = shared_storage(self.storage, Xs, plan.specs, self.max_memory,
-                                 reads="many")
-        bank = KernelBank.from_specs(Xs, plan.specs, storage=storage, normalize=None,
-                                     cache_size=self.cache_size, max_memory=self.max_memory)
+        bank = one_bank(self, Xs, plan)
         # The classifier's search with one problem per fold: the loss's
         # oracle from the registry, with the estimator's epsilon.
         form = _Formulation(self.loss, False, self.normalize, plan.new_method,
                             _StopFactory(base, plan, self.time_limit), plan.inner_tol,
                             plan.threshold, self.callback, plan.verbose, name,
-                            oracle_entry("regression", self.loss), (("epsilon", eps),))
+                            entry, (("epsilon", eps),), factors=sample_weight)
         n_s = len(splits)
 
         def score(k, decisions):
@@ -281,7 +279,8 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
             return scorer(model, np.arange(test.size)[:, None], t[test])
 
         setup = SearchSetup(bank, ts, splits, splits, None, form, score,
-                            lambda C: self._estimator(C).fit(X_given, y_given),
+                            lambda C: self._estimator(C).fit(X_given, y_given,
+                                                             sample_weight=sample_weight),
                             lambda k: [f"fold {k + 1} of {n_s}"], 1)
         search(self, Cs, setup, plan, t.shape[0])
         self.n_features_in_ = X.shape[1]
@@ -291,6 +290,17 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         """``best_estimator_.predict(X)``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
+
+    def combined_kernel(self, X, Y=None, pair=None):
+        """``best_estimator_.combined_kernel(X, Y)``: the refit's learned kernel."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.combined_kernel(X, Y, pair=pair)
+
+    @property
+    def kernel_(self):
+        """``best_estimator_.kernel_``: the refit's learned kernel as a function."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.kernel_
 
     def score(self, X, y, sample_weight=None):
         """``best_estimator_.score(X, y)``: the coefficient of determination R^2."""

@@ -11,32 +11,18 @@ widths are meant for standardised features) gives a real model on raw data.
 
 from __future__ import annotations
 
-import time
 import warnings
 from numbers import Real
 
 import numpy as np
 
 from .._constraints import Boolean, Check, Interval
-from .._interrupt import fit_run
-from .._policy import default_inner_tol
-from ..datasets import _scaling
-from ..driver import solve
-from ..kernels import KernelBank, KernelExpansion, rbf
+from ..kernels import rbf
 from ..oracles.one_class import _check_nu
 from ._checks import check_feature_names, check_is_fitted, check_targets, check_X
-from ._core import MKL_PARAMS, POSITIVE, EstimatorCore, loss_of
-from ._losses import oracle_entry
-from ._ovo import set_pair_attributes
-from ._params import resolve_kernel_specs
-from ._progress import TaskProgress, call_lines, run_summary
-from ._sklearn import BaseEstimator, ConvergenceWarning, OutlierMixin, RegressorMixin
-from .mkl import (
-    MKLClassifier,
-    _BinaryMKL,
-    _Plan,
-    _run_attributes,
-)
+from ._core import MKL_PARAMS, POSITIVE, loss_of
+from ._sklearn import OutlierMixin, RegressorMixin
+from .mkl import MKLBase
 
 __all__ = ["MKLRegressor", "MKLOneClass"]
 
@@ -55,102 +41,42 @@ _TASK_PARAMS = {
 }
 
 
+def target_scaling(t, standardize):
+    """``(mean, scale)`` of regression targets (``(0, 1)`` without standardising).
+
+    A constant target keeps scale 1, so that its standardised form is 0
+    rather than a division by (nearly) zero.
+    """
+    if not standardize:
+        return 0.0, 1.0
+    mean, sd = float(t.mean()), float(t.std())
+    return mean, sd if sd > 1e-12 * max(1.0, abs(mean)) else 1.0
+
+
 def _renamed(old, new):
     warnings.warn(f"{old} is deprecated and will be removed in the next release; use {new}",
                   FutureWarning, stacklevel=3)
 
 
-class _TaskMKL(EstimatorCore, BaseEstimator):
-    """One MKL problem on one oracle: parameters, fit loop, prediction."""
+class _TaskMKL(MKLBase):
+    """One MKL problem on one oracle: the regressor's and the one-class model's prediction.
 
-    _oracle_name = ""
+    They fit through the estimators' one core (:class:`~mklopt.estimators.mkl.MKLBase`),
+    as the classifier does; their task (``_task``) makes one problem of all
+    points.
+    """
 
-    # Borrowed from the classifier: the same parameters mean the same thing.
-    _resolve_groups = MKLClassifier._resolve_groups
-    _method_factory = MKLClassifier._method_factory
-    _stop = MKLClassifier._stop
-
-    def _grid(self, n_features):
-        return resolve_kernel_specs("grid", n_features, protocol="level2008")
-
-    def _check_common(self, X):
-        """The plan of a fit; the parameters were checked by the table when fit began."""
-        tol = float(self.tol)
-        max_iter = int(self.max_iter)
-        if self.inner_tol is None:
-            inner_tol = default_inner_tol(tol)
-        else:
-            inner_tol = float(self.inner_tol)
-        threshold = float(self.weight_threshold)
-        deadline = None
-        if self.time_limit is not None:
-            # Wall-clock time, the clock MKLClassifier._stop reads.
-            deadline = time.time() + float(self.time_limit)
-        if isinstance(self.kernels, str) and self.kernels == "grid":
-            specs = self._grid(X.shape[1])
-        else:
-            specs = resolve_kernel_specs(self.kernels, X.shape[1], protocol="level2008")
-        new_method = self._method_factory(specs)
-        return _Plan(None, tol, max_iter, inner_tol, threshold, deadline, specs, new_method,
-                     verbose=int(self.verbose))
-
-    def _fit_oracle(self, X, make_oracle, plan):
-        # Stoppable as a whole (time_limit, Ctrl-C), kernel construction included.
-        with fit_run(type(self).__name__, self.time_limit, self.verbose):
-            self._fit_oracle_run(X, make_oracle, plan)
-
-    def _fit_oracle_run(self, X, make_oracle, plan):
-        if self.standardize:
-            self.scaler_mean_, self.scaler_scale_ = _scaling(X)
-            X = (X - self.scaler_mean_) / self.scaler_scale_
-        else:
-            self.scaler_mean_ = self.scaler_scale_ = None
-        bank = KernelBank.from_specs(
-            X,
-            plan.specs,
-            storage=self.storage,
-            normalize=self.normalize,
-            cache_size=self.cache_size,
-            max_memory=self.max_memory,
-        )
-        oracle = make_oracle(bank, plan.inner_tol)
-        name = type(self).__name__
-        with TaskProgress(plan.verbose, name, 1, "problem") as progress:
-            result = solve(oracle, plan.new_method(), stop=self._stop(plan),
-                           callback=call_lines(plan.verbose, name, oracle, self.callback))
-            progress.advance("the MKL problem", run_summary(result))
-        w = np.asarray(result.weights, dtype=np.float64)
-        coef_all = np.asarray(result.alpha, dtype=np.float64)  # v: beta or alpha
-        support = np.flatnonzero(coef_all != 0.0).astype(np.int64)
-        bias = float(result.bias)
-        predictor = KernelExpansion.from_solution(
-            bank.functions, w, coef_all, bias, threshold=plan.threshold
-        )
-        model = _BinaryMKL(predictor, w, support, coef_all[support], bias, result)
-        self.models_ = [model]
-        self.n_features_in_ = X.shape[1]
-        self.kernel_specs_ = list(plan.specs)
-        self.n_kernels_ = len(plan.specs)
-        self.intercept_ = np.array([bias])
-        set_pair_attributes(self, **_run_attributes([model]))
-        if not result.converged:
-            warnings.warn(
-                f"{type(self).__name__} did not reach the relative gap tol={plan.tol:g} "
-                f"({result.reason}, rel. gap {result.rel_gap:.3g}); raise max_iter or "
-                "time_limit, or loosen tol",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
-
-    def __sklearn_is_fitted__(self):
-        return hasattr(self, "models_")
-
-    def _raw_decision(self, X):
+    def _check_predict_input(self, X):
+        """``X`` checked against the fit and standardised as the fit's features were."""
         check_is_fitted(self, "models_")
         check_feature_names(self, X, reset=False)
         X = check_X(X, type(self).__name__, n_features=self.n_features_in_)
         if getattr(self, "scaler_mean_", None) is not None:
             X = (X - self.scaler_mean_) / self.scaler_scale_
+        return X
+
+    def _raw_decision(self, X):
+        X = self._check_predict_input(X)
         return self.models_[0].predictor(X)
 
     # The standardisation had other names here than on the classifiers
@@ -234,6 +160,8 @@ _COMMON_ATTRS = """
 
 
 class MKLRegressor(RegressorMixin, _TaskMKL):
+    _task = "regression"
+
     __doc__ = f"""Multiple kernel learning epsilon-support vector regression.
 
     Learns kernel weights ``w`` together with an epsilon-SVR on
@@ -352,7 +280,7 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
         self.callback = callback
         self.verbose = verbose
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the kernel weights and the SVR.
 
         Parameters
@@ -361,31 +289,27 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
             Training inputs (finite).
         y : array-like of shape (n_samples,)
             Real, finite targets.
+        sample_weight : float or array-like of shape (n_samples,), optional
+            Per-sample weights ``s_i >= 0``: sample ``i``'s box is ``C_i = C
+            s_i`` (``SVR.fit(sample_weight=)``; for the squared loss, the
+            weight of its squared residual). A sample of weight 0 is left
+            out. The standardisation of ``X`` and ``y`` is not weighted.
 
         Returns
         -------
         self
         """
-        self._validate_params()
-        name = type(self).__name__
-        check_feature_names(self, X, reset=True)
-        X = check_X(X, name)
-        t = check_targets(y, X.shape[0], name)
-        C, eps = float(self.C), float(self.epsilon)
-        oracle = oracle_entry("regression", self.loss)
-        plan = self._check_common(X)
-        if self.standardize:
-            self.y_mean_ = float(t.mean())
-            sd = float(t.std())
-            self.y_scale_ = sd if sd > 1e-12 * max(1.0, abs(self.y_mean_)) else 1.0
-        else:
-            self.y_mean_, self.y_scale_ = 0.0, 1.0
-        t = (t - self.y_mean_) / self.y_scale_
-        # The oracle of self.loss from the registry (mklopt.tasks), given
-        # the values it declares it takes.
-        self._fit_oracle(X, lambda bank, tol: oracle.make(bank, t, C=C, epsilon=eps, tol=tol),
-                         plan)
-        return self
+        return super().fit(X, y, sample_weight=sample_weight)
+
+    def _oracle_values(self):
+        return {"C": float(self.C), "epsilon": float(self.epsilon)}
+
+    def _check_fit_input(self, X, y):
+        # The targets standardised as the features are (standardize=True).
+        X, _ = super()._check_fit_input(X, None)
+        t = check_targets(y, X.shape[0], type(self).__name__)
+        self.y_mean_, self.y_scale_ = target_scaling(t, self.standardize)
+        return X, (t - self.y_mean_) / self.y_scale_
 
     def predict(self, X):
         """Predicted targets, shape (n_samples,)."""
@@ -393,6 +317,8 @@ class MKLRegressor(RegressorMixin, _TaskMKL):
 
 
 class MKLOneClass(OutlierMixin, _TaskMKL):
+    _task = "one-class"
+
     __doc__ = f"""Multiple kernel learning nu-one-class SVM (novelty detection).
 
     Learns kernel weights ``w`` together with a one-class SVM on
@@ -505,11 +431,13 @@ class MKLOneClass(OutlierMixin, _TaskMKL):
         self.callback = callback
         self.verbose = verbose
 
-    def _grid(self, n_features):
-        root = float(np.sqrt(n_features))
-        return [rbf(s * root) for s in _ONE_CLASS_WIDTHS]
+    def _resolve_specs(self, n_features):
+        if isinstance(self.kernels, str) and self.kernels == "grid":
+            root = float(np.sqrt(n_features))
+            return [rbf(s * root) for s in _ONE_CLASS_WIDTHS]
+        return super()._resolve_specs(n_features)
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Fit the kernel weights and the one-class SVM on ``X``.
 
         Parameters
@@ -518,21 +446,21 @@ class MKLOneClass(OutlierMixin, _TaskMKL):
             Training inputs (finite), taken as inliers.
         y : ignored
             Accepted for API compatibility (see Notes).
+        sample_weight : float or array-like of shape (n_samples,), optional
+            Per-sample weights ``W_i >= 0``, as ``OneClassSVM.fit(
+            sample_weight=)`` (libsvm's bounds ``W_i``; scaling all of them
+            changes nothing). A sample of weight 0 is left out.
 
         Returns
         -------
         self
         """
-        self._validate_params()
-        check_feature_names(self, X, reset=True)
-        X = check_X(X, type(self).__name__)
-        nu = float(self.nu)
-        plan = self._check_common(X)
-        # The oracle of self.loss from the registry (mklopt.tasks).
-        oracle = oracle_entry("one-class", self.loss)
-        self._fit_oracle(X, lambda bank, tol: oracle.make(bank, nu=nu, tol=tol), plan)
+        super().fit(X, y, sample_weight=sample_weight)
         self.offset_ = -float(self.intercept_[0])
         return self
+
+    def _oracle_values(self):
+        return {"nu": float(self.nu)}
 
     def decision_function(self, X):
         """``score_samples(X) - offset_``: positive for inliers, shape (n_samples,)."""

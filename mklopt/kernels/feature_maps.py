@@ -70,8 +70,8 @@ about ``E``:
   ``max_ij |Ktilde_ij - K_ij| <= sqrt(2 log(n(n-1)/delta) / D)`` (unnormalised;
   divide by ``n`` for the normalised kernels).
 
-``benchmarks/bench_feature_maps.py`` measures the resulting errors in ``J``
-and in test accuracy on the bundled data sets (``benchmarks/README.md``).
+``benchmarks/bench_feature_maps.py`` (retired; at commit ``89ee8cc``) measured the
+resulting errors in ``J`` and in test accuracy on the bundled data sets.
 
 References
 ----------

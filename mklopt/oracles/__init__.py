@@ -34,4 +34,5 @@ register_oracle("logistic", "classification", LogisticDual, ("C", "tol"))
 register_oracle("epsilon_insensitive", "regression", SVRDual, ("C", "epsilon", "tol"),
                 exact_step=True)
 register_oracle("squared", "regression", RidgeDual, ("C",))
-register_oracle("nu", "one-class", OneClassDual, ("nu", "tol"), exact_step=True)
+register_oracle("nu", "one-class", OneClassDual, ("nu", "tol", "sample_weight"),
+                exact_step=True)

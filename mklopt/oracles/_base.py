@@ -123,6 +123,10 @@ class DualOracle:
     supports_value_only = True
     #: ``kernels=...`` is supported: ``q`` for a subset of kernels only.
     supports_kernel_subsets = True
+    #: The samples that have variables, when some have none (a per-sample
+    #: box ``C_i = 0``, see :mod:`mklopt.oracles._box`); None: all of them.
+    #: Answers' ``alpha`` and warm starts still have one entry per sample.
+    kept = None
 
     def _setup(self, bank, tol, max_iter):
         self.bank = bank
@@ -146,18 +150,48 @@ class DualOracle:
     def _from_warm(self, warm_start):
         """The problem's variables from a warm start given as :meth:`_to_alpha` returns it."""
         # Our own copy (the solver overwrites it), made while checking.
-        a = check_vector(warm_start, "warm_start", size=self.problem.n_variables, copy=True)
-        return repair_feasible(a, self.problem)
+        size = self.problem.n_variables if self.kept is None else self.n_samples
+        a = check_vector(warm_start, "warm_start", size=size, copy=True)
+        return repair_feasible(self._drop(a, "warm_start"), self.problem)
 
     def _to_alpha(self, a):
         """The answer's ``alpha`` from the problem's variables (default: ``a`` itself)."""
-        return a
+        return self._spread(a)
+
+    def _drop(self, alpha, name):
+        """``alpha`` (one entry per sample) on the samples with variables (:attr:`kept`).
+
+        The other entries must be zero up to rounding: a vector with mass on
+        a sample of bound 0 belongs to another problem.
+        """
+        if self.kept is None:
+            return alpha
+        out = np.ones(alpha.shape[0], dtype=bool)
+        out[self.kept] = False
+        big = float(np.max(np.abs(alpha[out]), initial=0.0))
+        if big > WARM_RTOL * float(self.problem.upper.max()):
+            raise ValueError(
+                f"{name} must be 0 on the samples whose bound C_i is 0 (they have no dual "
+                f"variable); got {big:.6g}. Pass the alpha of an oracle of the same problem, "
+                "or None for a cold start"
+            )
+        return np.ascontiguousarray(alpha[self.kept])
+
+    def _spread(self, a):
+        """The inverse of :meth:`_drop`: zeros on the samples without variables."""
+        if self.kept is None:
+            return a
+        out = np.zeros(self.n_samples)
+        out[self.kept] = a
+        return out
 
     def to_variables(self, alpha):
         """The problem's variables (``problem.n_variables``) for an answer's ``alpha``.
 
-        The identity for SVMDual and OneClassDual; SVRDual splits
-        ``beta = alpha - alpha*`` into ``(max(beta, 0), max(-beta, 0))``.
+        The identity for SVMDual and OneClassDual (the entries of the
+        samples with variables, when some bounds are 0: :attr:`kept`);
+        SVRDual splits ``beta = alpha - alpha*`` into ``(max(beta, 0),
+        max(-beta, 0))``.
         A copy, checked and repaired as a warm start is.
         """
         return self._from_warm(alpha)
@@ -172,13 +206,20 @@ class DualOracle:
         """
         alpha = np.asarray(alpha, dtype=np.float64)
         P = self.problem
+        off = 0.0
+        if self.kept is not None and alpha.shape == (self.n_samples,):
+            # the samples of bound 0 have no variable: their alpha must be 0
+            mask = np.ones(self.n_samples, dtype=bool)
+            mask[self.kept] = False
+            off = float(np.max(np.abs(alpha[mask]), initial=0.0))
+            alpha = alpha[self.kept]
         if alpha.shape == (P.n_variables,):
             a = alpha
         else:  # an alpha of n entries for 2n variables (SVR: beta = a - a*)
             a = np.concatenate([np.maximum(alpha, 0.0), np.maximum(-alpha, 0.0)])
         if a.shape != (P.n_variables,):
             return math.inf
-        box = max(0.0, float(np.max(-a, initial=0.0)), float(np.max(a - P.upper, initial=0.0)))
+        box = max(off, float(np.max(-a, initial=0.0)), float(np.max(a - P.upper, initial=0.0)))
         return max(box, abs(float(P.signs @ a) - P.total))
 
     def reference_value(self, w):

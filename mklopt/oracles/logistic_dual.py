@@ -138,6 +138,11 @@ class LogisticDual(LossOracle):
         bank = as_bank(bank)
         n = int(bank.n_samples)
         self.y = check_labels(y, n, name="y")
+        if np.ndim(C) > 0:
+            raise ValueError(
+                "LogisticDual takes one C for all samples; per-sample bounds (class or sample "
+                "weights) are supported by the hinge loss (SVMDual), not the logistic loss"
+            )
         self.C = check_real(C, "C", low=0.0, strict_low=True)
         if not isinstance(fit_intercept, (bool, np.bool_)):
             raise TypeError(f"fit_intercept must be True or False, got {fit_intercept!r}")

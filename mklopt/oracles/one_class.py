@@ -7,6 +7,7 @@ import numpy as np
 from .._validation import check_real
 from ..kernels.bank import as_bank
 from ._base import DualOracle
+from ._box import check_box
 from ._problem import DualProblem
 
 __all__ = ["OneClassDual"]
@@ -53,13 +54,21 @@ class OneClassDual(DualOracle):
         SMO stopping tolerance on the maximal KKT violation.
     max_iter : int, optional
         SMO iteration budget per call; default ``max(10_000_000, 100 n)``.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-sample weights ``W_i >= 0`` (scikit-learn's ``OneClassSVM.fit(
+        sample_weight=)``, libsvm's bounds ``W_i`` with ``1'alpha = nu sum_i
+        W_i``): here the bounds ``W_i / (nu sum_j W_j)`` with ``1'alpha = 1``,
+        so that weights scaled by a constant give the same problem. A sample
+        of weight 0 has no variable (:mod:`mklopt.oracles._box`).
 
     Attributes
     ----------
     n_kernels, n_samples, n_calls, n_unconverged, problem, last_stats
         As for :class:`~mklopt.oracles.SVMDual`.
-    bank, nu, tol, max_iter
+    bank, nu, tol, max_iter, sample_weight
         As given.
+    kept : ndarray of int64 or None
+        The samples of positive weight when some have weight 0, else None.
 
     Notes
     -----
@@ -84,21 +93,31 @@ class OneClassDual(DualOracle):
     (True, True)
     """
 
-    def __init__(self, bank, nu=0.5, tol=1e-3, max_iter=None):
+    #: Takes per-sample weights (``sample_weight``; see :mod:`mklopt.oracles._box`).
+    sample_bounds = True
+
+    def __init__(self, bank, nu=0.5, tol=1e-3, max_iter=None, sample_weight=None):
         bank = as_bank(bank)
         n = int(bank.n_samples)
         self.nu = _check_nu(nu)
-        ones = np.ones(n)
-        upper = 1.0 / (self.nu * n)
-        self.problem = DualProblem.make(ones, np.arange(n), np.zeros(n), upper, 1.0, n)
+        if sample_weight is None:
+            self.sample_weight = None
+            upper, rows = np.full(n, 1.0 / (self.nu * n)), np.arange(n)
+        else:
+            # libsvm's weighted one-class problem (bounds W_i, sum nu sum_i W_i),
+            # divided by nu sum_i W_i: the bounds W_i / (nu sum W), sum 1.
+            w, _, self.kept = check_box(sample_weight, n, "sample_weight")
+            self.sample_weight = w
+            rows = np.arange(n) if self.kept is None else self.kept
+            upper = w / (self.nu * float(w.sum()))
+        m = rows.size
+        self.problem = DualProblem.make(np.ones(m), rows, np.zeros(m), upper[rows], 1.0, n)
         self._setup(bank, tol, max_iter)
 
     def _start(self):
-        n = self.n_samples
-        m = self.nu * n
-        a = np.zeros(n)
-        k = min(int(m), n)
-        a[:k] = 1.0
-        if k < n:
-            a[k] = m - k
-        return a / m
+        # libsvm's start: the variables in order, each at its bound, until the
+        # mass 1 is placed (the last one fractional). With equal bounds the
+        # first floor(nu n) are at 1 / (nu n).
+        upper = self.problem.upper
+        before = np.concatenate([[0.0], np.cumsum(upper)[:-1]])
+        return np.clip(1.0 - before, 0.0, upper)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from .._validation import check_real, check_vector
+from .._validation import check_vector
 from ..kernels.bank import as_bank
+from ._box import check_box
 from ._loss_base import LossOracle
 
 __all__ = ["RidgeDual"]
@@ -57,8 +58,13 @@ class RidgeDual(LossOracle):
         The base kernels.
     y : array-like of shape (n_samples,)
         Real, finite targets.
-    C : float, default=1.0
-        Weight of the squared loss, > 0 (``1/C`` is the ridge).
+    C : float or array-like of shape (n_samples,), default=1.0
+        Weight of the squared loss, > 0 (``1/C`` is the ridge), or one
+        weight ``C_i >= 0`` per sample (weighted least squares,
+        ``sum_i C_i (y_i - f(x_i) - b)^2 / 2``: the ridge ``1/C_i`` on the
+        diagonal and ``-sum_i alpha_i^2 / (2 C_i)`` in the linear term). A
+        sample with ``C_i = 0`` has ``alpha_i = 0`` and is left out of the
+        solve.
     fit_intercept : bool, default=True
         Fit the offset ``b`` (and impose ``1'alpha = 0``).
 
@@ -72,6 +78,8 @@ class RidgeDual(LossOracle):
         Always 0 (the solve is exact).
     bank, y, C, fit_intercept
         As given (``y`` as a float64 array).
+    kept : ndarray of int64 or None
+        The samples with ``C_i > 0`` when some have none, else None.
 
     Notes
     -----
@@ -103,20 +111,38 @@ class RidgeDual(LossOracle):
 
     c_homogeneous = True  # l = -C sum V*(-alpha/C): see LossOracle
 
+    #: ``C`` may be one bound per sample (class and sample weights; see
+    #: :mod:`mklopt.oracles._box`).
+    sample_bounds = True
+
     def __init__(self, bank, y, C=1.0, fit_intercept=True):
         bank = as_bank(bank)
         n = int(bank.n_samples)
         self.y = check_vector(y, "y", size=n)
-        self.C = check_real(C, "C", low=0.0, strict_low=True)
+        self.C, upper, self.kept = check_box(C, n, "C")
+        # the ridge 1 / C_i of the samples that have a variable
+        self._ridge = 1.0 / (upper if self.kept is None else upper[self.kept])
         if not isinstance(fit_intercept, (bool, np.bool_)):
             raise TypeError(f"fit_intercept must be True or False, got {fit_intercept!r}")
         self.fit_intercept = bool(fit_intercept)
         self._setup(bank)
 
     def _solve(self, K, warm_start):
-        n = self.n_samples
-        # K is the oracle's own buffer: add the ridge in place on the diagonal.
-        K.flat[:: n + 1] += 1.0 / self.C
+        if self.kept is not None:
+            # Samples of bound C_i = 0 have alpha_i = 0: solve on the others.
+            Kk = K[np.ix_(self.kept, self.kept)]
+            alpha_k, b, n_iter, ok = self._solve_on(Kk, self.y[self.kept])
+            alpha = np.zeros(self.n_samples)
+            alpha[self.kept] = alpha_k
+            return alpha, b, n_iter, ok
+        return self._solve_on(K, self.y)
+
+    def _solve_on(self, K, y):
+        n = K.shape[0]
+        ridge = self._ridge
+        # K is the oracle's own buffer (or a copy): add the ridge in place on
+        # the diagonal, and take it off again.
+        K.flat[:: n + 1] += ridge
         try:
             fac = scipy.linalg.cho_factor(K, lower=True, overwrite_a=False, check_finite=False)
             solve = lambda rhs: scipy.linalg.cho_solve(fac, rhs, check_finite=False)  # noqa: E731
@@ -126,10 +152,10 @@ class RidgeDual(LossOracle):
             lu = scipy.linalg.lu_factor(K, check_finite=False)
             solve = lambda rhs: scipy.linalg.lu_solve(lu, rhs, check_finite=False)  # noqa: E731
         finally:
-            K.flat[:: n + 1] -= 1.0 / self.C
+            K.flat[:: n + 1] -= ridge
         if not self.fit_intercept:
-            return solve(self.y), 0.0, 1, True
-        uz = solve(np.column_stack([self.y, np.ones(n)]))
+            return solve(y), 0.0, 1, True
+        uz = solve(np.column_stack([y, np.ones(n)]))
         u, z = uz[:, 0], uz[:, 1]
         b = float(u.sum() / z.sum())
         alpha = u - b * z
@@ -139,4 +165,7 @@ class RidgeDual(LossOracle):
         return alpha
 
     def _linear(self, alpha):
-        return float(self.y @ alpha) - float(alpha @ alpha) / (2.0 * self.C)
+        if self.kept is None:
+            return float(self.y @ alpha) - 0.5 * float(self._ridge @ (alpha * alpha))
+        a = alpha[self.kept]
+        return float(self.y[self.kept] @ a) - 0.5 * float(self._ridge @ (a * a))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_labels, check_real
+from .._validation import check_labels
 from ..kernels.bank import as_bank
 from ._base import DualOracle
+from ._box import check_box
 from ._problem import DualProblem
 
 __all__ = ["SVMDual"]
@@ -36,8 +37,11 @@ class SVMDual(DualOracle):
         ``KernelBank.from_matrices`` (which checks them).
     y : array-like of shape (n_samples,)
         Labels in {-1, +1}, both present.
-    C : float, default=1.0
-        Box constraint, > 0.
+    C : float or array-like of shape (n_samples,), default=1.0
+        Box constraint: a number > 0, or one bound ``C_i >= 0`` per sample
+        (the weighted SVM, ``0 <= alpha_i <= C_i``; the estimators' class
+        and sample weights). A sample with ``C_i = 0`` has no dual variable
+        (see :mod:`mklopt.oracles._box`).
     tol : float, default=1e-3
         Stopping tolerance of SMO on the maximal KKT violation
         ``m(alpha) - M(alpha)`` (libsvm's ``eps``, same meaning and default
@@ -56,7 +60,10 @@ class SVMDual(DualOracle):
         Number of oracle calls so far.
     problem : DualProblem
         The dual in the SMO form shared by every oracle (signs ``y``,
-        linear term ``-1``, upper bounds ``C``, ``y'alpha = 0``).
+        linear term ``-1``, upper bounds ``C``, ``y'alpha = 0``), on the
+        samples with ``C_i > 0``.
+    kept : ndarray of int64 or None
+        The samples with ``C_i > 0`` when some have none, else None.
     bank, y, C, tol, max_iter
         As given (``y`` as a float64 array, ``max_iter`` resolved). ``tol``
         is read at every call and may be changed between calls (a method
@@ -129,10 +136,21 @@ class SVMDual(DualOracle):
     2
     """
 
+    #: ``C`` may be one bound per sample (class and sample weights; see
+    #: :mod:`mklopt.oracles._box`).
+    sample_bounds = True
+
     def __init__(self, bank, y, C=1.0, tol=1e-3, max_iter=None):
         bank = as_bank(bank)
         n = int(bank.n_samples)
         self.y = check_labels(y, n, name="y")
-        self.C = check_real(C, "C", low=0.0, strict_low=True)
-        self.problem = DualProblem.make(self.y, np.arange(n), np.full(n, -1.0), self.C, 0.0, n)
+        self.C, upper, self.kept = check_box(C, n, "C")
+        rows = np.arange(n) if self.kept is None else self.kept
+        ys = self.y[rows]
+        if not (np.any(ys > 0) and np.any(ys < 0)):
+            raise ValueError(
+                f"C is 0 for every sample of class {-ys[0]:+g}; each class needs a sample with "
+                "C_i > 0 (a positive weight)"
+            )
+        self.problem = DualProblem.make(ys, rows, np.full(rows.size, -1.0), upper[rows], 0.0, n)
         self._setup(bank, tol, max_iter)

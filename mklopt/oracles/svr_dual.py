@@ -7,6 +7,7 @@ import numpy as np
 from .._validation import check_real, check_vector
 from ..kernels.bank import as_bank
 from ._base import DualOracle, repair_feasible
+from ._box import check_box
 from ._problem import DualProblem
 
 __all__ = ["SVRDual"]
@@ -42,8 +43,11 @@ class SVRDual(DualOracle):
         The base kernels.
     y : array-like of shape (n_samples,)
         Real, finite targets.
-    C : float, default=1.0
-        Box constraint, > 0.
+    C : float or array-like of shape (n_samples,), default=1.0
+        Box constraint: a number > 0, or one bound ``C_i >= 0`` per sample
+        (``-C_i <= beta_i <= C_i``, scikit-learn's ``SVR`` with
+        ``sample_weight``); a sample with ``C_i = 0`` has no variables
+        (:mod:`mklopt.oracles._box`).
     epsilon : float, default=0.1
         Width of the insensitive tube, >= 0.
     tol : float, default=1e-3
@@ -58,6 +62,8 @@ class SVRDual(DualOracle):
         As for :class:`~mklopt.oracles.SVMDual`.
     bank, y, C, epsilon, tol, max_iter
         As given (``y`` as a float64 array).
+    kept : ndarray of int64 or None
+        The samples with ``C_i > 0`` when some have none, else None.
 
     Notes
     -----
@@ -86,23 +92,31 @@ class SVRDual(DualOracle):
     True
     """
 
+    #: ``C`` may be one bound per sample (class and sample weights; see
+    #: :mod:`mklopt.oracles._box`).
+    sample_bounds = True
+
     def __init__(self, bank, y, C=1.0, epsilon=0.1, tol=1e-3, max_iter=None):
         bank = as_bank(bank)
         n = int(bank.n_samples)
         self.y = check_vector(y, "y", size=n)
-        self.C = check_real(C, "C", low=0.0, strict_low=True)
+        self.C, upper, self.kept = check_box(C, n, "C")
         self.epsilon = check_real(epsilon, "epsilon", low=0.0)
-        rows = np.concatenate([np.arange(n), np.arange(n)])
-        signs = np.concatenate([np.ones(n), -np.ones(n)])
-        linear = np.concatenate([self.epsilon - self.y, self.epsilon + self.y])
-        self.problem = DualProblem.make(signs, rows, linear, self.C, 0.0, n)
+        kept = np.arange(n) if self.kept is None else self.kept
+        m = kept.size
+        y = self.y[kept]
+        rows = np.concatenate([kept, kept])
+        signs = np.concatenate([np.ones(m), -np.ones(m)])
+        linear = np.concatenate([self.epsilon - y, self.epsilon + y])
+        self.problem = DualProblem.make(signs, rows, linear, np.tile(upper[kept], 2), 0.0, n)
         self._setup(bank, tol, max_iter)
 
     def _from_warm(self, warm_start):
-        beta = check_vector(warm_start, "warm_start", size=self.n_samples)
+        beta = self._drop(check_vector(warm_start, "warm_start", size=self.n_samples),
+                          "warm_start")
         a = np.concatenate([np.maximum(beta, 0.0), np.maximum(-beta, 0.0)])
         return repair_feasible(a, self.problem)
 
     def _to_alpha(self, a):
-        n = self.n_samples
-        return a[:n] - a[n:]
+        m = a.shape[0] // 2
+        return self._spread(a[:m] - a[m:])

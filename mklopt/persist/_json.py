@@ -57,6 +57,10 @@ _PARAM_TYPES = {
     "variant": lambda v: isinstance(v, str), "n_rounds": _number, "sample_ratio": _number,
     "decay": _number,
     "random_state": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
+    # None, "balanced", or a dict saved as [label, weight] pairs (JSON keys are strings)
+    "class_weight": lambda v: v in (None, "balanced") or (
+        isinstance(v, list) and all(isinstance(e, list) and len(e) == 2 for e in v)),
+    "probability": lambda v: isinstance(v, bool),
 }
 
 
@@ -97,6 +101,9 @@ def param_to_json(name, value):
         return "inf"  # p = inf (the sum kernel); JSON has no infinity
     if name == "verbose":
         return check_verbose(value)
+    if name == "class_weight" and isinstance(value, dict):
+        # [label, weight] pairs: a JSON object would turn integer labels into strings
+        return [[to_json(k, name), to_json(v, name)] for k, v in value.items()]
     if name == "random_state" and not (value is None or isinstance(value, numbers.Integral)):
         # A generator's state is not data; the fitted model does not depend
         # on it (as for a method instance above), so it loads as None.
@@ -107,6 +114,8 @@ def param_to_json(name, value):
 def param_from_json(name, value):
     if name == "p" and value == "inf":
         return math.inf
+    if name == "class_weight" and isinstance(value, list):
+        return {k: v for k, v in value}
     if name == "groups" and isinstance(value, list):
         return [list(g) for g in value]
     if name == "storage" and isinstance(value, dict):

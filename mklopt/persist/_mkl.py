@@ -63,6 +63,8 @@ _ARRAYS = {
 # by mklopt.persist.save_model); scaler_mean/scaler_scale: the classifier's
 # own (absent in files written before it had one).
 _OPTIONAL_ARRAYS = {
+    # (A, B) of each pair's Platt sigmoid (probability=True)
+    "prob_sigmoid": ("f", 2),
     "x_mean": ("f", 1),
     "x_scale": ("f", 1),
     "scaler_mean": ("f", 1),
@@ -128,6 +130,9 @@ def _pack_pairs(est, precomputed):
         "kernel_scale": np.asarray(k_scale, dtype=np.float64),
     }
     out.update(_map_arrays(m_kind, m_cols, m_data, m_off, lm_off, lm_X, d))
+    sigmoids = [getattr(model, "sigmoid", None) for model in est.models_]
+    if all(sg is not None for sg in sigmoids):
+        out["prob_sigmoid"] = np.asarray(sigmoids, dtype=np.float64).reshape(-1, 2)
     return out
 
 
@@ -156,6 +161,8 @@ def _unpack_pairs(a, specs, n_pairs, precomputed):
             dual_coef=coef,
             bias=bias,
             result=None,
+            sigmoid=(tuple(float(v) for v in a["prob_sigmoid"][k])
+                     if "prob_sigmoid" in a else None),
         ))
         supports.append(np.ascontiguousarray(a["sv_index"][s0:s1]))
         coefs.append(coef)
@@ -171,6 +178,8 @@ def _check_arrays(a, header):
     for mean, scale in (("x_mean", "x_scale"), ("scaler_mean", "scaler_scale")):
         if (mean in a) != (scale in a):
             raise ValueError(f"{mean} and {scale} go together")
+    if "prob_sigmoid" in a and not np.all(np.isfinite(a["prob_sigmoid"])):
+        raise ValueError("prob_sigmoid must be finite")
     if "scaler_scale" in a and not np.all(a["scaler_scale"] > 0):
         raise ValueError("scaler_scale must be positive")
     n_sv, n_sel = a["sv_offsets"], a["kernel_offsets"]
@@ -178,7 +187,7 @@ def _check_arrays(a, header):
         "weights": (P, m), "intercept": (P,), "n_iter": (P,),
         "n_oracle_calls": (P,), "gap": (P,), "converged": (P,), "sv_offsets": (P + 1,),
         "kernel_offsets": (P + 1,), "x_mean": (d,), "x_scale": (d,), "scaler_mean": (d,),
-        "scaler_scale": (d,),
+        "scaler_scale": (d,), "prob_sigmoid": (P, 2),
     }
     for key, shape in shapes.items():
         if key in a and a[key].shape != shape:

@@ -276,3 +276,78 @@ def test_the_dask_backend_gives_the_serial_model_bit_for_bit():
         X = _stack(X3) if cell["precomputed"] else X3
         X_test = _stack(X3[::3], X3) if cell["precomputed"] else X3[::3]
         _assert_same_model(_classifier(**cell).fit(X, Y3), fits[k], X_test)
+
+
+# ------------------------------------------------ weights and probabilities
+#: The classification losses whose oracle takes per-sample bounds (C_i).
+WEIGHTED = {"hinge", "spy"}
+
+
+def _weights(n):
+    sw = np.linspace(0.5, 2.0, n)
+    sw[::7] = 0.0  # some samples left out
+    return sw
+
+
+@pytest.mark.parametrize("precomputed", [False, True], ids=["features", "precomputed"])
+@pytest.mark.parametrize("loss", LOSSES["classification"])
+@pytest.mark.parametrize("cv", [False, True], ids=["plain", "CV"])
+def test_classifiers_take_weights_and_give_probabilities(cv, loss, precomputed, tmp_path):
+    X = _stack(X3) if precomputed else X3
+    X_test = _stack(X3[::3], X3) if precomputed else X3[::3]
+    sw = _weights(len(Y3))
+    opts = dict(probability=True, random_state=0)
+    if loss in WEIGHTED:
+        est = _classifier(cv, loss, "ovo", precomputed, class_weight={"a": 2.0}, **opts)
+        est.fit(X, Y3, sample_weight=sw)
+        best = getattr(est, "best_estimator_", est)
+        for sv in best.support_:  # samples of weight 0 are never support vectors
+            assert np.all(sw[sv] > 0)
+    else:
+        # a loss whose oracle takes no per-sample bounds is refused, naming it
+        with pytest.raises(ValueError, match=f"loss={loss!r} takes no per-sample weights"):
+            _classifier(cv, loss, "ovo", precomputed, class_weight={"a": 2.0}, **opts).fit(X, Y3)
+        with pytest.raises(ValueError, match=f"loss={loss!r} takes no per-sample weights"):
+            _classifier(cv, loss, "ovo", precomputed, **opts).fit(X, Y3, sample_weight=sw)
+        est = _classifier(cv, loss, "ovo", precomputed, **opts).fit(X, Y3)
+        best = getattr(est, "best_estimator_", est)
+    assert bool(spies.CALLS) == loss.startswith("spy")
+    _assert_certified(est)
+    assert est.score(X, Y3) >= 0.8
+    # probabilities for every loss: Platt sigmoids coupled over the three classes
+    P = est.predict_proba(X_test)
+    assert P.shape == (X_test.shape[-2] if precomputed else len(X_test), 3)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    assert np.mean(est.classes_[P.argmax(1)] == Y3[::3]) >= 0.8
+    _assert_round_trip(best, X_test, tmp_path)
+    back, _ = load_model(tmp_path / "model.npz")
+    np.testing.assert_allclose(back.predict_proba(X_test), P, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("loss", LOSSES["regression"])
+@pytest.mark.parametrize("cv", [False, True], ids=["plain", "CV"])
+def test_regressors_take_sample_weights(cv, loss, tmp_path):
+    X, t = _regression_data()
+    sw = _weights(len(t))
+    if cv:
+        est = MKLRegressorCV(kernels=SPECS, loss=loss, Cs=CS, cv=3, tol=1e-4)
+    else:
+        est = MKLRegressor(kernels=SPECS, loss=loss, C=3.0, tol=TOL)
+    est.fit(X, t, sample_weight=sw)
+    assert bool(spies.CALLS) == (loss == "spy")
+    _assert_certified(est)
+    best = getattr(est, "best_estimator_", est)
+    assert np.all(sw[best.support_] > 0)
+    assert est.score(X, t) >= 0.5
+    _assert_round_trip(best, X, tmp_path)
+
+
+@pytest.mark.parametrize("loss", LOSSES["one-class"])
+def test_one_class_takes_sample_weights(loss, tmp_path):
+    X, _ = _regression_data()
+    sw = _weights(len(X))
+    est = MKLOneClass(kernels=SPECS, loss=loss, nu=0.2, tol=TOL).fit(X, sample_weight=sw)
+    assert bool(spies.CALLS) == (loss == "spy")
+    _assert_certified(est)
+    assert np.all(sw[est.support_] > 0)
+    _assert_round_trip(est, X, tmp_path)

@@ -17,7 +17,7 @@ from mklopt import MKBoostClassifier, MKLClassifier, datasets
 
 SPLITS = 5
 # The six small binary sets; letter and shuttle (10^4 rows and more per half)
-# are left to benchmarks/bench_scale.py.
+# are left to ``mklopt bench --protocol scale``.
 SMALL_BINARY = ("ionosphere", "sonar", "pima", "breast", "vote", "wdbc")
 
 

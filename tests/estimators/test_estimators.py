@@ -45,7 +45,18 @@ def blobs(n=60, seed=0, shift=2.5, n_features=2, n_classes=2):
 # ---------------------------------------------------------------------------
 # scikit-learn's own estimator checks
 # ---------------------------------------------------------------------------
-@parametrize_with_checks([small()])
+def _expected_failures(estimator):
+    # As for scikit-learn's own SVC: integer weights equal repeated samples
+    # only when the kernels' normalisation and the standardisation, which
+    # are statistics of the training points, do not change with repetition,
+    # and when the fits are solved to the same tolerance (the checks' 50-step
+    # budget stops short). tests/estimators/test_weights_estimators.py checks
+    # the equivalence where it holds (normalize=None, standardize=False).
+    reason = "sample_weight is not equivalent to repeating samples under the normalisation"
+    return {"check_sample_weight_equivalence_on_dense_data": reason}
+
+
+@parametrize_with_checks([small()], expected_failed_checks=_expected_failures)
 def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         # Several checks fit on a handful of random points where a 50-step

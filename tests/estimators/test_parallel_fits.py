@@ -97,7 +97,7 @@ def assert_same_boost(a, b, X):
 class _Independent(MKLClassifier):
     """Serial pairs without warm starts: what parallel pairs compute."""
 
-    def _pair_parents(self, plan, pairs):
+    def _parents(self, plan, task, problems):
         return None
 
 
@@ -332,30 +332,30 @@ def test_bench_refuses_an_unreachable_scheduler(tmp_path, capsys):
 def test_pairs_are_dispatched_largest_first_and_kept_in_pair_order(monkeypatch):
     # Unequal classes: pairs of different sizes. The tasks go out largest
     # first (a shorter makespan in parallel); the models stay in pair order.
-    import mklopt.estimators._ovo as ovo
+    import mklopt.estimators._fit as core
 
     rng = np.random.default_rng(3)
     sizes = {0: 12, 1: 30, 2: 20, 3: 8}
     X = np.vstack([rng.normal(loc=c, size=(k, 2)) for c, k in sizes.items()])
     y = np.repeat(list(sizes), list(sizes.values()))
     waves = []
-    real = ovo.parallel_map
+    real = core.parallel_map
 
     def spy(func, tasks, *args, **kwargs):
         waves.append([])
 
         def record():
             for t in tasks:
-                waves[-1].append(t[2].shape[0])  # (name, plan, X, y, rows)
+                waves[-1].append(t[3].rows.size)  # (name, plan, X, problem, start)
                 yield t
         return real(func, record(), *args, **kwargs)
 
-    monkeypatch.setattr(ovo, "parallel_map", spy)
+    monkeypatch.setattr(core, "parallel_map", spy)
     clf = MKLClassifier(kernels=[rbf(1.0), poly(2)], C=1.0).fit(X, y)
     # pairs go out in waves (each after the pair it starts from), largest first in each
     assert all(w == sorted(w, reverse=True) for w in waves)
     assert sum(len(w) for w in waves) == 6 and max(len(w) for w in waves) > 1
-    monkeypatch.setattr(ovo, "parallel_map", real)
+    monkeypatch.setattr(core, "parallel_map", real)
     ref = MKLClassifier(kernels=[rbf(1.0), poly(2)], C=1.0).fit(X, y)
     np.testing.assert_array_equal(clf.pairs_, ref.pairs_)
     np.testing.assert_array_equal(clf.weights_, ref.weights_)

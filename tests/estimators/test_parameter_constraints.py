@@ -127,6 +127,8 @@ BAD = {
     "sample_ratio": [(0.0, ValueError), (1.5, ValueError)],
     "decay": [(0.0, ValueError), (2.0, ValueError)],
     "random_state": [(-3, ValueError), ("x", TypeError)],
+    "class_weight": [("balance", ValueError), ([1.0, 2.0], TypeError)],
+    "probability": [("yes", TypeError), (1, TypeError)],
 }
 
 

@@ -16,10 +16,18 @@ from mklopt.kernels import linear, rbf  # noqa: E402
 SMALL = [rbf(1.0), rbf(4.0), linear()]
 
 
+def _expected_failures(estimator):
+    # As for scikit-learn's SVR and OneClassSVM: weights are not repeated
+    # samples under the standardisation and the kernels' normalisation
+    # (statistics of the training points) and the checks' 50-step budget.
+    return {"check_sample_weight_equivalence_on_dense_data":
+            "sample_weight is not equivalent to repeating samples under the normalisation"}
+
+
 @parametrize_with_checks([
     MKLRegressor(kernels=SMALL, method="subgradient", max_iter=50),
     MKLOneClass(kernels=SMALL[:2], method="subgradient", max_iter=50),
-])
+], expected_failed_checks=_expected_failures)
 def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

@@ -316,7 +316,7 @@ def test_lazy_combine_gives_the_whole_matrix_answer(seed):
 def _fit(shared, X, y, **params):
     clf = MKLClassifier(**params)
     if not shared:
-        clf._prepare_pairs = lambda plan, X, rows: plan  # every pair builds its own bank
+        clf._shares_bank = lambda n_problems: False  # every pair builds its own bank
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return clf.fit(X, y)

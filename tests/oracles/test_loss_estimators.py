@@ -83,7 +83,7 @@ def test_predict_proba_only_where_it_means_something():
     y3 = np.arange(45) % 3
     clf = MKLClassifier(kernels=[rbf(1.0)], loss="logistic").fit(X, y3)
     assert clf.predict(X).shape == (45,)  # one-vs-one votes work
-    with pytest.raises(ValueError, match="predict_proba supports two classes"):
+    with pytest.raises(ValueError, match="supports two classes.*Fit with probability=True"):
         clf.predict_proba(X)
     # labels other than -1/+1 keep their order: column 1 is classes_[1]
     clf = MKLClassifier(kernels=[rbf(1.0)], loss="logistic").fit(X, np.where(y > 0, "b", "a"))

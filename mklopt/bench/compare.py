@@ -1,0 +1,336 @@
+"""``mklopt bench --protocol compare``: mklopt against what a user would pick instead.
+
+Every estimator is fitted on the same stratified half split (seeds
+``seed .. seed + splits - 1``), in this one process, and scored on the
+other half:
+
+- ``svc``: ``make_pipeline(StandardScaler(), SVC())``, the reference of
+  every ratio;
+- ``svc-grid``: ``GridSearchCV`` of it over ``C`` (5 values, 0.1 .. 1e3)
+  and ``gamma`` (5 values, 0.01 .. 100 over the number of features),
+  5-fold;
+- ``average``: ``SVC(kernel="precomputed")`` on the uniform average of
+  the kernels ``MKLClassifier`` uses (standardised features, each kernel
+  with a unit mean diagonal), ``C`` by 5-fold ``GridSearchCV`` over the
+  same 5 values;
+- ``easymkl`` and ``averagemkl``: MKLpy's ``EasyMKL`` and ``AverageMKL``
+  on the same kernels, when MKLpy imports (skipped with the reason
+  otherwise);
+- ``mkl``: ``MKLClassifier()``; ``mkl-cv``: ``MKLClassifierCV()``.
+
+Data: digits (scikit-learn's copy), satellite, the six binary sets of the
+level-method paper, and ``satellite-bands``, a multi-view set: satellite's
+36 features are 9 pixels times 4 spectral bands, and each band is a view
+with the 17 kernels of the default grid on its 9 features (68 kernels;
+SVC sees all features).
+
+Each fit is timed ``repeats`` times (``search_repeats`` for the two
+searches) with one BLAS, OpenMP and numba thread — the like-for-like
+figure, since libsvm runs on one core — and as many times with the default
+threads, interleaved; times are medians. A first, untimed fit of each
+estimator gives the peak memory it adds to the process (the resident
+high-water mark on Linux, :func:`mklopt.bench.results.peak_memory_mb`)
+and leaves the caches warm. Ratios are fit times over ``svc``'s of the
+same run, split and thread setting.
+
+Needs scikit-learn (``pip install scikit-learn`` or ``pip install
+"mklopt[test]"``); MKLpy is optional (``pip install MKLpy``, which pulls
+torch and cvxopt).
+"""
+
+from __future__ import annotations
+
+import statistics
+import warnings
+from functools import partial
+
+import numpy as np
+
+from .. import datasets
+from ..kernels import KernelBank, grid, poly, rbf
+from ..kernels.specs import GRID_PROTOCOLS
+from . import results as R
+
+__all__ = ["DATASETS", "ESTIMATORS", "SKLEARN_MISSING", "load", "run", "summarise",
+           "tables", "main"]
+
+DATASETS = ("digits", "satellite", "ionosphere", "sonar", "pima", "breast", "wdbc", "vote",
+            "satellite-bands")
+ESTIMATORS = ("svc", "svc-grid", "average", "easymkl", "averagemkl", "mkl", "mkl-cv")
+SEARCHES = ("svc-grid", "mkl-cv")
+CS = (0.1, 1.0, 10.0, 100.0, 1000.0)
+GAMMAS = (0.01, 0.1, 1.0, 10.0, 100.0)  # over n_features: 1 is SVC's "scale" on standardised data
+SKLEARN_MISSING = ('the compare protocol needs scikit-learn for its references: pip install '
+                   'scikit-learn (or pip install "mklopt[test]")')
+
+
+def _sklearn():
+    try:
+        import sklearn  # noqa: F401
+        import threadpoolctl  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(SKLEARN_MISSING) from exc
+
+
+def load(name):
+    """``(X, y, kernels)`` of a compare data set; ``kernels`` is ``"all_features"`` or specs."""
+    if name == "digits":
+        from sklearn.datasets import load_digits
+
+        X, y = load_digits(return_X_y=True)
+        return X.astype(np.float64), y, "all_features"
+    if name == "satellite-bands":
+        X, y = datasets.load("satellite")
+        widths, degrees, _ = GRID_PROTOCOLS["mkboost2013"]
+        specs = []
+        for band in range(4):
+            view = tuple(range(band, 36, 4))  # pixel-major: 9 pixels x 4 bands
+            specs += [rbf(s, features=view) for s in widths]
+            specs += [poly(p, features=view) for p in degrees]
+        return X, y, specs
+    X, y = datasets.load(name)
+    return X, y, "all_features"
+
+
+def _specs(kernels, d):
+    return list(grid(d, protocol="mkboost2013")) if kernels == "all_features" else list(kernels)
+
+
+class _Bank:
+    """The standardised features and kernel bank of a training set (unit mean diagonal)."""
+
+    def __init__(self, X, specs):
+        from sklearn.preprocessing import StandardScaler
+
+        self.scaler = StandardScaler().fit(X)
+        self.bank = KernelBank.from_specs(self.scaler.transform(X), specs,
+                                          normalize="diagonal")
+        self.m = self.bank.n_kernels
+
+    def single(self, X_new=None):
+        """Each kernel alone, on the training set or between ``X_new`` and it."""
+        out = []
+        for k in range(self.m):
+            w = np.zeros(self.m)
+            w[k] = 1.0
+            out.append(self.bank.combine(w).copy() if X_new is None
+                       else self.bank.combine_cross(self.scaler.transform(X_new), w))
+        return out
+
+
+class UniformAverage:
+    """SVC on the uniform average of the kernels, C by 5-fold grid search."""
+
+    def __init__(self, kernels):
+        self.kernels = kernels
+
+    def fit(self, X, y):
+        from sklearn.model_selection import GridSearchCV
+        from sklearn.svm import SVC
+
+        self.bank_ = _Bank(X, _specs(self.kernels, X.shape[1]))
+        self.w_ = np.full(self.bank_.m, 1.0 / self.bank_.m)
+        K = np.array(self.bank_.bank.combine(self.w_))
+        self.search_ = GridSearchCV(SVC(kernel="precomputed"), {"C": list(CS)}, cv=5).fit(K, y)
+        return self
+
+    def score(self, X, y):
+        Kx = self.bank_.bank.combine_cross(self.bank_.scaler.transform(X), self.w_)
+        return float(np.mean(self.search_.predict(Kx) == y))
+
+
+class MKLpyModel:
+    """MKLpy's EasyMKL or AverageMKL on the same kernels (given as a list of matrices)."""
+
+    def __init__(self, kernels, algorithm):
+        self.kernels, self.algorithm = kernels, algorithm
+
+    def fit(self, X, y):
+        from MKLpy import algorithms
+
+        self.bank_ = _Bank(X, _specs(self.kernels, X.shape[1]))
+        KL = self.bank_.single()
+        cls = getattr(algorithms, self.algorithm)
+        self.model_ = cls(multiclass_strategy="ovo").fit(KL, y)
+        return self
+
+    def score(self, X, y):
+        return float(np.mean(np.asarray(self.model_.predict(self.bank_.single(X))) == y))
+
+
+def _mklpy_reason():
+    try:
+        import MKLpy  # noqa: F401
+    except Exception as exc:  # ImportError, or torch failing to load
+        return f"MKLpy not importable ({type(exc).__name__}: {exc}); pip install MKLpy"
+    return None
+
+
+def _factories(kernels, d):
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    from ..estimators import MKLClassifier, MKLClassifierCV
+
+    def svc():
+        return make_pipeline(StandardScaler(), SVC())
+
+    grid_ = {"svc__C": list(CS), "svc__gamma": [g / d for g in GAMMAS]}
+    return {
+        "svc": svc,
+        "svc-grid": lambda: GridSearchCV(svc(), grid_, cv=5),
+        "average": lambda: UniformAverage(kernels),
+        "easymkl": lambda: MKLpyModel(kernels, "EasyMKL"),
+        "averagemkl": lambda: MKLpyModel(kernels, "AverageMKL"),
+        "mkl": lambda: MKLClassifier(kernels=kernels),
+        "mkl-cv": lambda: MKLClassifierCV(kernels=kernels),
+    }
+
+
+def _fit(make, X, y):
+    est = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    return est
+
+
+def _warm_up():
+    """Fit both estimators once on a small set: numba compiles (or loads) outside every measure."""
+    from ..estimators import MKLClassifier, MKLClassifierCV
+
+    X, y, _ = load("digits")
+    for make in (MKLClassifier, MKLClassifierCV):
+        _fit(make, X[:200], y[:200])
+
+
+def run(names=DATASETS, estimators=ESTIMATORS, splits=1, seed=0, repeats=3, search_repeats=1,
+        log=None):
+    """Run the protocol; returns ``(records, skipped)``.
+
+    ``records``: one dict per data set, split and estimator (accuracy,
+    peak memory, fit times with one thread and with the default threads);
+    ``skipped``: ``{estimator: reason}``.
+    """
+    _sklearn()
+    skipped = {}
+    reason = _mklpy_reason()
+    if reason:
+        skipped.update({e: reason for e in ("easymkl", "averagemkl") if e in estimators})
+    active = [e for e in estimators if e not in skipped]
+    _warm_up()
+    records = []
+    for name in names:
+        X, y, kernels = load(name)
+        for split in range(seed, seed + splits):
+            X_tr, X_te, y_tr, y_te = datasets.split(X, y, train_fraction=0.5, seed=split,
+                                                    stratify=True)
+            make = _factories(kernels, X.shape[1])
+            recs = {}
+            for e in active:
+                try:
+                    peak, how, _ = R.peak_memory_mb(partial(_fit, make[e], X_tr, y_tr))
+                except Exception as exc:  # a reference that fails on this set
+                    skipped[f"{e} on {name}"] = f"{type(exc).__name__}: {exc}"
+                    continue
+                recs[e] = {"dataset": name, "split": split, "estimator": e,
+                           "n_train": len(y_tr), "n_features": X.shape[1],
+                           "n_classes": len(np.unique(y_tr)), "peak_mb": peak, "memory": how,
+                           "seconds_1": [], "seconds_default": []}
+            for r in range(max(repeats, search_repeats)):
+                for threads, key in ((1, "seconds_1"), (None, "seconds_default")):
+                    for e, rec in recs.items():
+                        if r >= (search_repeats if e in SEARCHES else repeats):
+                            continue
+                        with R.blas_threads(threads):
+                            secs, _, est = R.median_time(partial(_fit, make[e], X_tr, y_tr), 1)
+                        rec[key].append(secs)
+                        rec["accuracy"] = float(est.score(X_te, y_te))
+            for rec in recs.values():
+                rec["fit_1"] = statistics.median(rec["seconds_1"])
+                rec["fit_default"] = statistics.median(rec["seconds_default"])
+                records.append(rec)
+                if log:
+                    log(f"{name} split {split} {rec['estimator']}: {rec['fit_1']:.3f} s "
+                        f"(1 thread), {rec['fit_default']:.3f} s (default), "
+                        f"{100 * rec['accuracy']:.1f} %, {rec['peak_mb']:.0f} MB")
+    return records, skipped
+
+
+def summarise(records):
+    """Per data set and estimator: medians over splits, ratios to ``svc`` in both settings."""
+    groups = {}
+    for r in records:
+        groups.setdefault((r["dataset"], r["estimator"]), []).append(r)
+    out = []
+    for (ds, e), rs in groups.items():
+        ref = {r["split"]: r for r in groups.get((ds, "svc"), [])}
+        row = {"dataset": ds, "estimator": e, "n_train": rs[0]["n_train"],
+               "n_classes": rs[0]["n_classes"]}
+        for f in ("accuracy", "peak_mb", "fit_1", "fit_default"):
+            row[f] = statistics.median(r[f] for r in rs)
+        for s in ("1", "default"):
+            ratios = [r[f"fit_{s}"] / ref[r["split"]][f"fit_{s}"] for r in rs if r["split"] in ref]
+            row[f"ratio_{s}"] = statistics.median(ratios) if ratios else float("nan")
+        out.append(row)
+    return out
+
+
+def tables(records, skipped):
+    """The protocol's tables (results-file form)."""
+    rows = summarise(records)
+    order = {e: i for i, e in enumerate(ESTIMATORS)}
+    dsorder = {d: i for i, d in enumerate(DATASETS)}
+    rows.sort(key=lambda r: (dsorder.get(r["dataset"], 99), order.get(r["estimator"], 99)))
+    cells = [[r["dataset"], f"{r['n_train']:,}", r["estimator"], f"{100 * r['accuracy']:.1f}",
+              f"{r['fit_1']:.3f}", f"{r['ratio_1']:.1f}x", f"{r['fit_default']:.3f}",
+              f"{r['ratio_default']:.1f}x", f"{r['peak_mb']:.1f}"] for r in rows]
+    notes = "; ".join(f"{k} skipped: {v}" for k, v in skipped.items())
+    main_table = R.table(
+        "Accuracy, fit time (median) and the peak memory a fit adds; ratios to svc of the same run",
+        ["data", "n train", "estimator", "test accuracy %", "fit s (1 thread)",
+         "/ svc (1 thread)", "fit s (default threads)", "/ svc (default)",
+         f"peak MB ({records[0]['memory'] if records else '-'})"],
+        cells, notes)
+    by = {(r["dataset"], r["estimator"]): r for r in rows}
+    targets = []
+    for ds in sorted({r["dataset"] for r in rows}, key=lambda d: dsorder.get(d, 99)):
+        mkl = by.get((ds, "mkl"))
+        if mkl is None:
+            continue
+        if ds in ("digits", "satellite"):
+            targets.append([ds, "mkl within 5x of svc (1 thread)", f"{mkl['ratio_1']:.1f}x",
+                            "met" if mkl["ratio_1"] <= 5 else
+                            f"not met by {mkl['ratio_1'] / 5:.2f}x"])
+        easy = by.get((ds, "easymkl"))
+        if easy is not None and mkl["n_train"] >= 200:
+            targets.append([ds, "mkl faster than EasyMKL", f"{mkl['fit_1'] / easy['fit_1']:.2f}x",
+                            "met" if mkl["fit_1"] < easy["fit_1"] else "not met"])
+        if easy is not None:
+            targets.append([ds, "mkl accuracy >= EasyMKL's",
+                            f"{100 * mkl['accuracy']:.1f} / {100 * easy['accuracy']:.1f}",
+                            "met" if mkl["accuracy"] >= easy["accuracy"] else "not met"])
+    out = [main_table]
+    if targets:
+        out.append(R.table("Targets", ["data", "target", "figure", "status"], targets))
+    return out
+
+
+def main(names=DATASETS, out=None, splits=1, seed=0, repeats=3, search_repeats=1,
+         estimators=ESTIMATORS, quiet=False, command="mklopt bench --protocol compare"):
+    """Run, print the tables and write ``out`` (a results file) when given."""
+    import sys
+
+    env = R.environment()  # the load when the run starts
+    log = None if quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    records, skipped = run(names, estimators, splits, seed, repeats, search_repeats, log)
+    env["load_average_end"] = R.environment()["load_average"]
+    data = {"schema": R.SCHEMA, "name": "compare", "command": command, "environment": env,
+            "source": "measured", "tables": tables(records, skipped), "records": records}
+    print(R.render_markdown(data))
+    if out:
+        R.write(out, "compare", command, data["tables"], records, env=env)
+        print(f"wrote {out}", file=sys.stderr)
+    return 0
