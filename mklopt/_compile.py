@@ -164,8 +164,10 @@ def _default_fit():
     The signatures are those the default fit calls the primitives with
     (``benchmarks/bench_compile.py`` lists them; a test checks that a fit
     after :func:`prepare` compiles nothing more). ``weight`` is the
-    primitive's measured share of the compile time, for the estimate;
-    the list runs from the cheapest, so that the estimate starts early.
+    primitive's measured share of the compile time in per cent of CPU
+    seconds (the first one also starts numba's CPU target), for the
+    estimate and for dealing the plan to processes; the list runs roughly
+    from the cheapest, so that the estimate starts early.
     """
     from numba import types as t
 
@@ -176,22 +178,22 @@ def _default_fit():
     F1, F2, F3, I1, B1 = a(f8, 1), a(f8, 2), a(f8, 3), a(i8, 1), a(b1, 1)
     rF1, rF2, rI1 = a(f8, 1, True), a(f8, 2, True), a(i8, 1, True)
     return [
-        ("cuts", "scatter_normalised", (F1, I1, i8), 1.0),
-        ("smo", "smo_violation", (rF1, rF1, F1, F1), 0.9),
-        ("smo", "smo_rho", (rF1, rF1, F1, F1), 1.0),
-        ("cuts", "renormalise", (F1, f8), 1.9),
-        ("cuts", "model_value", (F2, F1, F1), 1.7),
-        ("cuts", "price_kernels", (F2, F1, F1, B1), 2.2),
-        ("smo", "smo_gradient", (F2, rI1, rF1, rF1, F1, F1), 2.4),
-        ("cuts", "check_cut_lp", (F1, F1, B1, F2, F1, f8, f8, f8, f8), 2.8),
-        ("cuts", "level_socp", (F2, F1, I1, rF1, f8), 4.2),
-        ("combine", "combine_kernels", (F3, F1, F2, I1), 4.8),
-        ("feasible", "repair_box_equality", (F1, rF1, rF1, f8, f8, F1), 5.0),
-        ("groups", "raw_traces", (F2, I1, I1, I1, I1, I1, F1, F1, F1), 7.0),
-        ("cuts", "kkt_grow", (F2, F1, rF1, B1), 11.9),
-        ("groups", "kernel_sym",
-         (rF2, F2, I1, I1, I1, I1, I1, F1, F1, F1, I1, I1, F3, I1), 38.1),
-        ("smo", "smo_solve", (F2, rI1, rF1, rF1, F1, F1, f8, i8, b1, I1), 59.0),
+        ("cuts", "scatter_normalised", (F1, I1, i8), 5.5),
+        ("smo", "smo_violation", (rF1, rF1, F1, F1), 1.7),
+        ("smo", "smo_rho", (rF1, rF1, F1, F1), 1.7),
+        ("cuts", "renormalise", (F1, f8), 1.7),
+        ("cuts", "model_value", (F2, F1, F1), 1.0),
+        ("cuts", "price_kernels", (F2, F1, F1, B1), 3.4),
+        ("smo", "smo_gradient", (F2, rI1, rF1, rF1, F1, F1), 3.1),
+        ("cuts", "check_cut_lp", (F1, F1, B1, F2, F1, f8, f8, f8, f8), 2.5),
+        ("cuts", "level_socp", (F2, F1, I1, rF1, f8), 3.0),
+        ("combine", "combine_kernels", (F3, F1, F2, I1), 5.8),
+        ("feasible", "repair_box_equality", (F1, rF1, rF1, f8, f8, F1), 3.2),
+        ("groups", "raw_traces", (F2, I1, I1, I1, I1, I1, F1, F1, F1), 3.5),
+        ("cuts", "kkt_grow", (F2, F1, rF1, B1), 12.0),
+        ("groups", "kernel_sym_serial",
+         (rF2, F2, I1, I1, I1, I1, I1, F1, F1, F1, I1, I1, F3, I1), 26.9),
+        ("smo", "smo_solve", (F2, rI1, rF1, rF1, F1, F1, f8, i8, b1, I1), 25.2),
     ]
 
 
@@ -206,6 +208,104 @@ def _dispatcher(module, name):
     return getattr(importlib.import_module(f"mklopt._jit.{module}"), name)
 
 
+#: Processes that :func:`prepare` compiles in when numba's cache is empty:
+#: this one and ``JOBS - 1`` helpers, at most one per available core (the
+#: environment variable ``MKLOPT_COMPILE_JOBS`` overrides; ``1`` compiles
+#: everything here). numba compiles under one global lock per process, so
+#: threads would not compile side by side; processes do, and share the
+#: result through the on-disk cache.
+JOBS = 2
+
+#: The weight (a primitive's share of compile time, as in :func:`_default_fit`)
+#: of a helper process's start: importing numba and mklopt's kernels, and
+#: numba's CPU target.
+HELPER_START = 12.0
+
+#: Seconds :func:`prepare` waits for a helper before compiling its share itself.
+HELPER_WAIT = 600.0
+
+
+def _jobs():
+    import os
+
+    env = os.environ.get("MKLOPT_COMPILE_JOBS", "")
+    want = int(env) if env.strip().isdigit() else JOBS
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    if getattr(sys, "frozen", False) or not sys.executable:
+        return 1  # no interpreter to start a helper with
+    return max(1, min(want, cores))
+
+
+def _cached(disp):
+    """Whether numba's cache holds an index for ``disp`` (``True`` when it cannot tell)."""
+    import os
+
+    try:
+        return os.path.exists(disp._cache._cache_file._index_path)
+    except AttributeError:  # no file cache, or numba's internals changed
+        return True
+
+
+def _lanes(items, jobs):
+    """Deal ``items`` to ``jobs`` processes, heaviest first to the least loaded.
+
+    Lane 0 is this process; the others pay :data:`HELPER_START` first.
+    Returns a lane number per item.
+    """
+    load = [0.0] + [HELPER_START] * (jobs - 1)
+    lane = [0] * len(items)
+    for i in sorted(range(len(items)), key=lambda i: -items[i][3]):
+        j = min(range(jobs), key=load.__getitem__)
+        lane[i] = j
+        load[j] += items[i][3]
+    return lane
+
+
+def _compile_items(items):
+    for module, name, sig, _ in items:
+        disp = _dispatcher(module, name)
+        overloads = getattr(disp, "overloads", None)  # None: replaced (a test's wrapper)
+        if overloads is not None and tuple(sig) not in overloads:
+            disp.compile(tuple(sig))
+
+
+def _helper_main(estimator, picks):
+    """A helper process's work: compile ``picks`` (indices into the plan) into the cache."""
+    items = _PLANS[estimator]()
+    _compile_items([items[int(i)] for i in picks])
+
+
+def _start_helpers(estimator, items, lanes, jobs):
+    """Start a helper process per lane above 0 whose primitives are not cached yet.
+
+    The lanes of helpers not started are set to 0 (in place).
+    """
+    import subprocess
+
+    helpers = []
+    for j in range(1, jobs):
+        picks = [i for i, lane in enumerate(lanes) if lane == j]
+        if all(_cached(_dispatcher(m, n)) for m, n, *_ in (items[i] for i in picks)):
+            for i in picks:
+                lanes[i] = 0
+            continue
+        code = ("import sys; from mklopt._compile import _helper_main; "
+                "_helper_main(sys.argv[1], sys.argv[2:])")
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", code, estimator, *map(str, picks)],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+        except OSError:
+            for i in picks:
+                lanes[i] = 0
+            continue
+        helpers.append(proc)
+    return helpers
+
+
 def prepare(estimator="MKLClassifier", progress=None):
     """Compile, or load from numba's cache, what ``estimator``'s default fit calls.
 
@@ -213,6 +313,11 @@ def prepare(estimator="MKLClassifier", progress=None):
     plan is not known (its kernels then compile inside its fit, where
     :func:`watch` still says so). ``progress(k, n, name)``, when given, is
     called before each primitive.
+
+    When the cache is empty (a first run after install) and more than one
+    core is available, a helper process compiles part of the plan into the
+    cache meanwhile (:data:`JOBS`), and this process then loads that part:
+    the wall time is about that of the larger share instead of the sum.
 
     Returns
     -------
@@ -228,23 +333,51 @@ def prepare(estimator="MKLClassifier", progress=None):
     watch()
     t0 = time.perf_counter()
     items = plan()
-    total = sum(w for *_, w in items)
+    jobs = _jobs()
+    lanes = _lanes(items, jobs)
+    helpers = _start_helpers(estimator, items, lanes, jobs) if jobs > 1 else []
+    if not helpers:
+        lanes = [0] * len(items)
+    # this process's share first (in the plan's order, so that the estimate
+    # starts early), then the helpers' share, loaded from the cache
+    order = ([i for i in range(len(items)) if lanes[i] == 0]
+             + [i for i in range(len(items)) if lanes[i] != 0])
+    total = sum(items[i][3] for i in order if lanes[i] == 0)
     done = 0.0
     try:
-        for k, (module, name, sig, weight) in enumerate(items):
+        for k, i in enumerate(order):
+            module, name, sig, weight = items[i]
+            if lanes[i] != 0 and helpers:
+                _wait(helpers)
+                helpers = []
             if progress is not None:
                 progress(k, len(items), f"{module}.{name}")
             with _state.lock:
-                _state.plan = (done, total)
-            disp = _dispatcher(module, name)
-            if tuple(sig) not in disp.overloads:
-                disp.compile(tuple(sig))
-            done += weight
+                _state.plan = (done, total) if lanes[i] == 0 else None
+            _compile_items([items[i]])
+            if lanes[i] == 0:
+                done += weight
     finally:
+        for proc in helpers:  # interrupted: the helpers' work is not needed
+            proc.kill()
+            proc.wait()
         with _state.lock:
             _state.plan = None
     _prepared.add(estimator)
     return time.perf_counter() - t0
+
+
+def _wait(helpers):
+    """Wait for the helpers (at most :data:`HELPER_WAIT` s); a late one is stopped."""
+    import subprocess
+
+    end = time.perf_counter() + HELPER_WAIT
+    for proc in helpers:
+        try:
+            proc.wait(timeout=max(0.0, end - time.perf_counter()))
+        except subprocess.TimeoutExpired:
+            proc.kill()  # what it did not cache compiles here
+            proc.wait()
 
 
 def _disabled():

@@ -153,7 +153,11 @@ def _bench_run(args, B, _bench_scale):
     if args.n_jobs in (None, 1) and args.scheduler is None:
         results = []
         for k, task in enumerate(tasks):
-            results.append(B.run_split_task(*task))
+            # the first split also says each method as it ends: after
+            # install, its methods compile one after the other
+            first = k == 0 and not args.quiet and len(task[2]) > 1
+            on_run = (lambda run, _t=task: _bench_method(run, _t, t_start)) if first else None
+            results.append(B.run_split_task(*task, on_run=on_run))
             if not args.quiet:
                 _bench_progress(results[-1][0], task, k + 1, len(tasks), t_start)
     else:
@@ -213,6 +217,11 @@ def _bench_run(args, B, _bench_scale):
         file=sys.stderr,
     )
     return 0
+
+
+def _bench_method(run, task, t_start):
+    print(f"[{time.perf_counter() - t_start:5.0f}s] {task[0]} split {task[1]}: {run.method} "
+          f"{run.seconds:.2f}s/{100 * run.accuracy:.1f}%", file=sys.stderr, flush=True)
 
 
 def _bench_progress(split_runs, task, done, total, t_start):

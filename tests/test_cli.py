@@ -90,7 +90,20 @@ def model(data):
 
 
 # --------------------------------------------------------------------- bench
-def test_bench_writes_tables_and_figures(tmp_path, capsys):
+def test_bench_writes_tables_and_figures(tmp_path, capsys, monkeypatch):
+    from mklopt import cli
+    from mklopt.bench import runs as bench_runs
+
+    # The first split says each method as soon as it ends, and warms each up
+    # just before timing it: after install, a line comes after one method's
+    # compiling, not after all of them.
+    events = []
+    real_warm, real_line = bench_runs.warm_up, cli._bench_method
+    monkeypatch.setattr(bench_runs, "warm_up",
+                        lambda keys, *a, **k: events.append(("warm", *keys))
+                        or real_warm(keys, *a, **k))
+    monkeypatch.setattr(cli, "_bench_method",
+                        lambda run, *a: events.append(("line", run.method)) or real_line(run, *a))
     out = tmp_path / "bench"
     code, stdout, err = _run(
         capsys,
@@ -120,6 +133,9 @@ def test_bench_writes_tables_and_figures(tmp_path, capsys):
     with open(out / "summary.csv") as fh:
         assert len(list(csv.DictReader(fh))) == 2
     assert "sonar split 0" in err  # progress line
+    assert events == [("warm", "level"), ("line", "level"), ("warm", "lp2"), ("line", "lp2")]
+    lines = [line for line in err.splitlines() if "compiling mklopt" not in line]
+    assert "sonar split 0: level " in lines[0]
 
 
 def test_bench_bad_arguments(tmp_path, capsys):

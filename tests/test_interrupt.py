@@ -70,7 +70,7 @@ def _handler_is_default():
 
 # (module, function, estimator, fit kwargs): the jitted phase and a fit that reaches it
 _PHASES = {
-    "kernel evaluation": ("mklopt._jit.groups", "kernel_sym",
+    "kernel evaluation": ("mklopt._jit.groups", "kernel_sym_serial",  # a small bank's
                           lambda: MKLClassifier(kernels=KERNELS, storage="dense")),
     "combine (whole matrix)": ("mklopt._jit.combine", "combine_kernels",
                                lambda: MKLClassifier(kernels=KERNELS, loss="logistic",

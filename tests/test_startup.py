@@ -166,3 +166,61 @@ def test_mklopt_compile_runs_every_path(capsys):
     err = capsys.readouterr().err
     n = len(_compile._paths())
     assert f"[{n}/{n}]" in err and "failed" not in err
+
+
+def test_prepare_deals_the_plan_to_two_processes_in_balance():
+    items = _compile._default_fit()
+    lanes = _compile._lanes(items, 2)
+    load = [_compile.HELPER_START * j for j in (0, 1)]
+    for item, lane in zip(items, lanes):
+        load[lane] += item[3]
+    assert set(lanes) == {0, 1}
+    # within one primitive of each other (the heaviest first to the lighter)
+    assert abs(load[0] - load[1]) <= max(w for *_, w in items)
+    assert _compile._lanes(items, 1) == [0] * len(items)
+
+
+def test_a_cached_process_starts_no_compile_helper(monkeypatch):
+    # Every later process (the cache filled) must not pay a helper's start.
+    import subprocess
+
+    def refuse(*a, **k):
+        raise AssertionError("a helper was started with everything cached")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    monkeypatch.setattr(_compile, "_cached", lambda disp: True)
+    items = _compile._default_fit()
+    lanes = _compile._lanes(items, 2)
+    assert _compile._start_helpers("MKLClassifier", items, lanes, 2) == []
+    assert lanes == [0] * len(items)  # everything is loaded here
+
+
+def test_compile_jobs_follow_the_environment_and_the_cores(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setenv("MKLOPT_COMPILE_JOBS", "1")
+    assert _compile._jobs() == 1
+    monkeypatch.setenv("MKLOPT_COMPILE_JOBS", "3")
+    assert _compile._jobs() == 3
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert _compile._jobs() == 1  # never more processes than cores
+
+
+@pytest.mark.slow
+def test_on_an_empty_cache_a_helper_compiles_part_of_the_plan_and_this_process_loads_it(
+        tmp_path):
+    code = """
+import json
+import mklopt._compile as C
+C.prepare("MKLClassifier")
+items = C._default_fit()
+lanes = C._lanes(items, 2)
+stats = [C._dispatcher(m, n).stats for m, n, *_ in items]
+loaded = [bool(sum(s.cache_hits.values())) for s in stats]
+print(json.dumps([lanes, loaded, C._jobs()]))
+"""
+    out, _ = run_python(code, NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"),
+                        MKLOPT_COMPILE_JOBS="2")
+    lanes, loaded, jobs = json.loads(out.splitlines()[-1])
+    # the helper's share came from the cache, this process's own was compiled
+    # here (on one core there is no helper, and everything compiles here)
+    assert loaded == [jobs > 1 and lane == 1 for lane in lanes]

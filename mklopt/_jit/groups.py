@@ -382,6 +382,67 @@ def kernel_cross(XA, XBT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, o
     return out
 
 
+@njit(**JIT)
+def _sym_pair(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset, inv_scale,
+              slot, groups, out, rr):
+    """Rows ``rr`` and ``n-1-rr`` of :func:`kernel_sym`'s upper triangle."""
+    n = X.shape[0]
+    d2 = np.empty(CHUNK)
+    g2 = np.empty(CHUNK)
+    e = np.empty(CHUNK)
+    scr = np.empty(2 * CHUNK)
+    chain = np.zeros(2)
+    for side in range(2):
+        a = rr if side == 0 else n - 1 - rr
+        if side == 1 and a == rr:
+            break
+        xa = X[a]
+        for b0 in range(a, n, CHUNK):
+            b1 = min(n, b0 + CHUNK)
+            L = b1 - b0
+            for gi in range(groups.shape[0]):
+                g = groups[gi]
+                k0 = kern_ptr[g]
+                k1 = kern_ptr[g + 1]
+                need_d, need_g = _slot_needs(kern_idx, k0, k1, kind, slot)
+                if not (need_d or need_g):
+                    continue
+                _pairs(xa, XT, feat_idx, feat_ptr[g], feat_ptr[g + 1], b0, b1, need_d,
+                       need_g, d2, g2)
+                chain[0] = 0.0  # e holds nothing of this group yet
+                for kk in range(k0, k1):
+                    k = kern_idx[kk]
+                    sk = slot[k]
+                    if sk < 0:
+                        continue
+                    _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr, chain)
+                    oc = out[sk, a, b0:b1]
+                    sc = inv_scale[k]
+                    for j in range(L):
+                        oc[j] = e[j] * sc
+
+
+@njit(**JIT)
+def _sym_written(kern_ptr, kern_idx, slot, groups, n_slices):
+    """Which output slices :func:`kernel_sym` writes (the others are left as they were)."""
+    written = np.zeros(n_slices, dtype=np.bool_)
+    for gi in range(groups.shape[0]):
+        g = groups[gi]
+        for kk in range(kern_ptr[g], kern_ptr[g + 1]):
+            if slot[kern_idx[kk]] >= 0:
+                written[slot[kern_idx[kk]]] = True
+    return written
+
+
+@njit(**JIT)
+def _mirror(o):
+    """Copy the upper triangle of the square ``o`` onto its strict lower triangle."""
+    n = o.shape[0]
+    for a in range(n):
+        for b in range(a):
+            o[a, b] = o[b, a]
+
+
 @njit(**JIT_PARALLEL)
 def kernel_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset, inv_scale,
                slot, groups, out, stop):
@@ -392,64 +453,50 @@ def kernel_sym(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offse
     slice is exactly symmetric. Rows are dealt to threads in pairs
     ``(r, n-1-r)`` so that the triangle's work is balanced. ``stop`` as in
     the module notes: stopped, the upper triangle holds whole rows and
-    nothing is mirrored.
+    nothing is mirrored. :func:`kernel_sym_serial` gives the same bits on
+    one thread.
     """
     n = X.shape[0]
     half = (n + 1) // 2
     for r in prange(half):
         if stopped(stop):
             continue
-        d2 = np.empty(CHUNK)
-        g2 = np.empty(CHUNK)
-        e = np.empty(CHUNK)
-        scr = np.empty(2 * CHUNK)
-        chain = np.zeros(2)
-        rr = np.int64(r)  # the prange index may be unsigned; keep index arithmetic signed
-        for side in range(2):
-            a = rr if side == 0 else n - 1 - rr
-            if side == 1 and a == rr:
-                break
-            xa = X[a]
-            for b0 in range(a, n, CHUNK):
-                b1 = min(n, b0 + CHUNK)
-                L = b1 - b0
-                for gi in range(groups.shape[0]):
-                    g = groups[gi]
-                    k0 = kern_ptr[g]
-                    k1 = kern_ptr[g + 1]
-                    need_d, need_g = _slot_needs(kern_idx, k0, k1, kind, slot)
-                    if not (need_d or need_g):
-                        continue
-                    _pairs(xa, XT, feat_idx, feat_ptr[g], feat_ptr[g + 1], b0, b1, need_d,
-                           need_g, d2, g2)
-                    chain[0] = 0.0  # e holds nothing of this group yet
-                    for kk in range(k0, k1):
-                        k = kern_idx[kk]
-                        sk = slot[k]
-                        if sk < 0:
-                            continue
-                        _kernel_chunk(kind[k], param[k], offset[k], d2, g2, L, e, scr, chain)
-                        oc = out[sk, a, b0:b1]
-                        sc = inv_scale[k]
-                        for j in range(L):
-                            oc[j] = e[j] * sc
+        # the prange index may be unsigned; keep index arithmetic signed
+        _sym_pair(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset,
+                  inv_scale, slot, groups, out, np.int64(r))
     if stopped(stop):
         return out
     # Mirror the strict lower triangle of the slices written here (others may
     # be filled by the product path of _jit.gram), parallel over slices.
-    written = np.zeros(out.shape[0], dtype=np.bool_)
-    for gi in range(groups.shape[0]):
-        g = groups[gi]
-        for kk in range(kern_ptr[g], kern_ptr[g + 1]):
-            if slot[kern_idx[kk]] >= 0:
-                written[slot[kern_idx[kk]]] = True
+    written = _sym_written(kern_ptr, kern_idx, slot, groups, out.shape[0])
     for s in prange(out.shape[0]):
-        if not written[s]:
+        if written[s]:
+            _mirror(out[s])
+    return out
+
+
+@njit(**JIT)
+def kernel_sym_serial(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset,
+                      inv_scale, slot, groups, out, stop):
+    """:func:`kernel_sym` on one thread, for banks too small to pay for threads.
+
+    The same rows in the same order of operations, so the same bits; it
+    compiles in about half the time of the parallel loop, which is what a
+    first fit after install on a small problem waits for.
+    """
+    n = X.shape[0]
+    half = (n + 1) // 2
+    for r in range(half):
+        if stopped(stop):
             continue
-        o = out[s]
-        for a in range(n):
-            for b in range(a):
-                o[a, b] = o[b, a]
+        _sym_pair(X, XT, feat_ptr, feat_idx, kern_ptr, kern_idx, kind, param, offset,
+                  inv_scale, slot, groups, out, np.int64(r))
+    if stopped(stop):
+        return out
+    written = _sym_written(kern_ptr, kern_idx, slot, groups, out.shape[0])
+    for s in range(out.shape[0]):
+        if written[s]:
+            _mirror(out[s])
     return out
 
 

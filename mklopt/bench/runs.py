@@ -186,11 +186,16 @@ def run_split(
     protocol="level2008",
     time_limit=None,
     keep_history=False,
+    on_run=None,
 ):
     """Run every method on one random half split of a bundled data set.
 
     ``C``, ``tol``, ``max_iter`` and ``inner_tol`` default to the
-    protocol's (:data:`PROTOCOLS`).
+    protocol's (:data:`PROTOCOLS`). Each method is warmed up
+    (:func:`warm_up`) just before its timed runs, and ``on_run(run)``, when
+    given, receives its :class:`MethodRun` as soon as it is done, so that a
+    first split after install shows its first method while the others still
+    compile.
 
     Returns
     -------
@@ -206,9 +211,9 @@ def run_split(
     X, y = datasets.load(name)
     X_tr, X_te, y_tr, y_te = datasets.split(X, y, train_fraction=0.5, seed=split)
     bank = protocol_bank(X_tr, protocol)
-    warm_up(method_keys)
     runs, histories = [], {}
     for key in method_keys:
+        warm_up([key])
         times, res = [], None
         for _ in range(repeats):
             oracle = SVMDual(bank, y_tr, C=C, tol=inner_tol)
@@ -244,6 +249,8 @@ def run_split(
         )
         if keep_history:
             histories[key] = res.history
+        if on_run is not None:
+            on_run(runs[-1])
     return runs, histories
 
 
@@ -348,11 +355,12 @@ def run_protocol_split(name, split, method_keys, *, protocol="level2008", C=None
     return runs, hist
 
 
-def run_split_task(name, split, method_keys, protocol, C, repeats, keep_history):
+def run_split_task(name, split, method_keys, protocol, C, repeats, keep_history, on_run=None):
     """:func:`run_protocol_split` with positional arguments: one bench split as a task."""
+    kw = {} if on_run is None else {"on_run": on_run}
     return run_protocol_split(
         name, split, method_keys, protocol=protocol, C=C, repeats=repeats,
-        keep_history=keep_history,
+        keep_history=keep_history, **kw,
     )
 
 

@@ -82,6 +82,11 @@ def _check_specs(specs, n_features):
 HOST = -1
 #: Entries of one block of a NumPy-evaluated kernel in ``host_quad_forms`` (32 MiB).
 _HOST_BLOCK = 2**22
+#: Upper-triangle entries (over all kernels) up to which ``matrices`` builds
+#: the bank on one thread (``_jit.groups.kernel_sym_serial``): below it the
+#: threads save a few milliseconds, and the serial loop is what a small first
+#: fit after install compiles (benchmarks/README.md, "First contact").
+SERIAL_SYM_ENTRIES = 4_000_000
 
 
 class _Plan:
@@ -610,8 +615,9 @@ class KernelFunctions:
         inv = 1.0 / self.scales
         stop = current_flag()
         if narrow.size:
-            _groups.kernel_sym(self.X, self.XT, *self.plan.arrays(), inv, slot, narrow, out,
-                               stop)
+            sym = (_groups.kernel_sym if n * (n + 1) // 2 * ks.size > SERIAL_SYM_ENTRIES
+                   else _groups.kernel_sym_serial)
+            sym(self.X, self.XT, *self.plan.arrays(), inv, slot, narrow, out, stop)
         for g in wide.tolist():
             C = self.centred(g)
             _gram.slices(C, C, True, self.plan.arrays(), g, inv, slot, out, stop)

@@ -125,6 +125,10 @@ def test_kernel_cross_and_sym_match_reference(data):
     sym = jg.kernel_sym(A, np.ascontiguousarray(A.T), *plan.arrays(), 1.0 / scales,
                         _slots(m, ks), groups, np.empty((m, len(A), len(A))), GO)
     assert_array_equal(sym, np.transpose(sym, (0, 2, 1)))  # exactly symmetric
+    # The one-thread twin (small banks) gives the same bits.
+    serial = jg.kernel_sym_serial(A, np.ascontiguousarray(A.T), *plan.arrays(), 1.0 / scales,
+                                  _slots(m, ks), groups, np.empty_like(sym), GO)
+    assert_array_equal(serial, sym)
     # The general routine gives the same bits on the same points.
     again = jg.kernel_cross(A, np.ascontiguousarray(A.T), *plan.arrays(), 1.0 / scales,
                             _slots(m, ks), groups, np.empty_like(sym), GO)

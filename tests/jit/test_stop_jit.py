@@ -163,6 +163,9 @@ def test_parallel_kernel_routines_on_a_set_flag_write_nothing(rng):
     out = jg.kernel_sym(X, XT, *plan.arrays(), np.ones(m), slot, g, np.full((m, 20, 20), np.nan),
                         one)
     assert np.isnan(out).all()
+    out = jg.kernel_sym_serial(X, XT, *plan.arrays(), np.ones(m), slot, g,
+                               np.full((m, 20, 20), np.nan), one)
+    assert np.isnan(out).all()
     out = jg.kernel_cross(X, XT, *plan.arrays(), np.ones(m), slot, g,
                           np.full((m, 20, 20), np.nan), one)
     assert np.isnan(out).all()

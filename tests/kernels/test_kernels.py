@@ -439,3 +439,20 @@ def test_blocks_are_single_kernel_submatrices():
     np.testing.assert_array_equal(bank.blocks([1], rows)[0], bank.K[1][np.ix_(rows, rows)])
     with pytest.raises(ValueError, match="kernels"):
         bank.blocks([3], rows)
+
+
+def test_small_and_large_banks_build_the_same_bits_on_one_thread_or_many(X, monkeypatch):
+    """``matrices`` builds small banks with the serial loop and large ones with threads."""
+    from mklopt._jit import groups
+    from mklopt.kernels import functions
+
+    called = []
+    for name in ("kernel_sym", "kernel_sym_serial"):
+        real = getattr(groups, name)
+        monkeypatch.setattr(groups, name,
+                            lambda *a, _real=real, _name=name: called.append(_name) or _real(*a))
+    small = KernelBank.from_specs(X, grid(X.shape[1])).K
+    monkeypatch.setattr(functions, "SERIAL_SYM_ENTRIES", 0)
+    large = KernelBank.from_specs(X, grid(X.shape[1])).K
+    assert called == ["kernel_sym_serial", "kernel_sym"]
+    assert_array_equal(small, large)
