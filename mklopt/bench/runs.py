@@ -125,6 +125,29 @@ def warm_up(method_keys, storages=("auto",), cache_size=None):
                                   **dict(preset.params)).fit(X, y)
                 _warm_parallel_round(X, y)
         _WARMED.add((key, storage, cache_size))
+    _warm_default_plan()
+
+
+_PLAN_WARMED = []  # once per process: compiled dispatchers stay compiled
+
+
+def _warm_default_plan():
+    """Compile what a tiny warm-up never reaches but a protocol's solves do.
+
+    The default fit's primitives (:func:`mklopt._compile.prepare`'s plan:
+    the level projection's working-set check, for one, runs only once the
+    model has more kernels than a tiny bank), and the threaded bank builder
+    that banks above ``SERIAL_SYM_ENTRIES`` use, with its serial twin's
+    signature.
+    """
+    if _PLAN_WARMED:
+        return
+    from .._compile import _compile_items, _default_fit
+
+    items = _default_fit()
+    sym = next(it for it in items if it[1] == "kernel_sym_serial")
+    _compile_items([*items, ("groups", "kernel_sym", sym[2], 0.0)])
+    _PLAN_WARMED.append(True)
 
 
 def _warm_parallel_round(X, y):

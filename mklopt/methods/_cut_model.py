@@ -498,13 +498,17 @@ class CutModel:
         inW = (fallback > 0) | (w0 > 0)  # the working set as a mask over the kernels
         inW[self._W] = True
         W = inW.nonzero()[0]
+        # One compiled signature of kkt_grow whoever calls: the centre as a
+        # read-only view (a method's query is one; a caller's copy is not).
+        w0_ro = w0.view()
+        w0_ro.flags.writeable = False
         for _ in range(self.n_kernels + 1):
             sol = self._solve_level_socp(W, w0, level)
             if sol is None:
                 log.info("level projection failed in ECOS; using the model minimiser instead")
                 return _onto_simplex(fallback)
             x, mu = sol
-            if W.size == self.n_kernels or not kkt_grow(Q, mu, w0, inW):
+            if W.size == self.n_kernels or not kkt_grow(Q, mu, w0_ro, inW):
                 break
             W = inW.nonzero()[0]
         # ECOS's near-zeros cleared (as _clear_interior does), scattered, summing to 1
