@@ -214,13 +214,20 @@ def _unknown_oracle(key, keys):
     return f"loss must name an oracle registered for the {task} task ({known}), got {name!r}"
 
 
+def _unknown_task(key, keys):
+    known = ", ".join(repr(k) for k in keys) or "none"
+    return (f"unknown task {key!r}; registered tasks: {known} (the built-in ones are "
+            "registered when mklopt.estimators is imported)")
+
+
 #: Registered oracles: (task, name) -> :class:`OracleEntry`; one entry per
 #: factory (re-registering a factory under its name updates its entry).
 ORACLES: Registry[tuple[str, str], OracleEntry] = Registry(
     "oracle", group="mklopt.oracles", identity=lambda e: e.factory, unknown=_unknown_oracle)
 #: Registered tasks: name -> :class:`TaskEntry` (the built-in ones are
 #: registered by :mod:`mklopt.estimators`).
-TASKS: Registry[str, TaskEntry] = Registry("task", identity=lambda e: (e.targets, e.problems))
+TASKS: Registry[str, TaskEntry] = Registry(
+    "task", identity=lambda e: (e.targets, e.problems), unknown=_unknown_task)
 #: Registered estimators: name -> :class:`EstimatorEntry`.
 ESTIMATORS: Registry[str, EstimatorEntry] = Registry("estimator", identity=lambda e: e.cls)
 
@@ -304,9 +311,11 @@ def register_task(entry, replace=False):
 
 
 def get_task(name):
-    """The :class:`TaskEntry` of ``name``; the error lists the registered tasks."""
-    if name not in TASKS:
-        import mklopt.estimators  # noqa: F401  (registers the built-in tasks)
+    """The :class:`TaskEntry` of ``name``; the error lists the registered tasks.
+
+    The built-in tasks are registered when :mod:`mklopt.estimators` is
+    imported (``import mklopt`` makes its estimators available on first use).
+    """
     return TASKS.get(name)
 
 

@@ -140,3 +140,16 @@ def test_one_class_and_regressor_fit_through_the_same_core(monkeypatch):
     MKLOneClass(kernels=SPECS, nu=0.2).fit(X)
     MKLClassifier(kernels=SPECS).fit(X, y)
     assert calls == [1, 1, 3]
+
+
+def test_an_unknown_task_says_where_the_built_in_ones_come_from():
+    import subprocess
+    import sys
+
+    code = ("import mklopt.tasks as t\n"
+            "try:\n    t.get_task('classification')\nexcept ValueError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert "unknown task 'classification'" in out and "mklopt.estimators" in out
+    with pytest.raises(ValueError, match="registered tasks: .*'regression'"):
+        get_task("ranking")
