@@ -55,7 +55,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 __all__ = ["PSD_OPTIONS", "PSDMap", "lambda_min_estimate", "psd_test", "repair_kernel",
            "map_test_kernels"]
@@ -110,6 +109,8 @@ def lambda_min_estimate(A, seed=0):
 
 def _lambda_min_exact(A):
     A = np.asarray(A, dtype=np.float64)
+    import scipy.linalg  # only when a kernel is tested (import mklopt stays light)
+
     return float(scipy.linalg.eigh(A, eigvals_only=True, subset_by_index=[0, 0],
                                    check_finite=False)[0])
 
@@ -205,6 +206,8 @@ def repair_kernel(A, mode, k):
         s = -lam
         A[np.diag_indices_from(A)] += s
         return PSDMap("shift", None, s, lam)
+    import scipy.linalg
+
     e, V = scipy.linalg.eigh(np.asarray(A, dtype=np.float64), check_finite=False)
     keep = e > 0.0
     Vp = np.ascontiguousarray(V[:, keep])
