@@ -402,8 +402,11 @@ def test_classifiers_on_the_new_inputs(cv, kind, tmp_path):
     _assert_round_trip(getattr(est, "best_estimator_", est), X_test, tmp_path)
     # the same problem given the old way: the same model
     ref = make(**ref_kw).fit(X_ref, Y3)
+    # (the clip's eigenvectors differ in the last bits from one BLAS kernel to
+    # another, so the two problems agree to the inner solver's accuracy; a wrong
+    # map changes decisions by far more)
     np.testing.assert_allclose(est.decision_function(X_test), ref.decision_function(X_ref_test),
-                               rtol=0, atol=1e-7)
+                               rtol=0, atol=1e-5)
     if kind == "named_features":
         assert getattr(est, "best_estimator_", est).kernel_names_ == [
             "rbf(0.5)[uv]", "linear[uv]", "rbf(2)[w]"]
