@@ -630,11 +630,17 @@ def test_a_worker_killed_during_a_request_never_hangs(client):
     # oracle call, so that the later calls always meet the lost shard (a
     # timer alone lost the race on a fast, idle machine: nothing was killed).
     killed = threading.Event()
+    once = threading.Lock()
 
     def kill_once():
-        if not killed.is_set():
+        # The timer and the callback may both come here at once: the lock
+        # makes the check and the set one step, so one worker is killed once
+        # (a second kill during its restart left the cluster one worker short).
+        with once:
+            if killed.is_set():
+                return
             killed.set()
-            _kill_worker_of_shard(client, bank)
+        _kill_worker_of_shard(client, bank)
 
     def after_call(progress):
         if progress.n_oracle_calls >= 2:
