@@ -116,8 +116,10 @@ class Run:
         ``TIME_LIMIT``; None for none. A run inside another keeps the
         earlier of the two deadlines (the outer one sets both flags).
     sigint : bool, default=True
-        Catch SIGINT during the run, if in the main thread and no
-        enclosing run already does.
+        Catch SIGINT during the run, if in the main thread, no enclosing
+        run already does, and the program does not ignore SIGINT (a
+        process started with ``SIG_IGN``, as a shell's background job is,
+        keeps ignoring it).
 
     Notes
     -----
@@ -169,8 +171,11 @@ class Run:
         self._token = _CURRENT.set(self)
         if self.deadline is not None and time.time() >= self.deadline:
             self.set(TIME_LIMIT)  # already past: no race with the watcher's start
+        # A program that ignores SIGINT (SIG_IGN: started in the background
+        # by a shell, or by nohup-like launchers) keeps ignoring it; None is a
+        # handler not installed from Python, which is left alone too.
         want_sigint = (self.sigint and _in_main_thread() and not _sigint_caught(parent)
-                       and signal.getsignal(signal.SIGINT) is not None)
+                       and signal.getsignal(signal.SIGINT) not in (None, signal.SIG_IGN))
         if want_sigint or self.deadline is not None:
             self._start(want_sigint)
         return self

@@ -37,6 +37,21 @@ KERNELS = [rbf(0.3), rbf(1.0), rbf(3.0)]
 SLACK = 4.0
 
 
+@pytest.fixture(autouse=True)
+def python_sigint_handler():
+    """Every test here starts with Python's own SIGINT handler.
+
+    A process started in the background by a shell inherits SIGINT
+    ignored (``SIG_IGN``), and then Python installs no handler; these tests
+    are about a program that has one (the other case has its own test).
+    """
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def _data(n, seed=0, d=4):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
@@ -136,6 +151,23 @@ def test_sigint_in_a_boosting_round_keeps_the_finished_rounds(k, sigint_before):
     if k > 1:
         assert clf.score(X, y) > 0.6
     assert _handler_is_default()
+
+
+def test_a_program_that_ignores_sigint_keeps_ignoring_it(sigint_before):
+    # SIG_IGN (a shell's background job, nohup-like launchers): a run does
+    # not take SIGINT over, so the raised signal is lost and the fit ends
+    # as a fit without it would, at its tolerance.
+    import mklopt._jit.groups as groups
+
+    X, y = _data(200)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    calls = sigint_before(groups, "kernel_sym_serial", 1)
+    clf = MKLClassifier(kernels=KERNELS, storage="dense").fit(X, y)
+    assert calls[0] >= 1
+    assert clf.result_.reason != "interrupted" and clf.converged_
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    reference = MKLClassifier(kernels=KERNELS, storage="dense").fit(X, y)
+    np.testing.assert_allclose(clf.weights_, reference.weights_, atol=1e-12)
 
 
 def test_sigint_from_another_thread_stops_a_long_jitted_call():
