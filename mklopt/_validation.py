@@ -19,6 +19,7 @@ __all__ = [
     "check_vector",
     "check_labels",
     "check_weights",
+    "check_per_sample",
 ]
 
 
@@ -146,4 +147,39 @@ def check_weights(w, n_kernels, name="w", *, copy=False):
         raise ValueError(f"{name} must be non-negative; got min {a.min():.3g}")
     if not np.any(a > 0):
         raise ValueError(f"{name} is all zero; at least one kernel needs a positive weight")
+    return a
+
+
+def check_per_sample(values, n_samples, name, what):
+    """One finite value ``>= 0`` per sample, not all zero, as a new float64 vector.
+
+    The one check of per-sample boxes (``C`` as bounds) and of
+    ``sample_weight``; ``what`` is the noun of the messages ("bound",
+    "weight"). Scalars are the caller's to broadcast.
+
+    Raises
+    ------
+    TypeError
+        On values that are not numbers.
+    ValueError
+        On a wrong shape, a NaN or infinite value, a negative one, or values
+        that are all zero; the message names ``name``.
+    """
+    try:
+        a = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{name} must be a number or an array of numbers, one {what} per sample, got "
+            f"{type(values).__name__}"
+        ) from None
+    if a.ndim != 1 or a.shape[0] != n_samples:
+        raise ValueError(f"{name} must have one {what} per sample, shape ({n_samples},); "
+                         f"got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains NaN or infinity; every {what} must be finite")
+    if np.any(a < 0.0):
+        i = int(np.flatnonzero(a < 0.0)[0])
+        raise ValueError(f"{name} must be >= 0 for every sample, got {a[i]:g} at sample {i}")
+    if not np.any(a > 0.0):
+        raise ValueError(f"{name} is zero for every sample: no sample is left to fit")
     return a

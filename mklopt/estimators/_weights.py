@@ -26,6 +26,8 @@ from numbers import Real
 
 import numpy as np
 
+from .._validation import check_per_sample
+
 __all__ = ["check_sample_weight", "class_weight_vector", "sample_bounds"]
 
 
@@ -49,27 +51,10 @@ def check_sample_weight(sample_weight, n_samples, name="sample_weight"):
         return None
     if isinstance(sample_weight, (bool, np.bool_)):
         raise TypeError(f"{name} must be numbers, got {sample_weight!r}")
-    try:
-        s = np.asarray(sample_weight, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"{name} must be a number or an array of numbers, one per sample, got "
-            f"{type(sample_weight).__name__}"
-        ) from None
-    if s.ndim == 0:
-        s = np.full(n_samples, float(s))
-    if s.ndim != 1 or s.shape[0] != n_samples:
-        raise ValueError(
-            f"{name} must have one weight per sample, shape ({n_samples},); got shape {s.shape}"
-        )
-    if not np.all(np.isfinite(s)):
-        raise ValueError(f"{name} contains NaN or infinity; every weight must be finite")
-    if np.any(s < 0.0):
-        i = int(np.flatnonzero(s < 0.0)[0])
-        raise ValueError(f"{name} must be >= 0, got {s[i]:g} for sample {i}")
-    if not np.any(s > 0.0):
-        raise ValueError(f"{name} is zero for every sample: no sample is left to fit")
-    return s
+    if isinstance(sample_weight, (Real, np.number)) or (
+            isinstance(sample_weight, np.ndarray) and sample_weight.ndim == 0):
+        sample_weight = np.full(n_samples, float(sample_weight))
+    return check_per_sample(sample_weight, n_samples, name, "weight")
 
 
 def class_weight_vector(class_weight, classes, y_idx, name="class_weight"):

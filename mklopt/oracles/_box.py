@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_real
+from .._validation import check_per_sample, check_real
 
 __all__ = ["check_box"]
 
@@ -64,21 +64,7 @@ def check_box(C, n, name="C"):
     if np.ndim(C) == 0:
         c = check_real(C, name, low=0.0, strict_low=True)
         return c, np.full(n, c), None
-    try:
-        upper = np.array(C, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number or an array of bounds per sample") from None
-    if upper.ndim != 1 or upper.shape[0] != n:
-        raise ValueError(
-            f"{name} must be a number or have one bound per sample ({n}), got shape {upper.shape}"
-        )
-    if not np.all(np.isfinite(upper)):
-        raise ValueError(f"{name} contains NaN or infinity; every bound must be finite")
-    if np.any(upper < 0.0):
-        i = int(np.flatnonzero(upper < 0.0)[0])
-        raise ValueError(f"{name} must be >= 0 for every sample, got {upper[i]:g} at sample {i}")
+    upper = check_per_sample(C, n, name, "bound")
     kept = np.flatnonzero(upper > 0.0).astype(np.int64)
-    if kept.size == 0:
-        raise ValueError(f"{name} is zero for every sample: no sample is left to fit")
     upper.flags.writeable = False
     return upper, upper, (None if kept.size == n else kept)

@@ -29,7 +29,7 @@ def test_bounds_multiply_C_sample_and_class_weights():
 
 
 @pytest.mark.parametrize("sw, err, match", [
-    ([1.0, -1.0, 1.0], ValueError, "sample_weight must be >= 0, got -1 for sample 1"),
+    ([1.0, -1.0, 1.0], ValueError, "sample_weight must be >= 0 for every sample, got -1 at sample 1"),
     ([1.0, np.nan, 1.0], ValueError, "sample_weight contains NaN"),
     ([1.0, 1.0], ValueError, r"sample_weight must have one weight per sample, shape \(3,\)"),
     (np.ones((3, 1)), ValueError, "sample_weight must have one weight per sample"),

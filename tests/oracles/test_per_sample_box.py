@@ -198,7 +198,7 @@ def test_certified_gap_brackets_the_weighted_optimum(method):
 @pytest.mark.parametrize("C, match", [
     (np.array([1.0, -1.0, 1.0, 1.0]), "must be >= 0 for every sample, got -1 at sample 1"),
     (np.array([1.0, np.nan, 1.0, 1.0]), "NaN or infinity"),
-    (np.ones(3), r"one bound per sample \(4\), got shape \(3,\)"),
+    (np.ones(3), r"one bound per sample, shape \(4,\); got shape \(3,\)"),
     (np.zeros(4), "zero for every sample"),
     (np.array([1.0, 1.0, 0.0, 0.0]), "C is 0 for every sample of class"),
     (0.0, "C must be > 0"),
