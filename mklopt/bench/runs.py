@@ -236,7 +236,9 @@ def run_split(
     bank = protocol_bank(X_tr, protocol)
     runs, histories = [], {}
     for key in method_keys:
-        warm_up([key])
+        # only the storage this split's bank has: a first run after install
+        # then compiles one storage's kernels, not both that "auto" can pick
+        warm_up([key], storages=(bank.storage.name,))
         times, res = [], None
         for _ in range(repeats):
             oracle = SVMDual(bank, y_tr, C=C, tol=inner_tol)

@@ -39,6 +39,7 @@ def test_toy_relevant_set_is_shared_between_draws():
     np.testing.assert_array_equal(theta, again)
 
 
+@pytest.mark.slow  # every norm and 7 methods end to end (26 s loaded); the options test stays
 def test_protocol_runs_end_to_end_on_tiny_sizes(tmp_path, capsys, monkeypatch):
     # Tiny: two noise levels, 30 training points and small held-out sets.
     monkeypatch.setattr(K, "NOISE_LEVELS", (0.0, 0.92))

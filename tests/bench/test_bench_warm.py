@@ -6,6 +6,7 @@ from mklopt.bench import runs as _bench
 from mklopt.methods import PRESETS
 
 
+@pytest.mark.slow  # compiles every method (45 s loaded); the split tests below cover level
 def test_every_preset_warms_up_on_a_tiny_problem():
     _bench._WARMED.clear()
     _bench.warm_up(sorted(PRESETS))
@@ -18,8 +19,8 @@ def test_every_preset_warms_up_on_a_tiny_problem():
 def test_a_split_warms_its_methods_before_the_first_timed_run(monkeypatch):
     order = []
     real_warm, real_solve = _bench.warm_up, _bench.solve
-    monkeypatch.setattr(_bench, "warm_up", lambda keys: (order.append(("warm", tuple(keys))),
-                                                          real_warm(keys)))
+    monkeypatch.setattr(_bench, "warm_up", lambda keys, **kw: (order.append(("warm", tuple(keys))),
+                                                                real_warm(keys, **kw)))
     monkeypatch.setattr(_bench, "solve", lambda *a, **k: (order.append(("solve",)),
                                                           real_solve(*a, **k))[1])
     runs, _ = _bench.run_split("sonar", 0, ["level", "lp2"], max_iter=3)
@@ -60,7 +61,7 @@ def test_a_warmed_level_split_compiles_nothing_new():
     # Everything a split runs, prediction included, must be ready before
     # its first timed solve.
     _bench._WARMED.clear()
-    _bench.warm_up(["level"])
+    _bench.warm_up(["level"], storages=("dense",))  # what the split itself warms: its bank's
     before = _jit_signatures()
     _bench.run_split("ionosphere", 0, ["level"], max_iter=8)
     after = _jit_signatures()
