@@ -962,12 +962,19 @@ def search(est, Cs, setup, plan, n_samples, point="(fold, C)"):
 
 
 class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEstimator):
-    """Multiple kernel learning classifier with ``C`` chosen by cross-validation.
+    """Multiple kernel learning classifier with C and the formulation chosen by cross-validation.
 
-    Scores every ``C`` of the grid ``Cs`` by cross-validation, as
-    ``GridSearchCV(MKLClassifier(), {"C": Cs}, cv=cv)`` does, then refits
-    :class:`MKLClassifier` at the best ``C`` on all the data. Three things
-    make it much faster than the grid search, with the same answers:
+    Scores every ``C`` of the grid ``Cs`` and every formulation of
+    ``formulations`` (the norm ``p`` of the kernel weights, per-pair or
+    shared weights) by cross-validation, as ``GridSearchCV(MKLClassifier(),
+    [{"C": Cs, "p": [p], "multiclass": [m]} for each formulation], cv=cv)``
+    does, then refits :class:`MKLClassifier` with the best of them on all
+    the data. By default the formulations are L1-MKL (sparse weights),
+    Lp-MKL with ``p = 2`` (Kloft et al. 2011, eq. 2), ``p = inf`` (the SVM
+    on the uniform sum of the kernels, the baseline MKL must beat) and,
+    with more than two classes, L1 with one weight vector shared by all
+    pairs. Three things make it much faster than the grid search, with the
+    same answers:
 
     * **one kernel bank.** The base kernels are evaluated once, on all
       training points, without normalisation. Every binary problem of every
@@ -993,6 +1000,11 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
       alone; the others start from its weights at the first ``C`` and
       follow its steps from one ``C`` to the next (their training sets
       overlap), so the whole search has one cold start besides the refit.
+      Every formulation runs this same search on the same bank; a finite
+      ``1 < p < inf`` starts its first fold from the first fold of the
+      nearest finite ``p > 1`` already searched (its weights at every
+      ``C``), and ``p = inf`` costs one SVM per (fold, C, pair): its start,
+      the uniform weights, is its optimum.
 
     Parameters
     ----------
@@ -1006,6 +1018,21 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         a splitter or an iterable of ``(train, test)`` index pairs is used
         as given. Without scikit-learn an int cuts each class into that many
         consecutive runs.
+    formulations : "auto", None, dict or list of dict, default="auto"
+        The formulations searched with ``C``, each a dict of
+        :class:`MKLClassifier` parameters among ``"p"`` (``1 <= p <= inf``,
+        see :class:`MKLClassifier`: 1 is L1-MKL, ``inf`` the uniform sum)
+        and ``"multiclass"`` (``"ovo"`` or ``"shared"``); a missing key
+        takes this estimator's value. ``"auto"``: ``[{"p": 1}, {"p": 2},
+        {"p": inf}]`` at this estimator's ``multiclass``, plus ``{"p": 1,
+        "multiclass": "shared"}`` with more than two classes and
+        ``multiclass="ovo"``, when ``method="auto"`` and ``p``,
+        ``elastic_net`` and ``groups`` are unset; with any of those set it
+        is the estimator's own formulation alone. ``None``: ``C`` alone,
+        with the estimator's own formulation (the search of earlier
+        versions, exactly). A formulation the estimator's other parameters
+        cannot run (``p = 2`` with ``method="mirror"``, ``p = 1`` with
+        ``method="lp"`` or ``elastic_net``) is refused naming it.
     scoring : str or callable, optional
         A scikit-learn scorer name or ``scorer(estimator, X, y)``; default
         accuracy. A callable receives a fold model with ``predict`` and
@@ -1071,27 +1098,47 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
     Cs_ : ndarray of shape (n_Cs,)
         The grid, increasing.
     cv_results_ : dict of ndarrays
-        In ``GridSearchCV``'s format, one entry per ``C`` of ``Cs_``:
-        ``params``, ``param_C``, ``split{k}_test_score``,
-        ``mean_test_score``, ``std_test_score``, ``rank_test_score``,
-        ``mean_fit_time``, ``std_fit_time`` (seconds of the path point in
-        a fold, all pairs together), ``mean_score_time``,
-        ``std_score_time``.
+        In ``GridSearchCV``'s format, one entry per (formulation, ``C``):
+        the rows of ``formulations_[0]`` over ``Cs_``, then those of
+        ``formulations_[1]``, ...; ``params`` (dicts of ``C``, ``p``,
+        ``multiclass``), ``param_C``, ``param_p`` and ``param_multiclass``
+        (masked arrays; only ``param_C`` with ``formulations=None``),
+        ``split{k}_test_score``, ``mean_test_score``, ``std_test_score``,
+        ``rank_test_score``, ``mean_fit_time``, ``std_fit_time`` (seconds
+        of the path point in a fold, all pairs together),
+        ``mean_score_time``, ``std_score_time``, and
+        ``mean_n_oracle_calls`` (the SVM solves of the point in a fold, all
+        pairs together; a shared point's joint call counts once).
     best_index_ : int
-        Index of the best ``C`` in ``Cs_`` (and in ``cv_results_``); on
-        ties the smallest ``C``, as ``GridSearchCV`` gives on an
-        increasing grid.
+        Index of the best row of ``cv_results_``; on ties the first (the
+        earlier formulation, then the smaller ``C``, as ``GridSearchCV``
+        gives on an increasing grid).
+    best_params_ : dict
+        ``cv_results_["params"][best_index_]``: ``C`` and the formulation's
+        ``p`` and ``multiclass``, so that ``MKLClassifier(**best_params_)``
+        with this estimator's other parameters is ``best_estimator_``.
     best_C_ : float
+        ``best_params_["C"]``.
     best_score_ : float
-        Mean cross-validated score of ``best_C_``.
+        Mean cross-validated score of ``best_params_``.
+    formulations_, best_formulation_ : list of dict, dict
+        The formulations searched, each with its ``p`` and ``multiclass``
+        filled in, and the chosen one (not set with ``formulations=None``
+        or an ``"auto"`` that meant the estimator's own formulation).
+    paths_ : list of dict
+        Per formulation (as ``formulations_``, or one entry): the path
+        statistics ``rel_gap``, ``value``, ``n_oracle_calls``,
+        ``converged`` and ``fit_time`` of every (fold, C, path), arrays of
+        shape (n_splits, n_Cs, n_paths).
     best_estimator_ : MKLClassifier
-        Refitted at ``best_C_`` on all the data; ``predict``,
+        Refitted with ``best_params_`` on all the data; ``predict``,
         ``decision_function`` and ``score`` delegate to it.
     refit_time_ : float
         Seconds of that refit.
     n_splits_ : int
     path_rel_gap_, path_value_, path_n_oracle_calls_ : ndarray of shape (n_splits, n_Cs, n_pairs)
-        For every fold, ``C`` and binary problem: the certified relative
+        Of the chosen formulation (``paths_`` has them all), for every
+        fold, ``C`` and binary problem: the certified relative
         duality gap, the objective ``J(w)`` and the SVM solves of the path
         point (including the one that evaluates the previous weights under
         the new ``C``; 0 for a point carried over from the previous ``C``).
@@ -1105,12 +1152,31 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         ``best_estimator_``'s names of the kernels and table of their
         weights (see :doc:`/weights`).
 
+    Warns
+    -----
+    GridEdgeWarning
+        When the best ``C`` is the smallest or the largest of ``Cs`` (more
+        than one value), or the best ``p`` is the smallest or the largest
+        finite ``p > 1`` of ``formulations`` (``p = 1`` and ``p = inf`` are
+        the ends of the range itself): the message names the grid and how
+        to widen it.
+    ConvergenceWarning
+        When path points stopped short of ``tol``.
+
     See Also
     --------
-    MKLClassifier : the estimator refitted at the chosen ``C``.
+    MKLClassifier : the estimator refitted with the chosen ``C`` and formulation.
 
     Notes
     -----
+    *C across formulations.* With ``normalize="diagonal"`` every base
+    kernel has a unit mean diagonal; the combined kernel ``sum_k theta_k
+    K_k`` has mean diagonal ``sum_k theta_k``: 1 for L1 (the simplex), up
+    to ``m^(1 - 1/p)`` for Lp and ``m`` (the number of kernels) for
+    ``p = inf``, the plain sum. So ``p = inf`` at ``C`` is the SVM on the
+    uniform average ``sum_k K_k / m`` at ``C m``; one ``Cs`` grid serves
+    all formulations because it spans five decades.
+
     *Standardisation.* With ``standardize`` on (the default for the named
     kernel grids) the features are standardised once, with the mean and
     standard deviation of all the training data, before the bank is built:
@@ -1140,7 +1206,9 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
     >>> clf.best_C_ in clf.Cs_
     True
     >>> sorted(clf.cv_results_)[:3]
-    ['mean_fit_time', 'mean_score_time', 'mean_test_score']
+    ['mean_fit_time', 'mean_n_oracle_calls', 'mean_score_time']
+    >>> sorted(clf.best_params_)
+    ['C', 'multiclass', 'p']
     """
 
     _parameter_constraints = {

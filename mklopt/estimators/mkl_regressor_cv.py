@@ -68,15 +68,17 @@ def _scorer(scoring):
 
 
 class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstimator):
-    """Multiple kernel learning regression with ``C`` chosen by cross-validation.
+    """Multiple kernel learning regression with C and the norm chosen by cross-validation.
 
     The regression counterpart of :class:`MKLClassifierCV`: scores every
-    ``C`` of ``Cs`` by cross-validation as
-    ``GridSearchCV(MKLRegressor(), {"C": Cs}, cv=cv)`` does, from one kernel
+    ``C`` of ``Cs`` and every norm ``p`` of ``formulations`` by
+    cross-validation as ``GridSearchCV(MKLRegressor(), [{"C": Cs, "p":
+    [p]} for each p], cv=cv)`` does, from one kernel
     bank for all folds and a warm-started path over ``C`` in each fold
     (the epsilon-SVR's dual variables scale into the larger box as the
     SVM's do), every point certified to the relative gap ``tol``; then
-    refits :class:`MKLRegressor` at the best ``C`` on all the data.
+    refits :class:`MKLRegressor` with the best ``C`` and ``p`` on all the
+    data.
 
     Parameters
     ----------
@@ -88,6 +90,12 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
     scoring : str or callable, optional
         A scikit-learn scorer; default the coefficient of determination
         R^2.
+    formulations : "auto", None, dict or list of dict, default="auto"
+        As for :class:`MKLClassifierCV`, with the one key ``"p"`` (a
+        regressor has no ``multiclass``): ``"auto"`` is ``p`` in 1, 2 and
+        ``inf`` when ``method="auto"`` and ``p``, ``elastic_net`` and
+        ``groups`` are unset (otherwise the estimator's own formulation);
+        ``None`` is ``C`` alone.
     kernels, method, epsilon, loss, p, groups, elastic_net, tol, max_iter, inner_tol, normalize
         As for :class:`MKLRegressor`: the fold problems and the refit are the
         estimator's formulation. With ``loss="squared"`` (kernel ridge
@@ -119,12 +127,17 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
 
     Attributes
     ----------
-    Cs_, cv_results_, best_index_, best_C_, best_score_, best_estimator_, refit_time_
-        As for :class:`MKLClassifierCV`; ``best_estimator_`` is an
-        :class:`MKLRegressor`.
+    Cs_, cv_results_, best_index_, best_params_, best_C_, best_score_, best_estimator_, refit_time_
+        As for :class:`MKLClassifierCV` (``param_p``, no
+        ``param_multiclass``); ``best_estimator_`` is an
+        :class:`MKLRegressor`, ``MKLRegressor(**best_params_)`` with this
+        estimator's other parameters.
+    formulations_, best_formulation_, paths_
+        As for :class:`MKLClassifierCV`.
     n_splits_ : int
     path_rel_gap_, path_value_, path_n_oracle_calls_, path_converged_ : ndarray
-        Of shape (n_splits, n_Cs, 1), as for :class:`MKLClassifierCV`.
+        Of the chosen formulation, shape (n_splits, n_Cs, 1), as for
+        :class:`MKLClassifierCV`.
     n_features_in_, feature_names_in_
         As for :class:`MKLRegressor`.
 
