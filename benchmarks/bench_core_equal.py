@@ -66,11 +66,12 @@ def fit_all(path):
                                                           ys),
          np.stack([gauss(B, A, s) for s in (2, 8)]))
     keep("boost", MKBoostClassifier(random_state=0, n_rounds=10).fit(Xs, ys), Xt)
-    keep("cv", MKLClassifierCV(Cs=[0.1, 1, 10]).fit(Xs, ys), Xt)
+    keep("cv", MKLClassifierCV(Cs=[0.1, 1, 10], formulations=None).fit(Xs, ys), Xt)
     Xr, yr = datasets.load("diabetes")
     keep("reg", MKLRegressor().fit(Xr[:300], yr[:300]), Xr[300:], ["n_oracle_calls_"])
     keep("reg_squared", MKLRegressor(loss="squared").fit(Xr[:300], yr[:300]), Xr[300:])
-    keep("reg_cv", MKLRegressorCV(Cs=[1, 10, 100]).fit(Xr[:300], yr[:300]), Xr[300:])
+    keep("reg_cv", MKLRegressorCV(Cs=[1, 10, 100], formulations=None).fit(Xr[:300], yr[:300]),
+         Xr[300:])
     keep("one_class", MKLOneClass(nu=0.2).fit(Xs), Xt, ["n_oracle_calls_"])
     np.savez(path, **out)
 

@@ -12,12 +12,13 @@ from ..tasks import register_estimator
 from ._sklearn import ConvergenceWarning
 from .mkboost import MKBoostClassifier
 from .mkl import MKLClassifier
-from .mkl_cv import MKLClassifierCV
+from .mkl_cv import GridEdgeWarning, MKLClassifierCV
 from .mkl_regressor_cv import MKLRegressorCV
 from .mkl_tasks import MKLOneClass, MKLRegressor
 
 __all__ = [
-    "ConvergenceWarning", "MKLClassifier", "MKLClassifierCV", "MKBoostClassifier",
+    "ConvergenceWarning", "GridEdgeWarning", "MKLClassifier", "MKLClassifierCV",
+    "MKBoostClassifier",
     "MKLRegressor", "MKLRegressorCV", "MKLOneClass",
 ]
 

@@ -108,7 +108,7 @@ MKL_PARAMS = {
     ],
     # The methods check the finer rules (a partition of the kernels); an
     # estimator refuses p, groups and elastic_net a method does not take.
-    "p": [Interval(Real, 1.0, math.inf, closed="right", help="the Lp norm"), None],
+    "p": [Interval(Real, 1.0, math.inf, closed="both", help="the Lp norm"), None],
     "groups": [Options(("features",)),
                InstanceOf((list, tuple), "a list of lists of kernel indices"), None],
     "elastic_net": [Interval(Real, 0.0, 1.0), None],

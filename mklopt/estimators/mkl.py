@@ -86,12 +86,20 @@ def _elastic_net_methods():
             if "elastic_net" in estimator_params_of(get_method(n))]
 
 
-def _method_name_for(method, n_kernels, elastic_net):
-    """The registry name to run: ``"auto"`` with ``elastic_net`` set is the analytic step."""
+def _method_name_for(method, n_kernels, elastic_net, p=None):
+    """The registry name to run.
+
+    ``"auto"`` with ``elastic_net`` set is the analytic elastic-net step;
+    ``"auto"`` with a norm ``1 < p <= inf`` is Lp-MKL's analytic step
+    (``"lp"``); ``"auto"`` otherwise (``p`` None or 1: L1-MKL) is
+    :func:`resolve_method_name`'s choice.
+    """
     if elastic_net is not None and isinstance(method, str) and method == "auto":
         # Level and the working set only know the simplex; the analytic
         # step is the elastic-net method that needs no tuning.
         return "elastic_net"
+    if p is not None and p != 1 and isinstance(method, str) and method == "auto":
+        return "lp"
     return resolve_method_name(method, n_kernels)
 
 
@@ -303,7 +311,16 @@ class MKLBase(CombinedKernelMixin, TaskEstimator):
         enet = getattr(self, "elastic_net", None)
         if enet is not None:
             enet = float(enet)
-        m = _method_name_for(self.method, len(specs), enet)
+        m = _method_name_for(self.method, len(specs), enet, self.p)
+        # p = 1 is L1-MKL, what every method without a norm solves
+        p = None if self.p is not None and self.p == 1 and not (
+            isinstance(m, str) and "p" in estimator_params_of(get_method(m))) else self.p
+        if p is None and self.p is not None and (enet is not None or self.groups is not None):
+            raise ValueError(
+                f"p={self.p!r} (L1-MKL) cannot be combined with "
+                f"{'elastic_net' if enet is not None else 'groups'}, which solve another "
+                "formulation; remove p"
+            )
         if isinstance(m, str):
             cls = get_method(m)
             _check_oracle_kind(cls, repr(m))
@@ -312,12 +329,18 @@ class MKLBase(CombinedKernelMixin, TaskEstimator):
             label = f"method={m!r}"
             kwargs = {}
             if "p" in accepted:
-                if self.p is None:
+                if p is None:
                     raise ValueError(f"p is required with {label} (the Lp norm, 1 < p <= inf)")
-                kwargs[accepted["p"]] = self.p
-            elif self.p is not None:
+                if p == 1:
+                    raise ValueError(
+                        f"p must be > 1 with {label}; p=1 is L1-MKL: use method='auto' "
+                        "(or any method without a norm)"
+                    )
+                kwargs[accepted["p"]] = p
+            elif p is not None:
                 raise ValueError(
-                    f"p={self.p!r} is only used by Lp-MKL (method='lp'); remove it for {label}"
+                    f"p={self.p!r} is only used by Lp-MKL (method='lp', or 'auto' with "
+                    f"1 < p <= inf); remove it, or set p=1 (L1-MKL), for {label}"
                 )
             if "groups" in accepted:
                 if self.groups is not None:
@@ -349,7 +372,7 @@ class MKLBase(CombinedKernelMixin, TaskEstimator):
             return lambda: cls(**kwargs)
         _check_oracle_kind(type(m), type(m).__name__)
         for name in ("p", "groups", "elastic_net"):
-            if getattr(self, name, None) is not None:
+            if (p if name == "p" else getattr(self, name, None)) is not None:
                 raise ValueError(
                     f"{name} cannot be combined with a method instance; set it on the "
                     f"instance itself (e.g. {type(m).__name__}({name}=...))"
@@ -384,7 +407,7 @@ class MKLBase(CombinedKernelMixin, TaskEstimator):
                 "(it solves one dual with one equality constraint; the shared problem has "
                 "one per pair); use e.g. method='level'"
             )
-        if (_method_name_for(self.method, len(specs), self.elastic_net) == "level"
+        if (_method_name_for(self.method, len(specs), self.elastic_net, self.p) == "level"
                 and tol < _CHAIN_BELOW and not shared and deadline is None):
             # (With a time_limit Level runs alone: the exact step's QP is one
             # ECOS call, which no time limit can cut short.)
@@ -755,9 +778,15 @@ class MKLClassifier(SharedClientMixin, MKLBase, ClassifierBase):
         is ``inner_tol``), which gives :meth:`predict_proba` for two
         classes. Every training point is then a support vector.
     p : float, optional
-        Norm of Lp-MKL, ``1 < p <= inf`` (``np.inf``: the sum of the kernels,
-        the uniform-weight baseline). Required with ``method="lp"`` and refused with
-        every method that has no ``p``.
+        Norm of the kernel weights, ``1 <= p <= inf`` (Kloft et al. 2011's
+        Lp-MKL, ``||theta||_p <= 1``): ``p = 1`` is L1-MKL (sparse weights on
+        the simplex, what every method without a norm solves; the same as
+        ``None``), ``1 < p < inf`` Lp-MKL, ``np.inf`` the sum of the kernels,
+        the uniform-weight baseline. With ``method="auto"`` a ``p > 1`` runs
+        ``"lp"`` (the analytic step, Kloft et al.'s eq. 2). Required with
+        ``method="lp"`` (where ``p > 1``); a ``p > 1`` is refused with every
+        method that has no ``p``. :class:`MKLClassifierCV`'s
+        ``formulations`` chooses it by cross-validation.
     groups : list of lists of int or "features", optional
         Only with ``method="mirror"``: a partition of the kernel indices for
         the mixed (l-inf, l1) formulation, or ``"features"`` for one group

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._constraints import NO_VALIDATION, Check
@@ -19,12 +21,15 @@ from ._sklearn import (
 from ._weights import check_sample_weight
 from .mkl_cv import (
     SearchSetup,
+    _check_formulations_of,
     _Formulation,
     _splits,
     _StopFactory,
     check_Cs,
     check_exact_storage,
     one_bank,
+    prepare_formulation,
+    resolve_formulations,
     run_search,
     search,
 )
@@ -63,15 +68,17 @@ def _scorer(scoring):
 
 
 class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstimator):
-    """Multiple kernel learning regression with ``C`` chosen by cross-validation.
+    """Multiple kernel learning regression with C and the norm chosen by cross-validation.
 
     The regression counterpart of :class:`MKLClassifierCV`: scores every
-    ``C`` of ``Cs`` by cross-validation as
-    ``GridSearchCV(MKLRegressor(), {"C": Cs}, cv=cv)`` does, from one kernel
+    ``C`` of ``Cs`` and every norm ``p`` of ``formulations`` by
+    cross-validation as ``GridSearchCV(MKLRegressor(), [{"C": Cs, "p":
+    [p]} for each p], cv=cv)`` does, from one kernel
     bank for all folds and a warm-started path over ``C`` in each fold
     (the epsilon-SVR's dual variables scale into the larger box as the
     SVM's do), every point certified to the relative gap ``tol``; then
-    refits :class:`MKLRegressor` at the best ``C`` on all the data.
+    refits :class:`MKLRegressor` with the best ``C`` and ``p`` on all the
+    data.
 
     Parameters
     ----------
@@ -83,6 +90,12 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
     scoring : str or callable, optional
         A scikit-learn scorer; default the coefficient of determination
         R^2.
+    formulations : "auto", None, dict or list of dict, default="auto"
+        As for :class:`MKLClassifierCV`, with the one key ``"p"`` (a
+        regressor has no ``multiclass``): ``"auto"`` is ``p`` in 1, 2 and
+        ``inf`` when ``method="auto"`` and ``p``, ``elastic_net`` and
+        ``groups`` are unset (otherwise the estimator's own formulation);
+        ``None`` is ``C`` alone.
     kernels, method, epsilon, loss, p, groups, elastic_net, tol, max_iter, inner_tol, normalize
         As for :class:`MKLRegressor`: the fold problems and the refit are the
         estimator's formulation. With ``loss="squared"`` (kernel ridge
@@ -114,12 +127,17 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
 
     Attributes
     ----------
-    Cs_, cv_results_, best_index_, best_C_, best_score_, best_estimator_, refit_time_
-        As for :class:`MKLClassifierCV`; ``best_estimator_`` is an
-        :class:`MKLRegressor`.
+    Cs_, cv_results_, best_index_, best_params_, best_C_, best_score_, best_estimator_, refit_time_
+        As for :class:`MKLClassifierCV` (``param_p``, no
+        ``param_multiclass``); ``best_estimator_`` is an
+        :class:`MKLRegressor`, ``MKLRegressor(**best_params_)`` with this
+        estimator's other parameters.
+    formulations_, best_formulation_, paths_
+        As for :class:`MKLClassifierCV`.
     n_splits_ : int
     path_rel_gap_, path_value_, path_n_oracle_calls_, path_converged_ : ndarray
-        Of shape (n_splits, n_Cs, 1), as for :class:`MKLClassifierCV`.
+        Of the chosen formulation, shape (n_splits, n_Cs, 1), as for
+        :class:`MKLClassifierCV`.
     n_features_in_, feature_names_in_
         As for :class:`MKLRegressor`.
 
@@ -147,6 +165,8 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         # scikit-learn) check these where they are used, naming them.
         "cv": NO_VALIDATION,
         "scoring": NO_VALIDATION,
+        "formulations": [Check(functools.partial(_check_formulations_of, ("p",)),
+                               "'auto', None or a list of dicts of 'p'")],
         # Every parameter of MKLRegressor but C, which the grid replaces ...
         **{k: v for k, v in MKLRegressor._parameter_constraints.items() if k != "C"},
         # ... (every registered regression loss, as MKLRegressor),
@@ -181,8 +201,10 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         n_jobs=None,
         verbose=0,
         client=None,
+        formulations="auto",
     ):
         self.Cs = Cs
+        self.formulations = formulations
         self.cv = cv
         self.scoring = scoring
         self.kernels = kernels
@@ -207,8 +229,10 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         self.verbose = verbose
         self.client = client
 
-    def _estimator(self, C):
-        return MKLRegressor(C=C, **{name: getattr(self, name) for name in _SHARED})
+    def _estimator(self, C, **formulation):
+        params = {name: getattr(self, name) for name in _SHARED}
+        params.update(formulation)
+        return MKLRegressor(C=C, **params)
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "best_estimator_")
@@ -247,10 +271,12 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         t = check_targets(y, X.shape[0], name)
         check_estimator_client(self.client, self.n_jobs)
         scorer = _scorer(self.scoring)
-        base = self._estimator(float(Cs[0]))
+        # the first formulation's estimator: the search's checks and its one bank
+        first = resolve_formulations(self)[0]
+        base = self._estimator(float(Cs[0]), **first)
         if hasattr(self, "feature_names_in_"):
             base.feature_names_in_ = self.feature_names_in_  # specs may name columns
-        plan = base._prepare_fit(X)
+        plan = prepare_formulation(base, X, first)
         eps = float(self.epsilon)
         entry = oracle_entry("regression", self.loss)
         if sample_weight is not None:
@@ -269,10 +295,23 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         bank = one_bank(self, Xs, plan)
         # The classifier's search with one problem per fold: the loss's
         # oracle from the registry, with the estimator's epsilon.
-        form = _Formulation(self.loss, False, self.normalize, plan.new_method,
-                            _StopFactory(base, plan, self.time_limit), plan.inner_tol,
-                            plan.threshold, self.callback, plan.verbose, name,
-                            entry, (("epsilon", eps),), factors=sample_weight)
+        def formulation(params):
+            """What the path of one formulation solves (its own plan: method, p)."""
+            if not params:
+                est, fplan = base, plan
+            else:
+                est = self._estimator(float(Cs[0]), **params)
+                if hasattr(self, "feature_names_in_"):
+                    est.feature_names_in_ = self.feature_names_in_
+                fplan = prepare_formulation(est, X, params)
+            form = _Formulation(self.loss, False, self.normalize, fplan.new_method,
+                                _StopFactory(est, fplan, self.time_limit), fplan.inner_tol,
+                                fplan.threshold, self.callback, fplan.verbose, name,
+                                entry, (("epsilon", eps),), factors=sample_weight)
+            return params, form, 1
+
+        forms = [formulation(params) for params in resolve_formulations(self)]
+        form = forms[0][1]
         n_s = len(splits)
 
         def score(k, decisions):
@@ -281,9 +320,9 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
             return scorer(model, np.arange(test.size)[:, None], t[test])
 
         setup = SearchSetup(bank, ts, splits, splits, None, form, score,
-                            lambda C: self._estimator(C).fit(X_given, y_given,
-                                                             sample_weight=sample_weight),
-                            lambda k: [f"fold {k + 1} of {n_s}"], 1)
+                            lambda params: self._estimator(**params).fit(
+                                X_given, y_given, sample_weight=sample_weight),
+                            lambda k: [f"fold {k + 1} of {n_s}"], 1, forms)
         search(self, Cs, setup, plan, t.shape[0])
         self.n_features_in_ = X.shape[1]
         return self

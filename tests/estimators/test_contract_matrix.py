@@ -84,7 +84,10 @@ def _classifier(cv, loss, multiclass, precomputed, **kw):
     kernels = "precomputed" if precomputed else SPECS
     common = dict(kernels=kernels, loss=loss, multiclass=multiclass, tol=TOL, **kw)
     if cv:
-        return MKLClassifierCV(Cs=CS, cv=3, **common)
+        # cv="C-only": C alone (formulations=None); True: the default
+        # formulations (p = 1, 2, inf, and L1 shared with "ovo")
+        extra = {"formulations": None} if cv == "C-only" else {}
+        return MKLClassifierCV(Cs=CS, cv=3, **common, **extra)
     return MKLClassifier(C=3.0, **common)
 
 
@@ -124,7 +127,7 @@ def test_the_matrix_runs_every_registered_loss():
 @pytest.mark.parametrize("precomputed", [False, True], ids=["features", "precomputed"])
 @pytest.mark.parametrize("multiclass", ["ovo", "shared"])
 @pytest.mark.parametrize("loss", LOSSES["classification"])
-@pytest.mark.parametrize("cv", [False, True], ids=["plain", "CV"])
+@pytest.mark.parametrize("cv", [False, True, "C-only"], ids=["plain", "CV", "CV-C-only"])
 def test_classifiers_fit_the_loss_they_name(cv, loss, multiclass, precomputed, tmp_path):
     X = _stack(X3) if precomputed else X3
     est = _classifier(cv, loss, multiclass, precomputed).fit(X, Y3)
@@ -138,6 +141,14 @@ def test_classifiers_fit_the_loss_they_name(cv, loss, multiclass, precomputed, t
         assert not spies.CALLS
     _assert_certified(est)
     assert est.score(X, Y3) >= 0.8
+    if cv:
+        # the refit is the chosen formulation: MKLClassifier(**best_params_)
+        for name, value in est.best_params_.items():
+            assert getattr(est.best_estimator_, name) == value
+        assert hasattr(est, "formulations_") == (cv is True)
+        if cv is True:
+            assert {f["multiclass"] for f in est.formulations_} == (
+                {"ovo", "shared"} if multiclass == "ovo" else {"shared"})
     # probabilities where the loss's oracle declares its decisions log-odds
     assert hasattr(getattr(est, "best_estimator_", est), "predict_proba") == (loss == "logistic")
     X_test = _stack(X3[::3], X3) if precomputed else X3[::3]

@@ -49,7 +49,7 @@ def _cv_and_grid(X, y, **kw):
     folds = list(StratifiedKFold(3).split(X, y))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cv = MKLClassifierCV(Cs=CS, cv=folds, kernels=SPECS, tol=TOL, **kw).fit(X, y)
+        cv = MKLClassifierCV(formulations=None, Cs=CS, cv=folds, kernels=SPECS, tol=TOL, **kw).fit(X, y)
         gs = GridSearchCV(MKLClassifier(kernels=SPECS, tol=TOL, **kw), {"C": CS},
                           cv=folds).fit(X, y)
     return cv, gs, folds
@@ -89,7 +89,7 @@ def test_logistic_loss(binary):
 
 def test_refit_reads_the_one_bank_and_equals_a_direct_fit(three_classes):
     X, y = three_classes
-    cv = MKLClassifierCV(Cs=CS[:2], cv=3, kernels=SPECS, tol=TOL).fit(X, y)
+    cv = MKLClassifierCV(formulations=None, Cs=CS[:2], cv=3, kernels=SPECS, tol=TOL).fit(X, y)
     _assert_refit_is_direct_fit(cv, X, y)
     assert not hasattr(cv.best_estimator_, "_given_bank")
 
@@ -160,7 +160,7 @@ def test_regressor_formulations(regression, kw):
     base = dict(kernels=RSPECS, standardize=False, tol=TOL, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cv = MKLRegressorCV(Cs=CS, cv=folds, **base).fit(X, y)
+        cv = MKLRegressorCV(formulations=None, Cs=CS, cv=folds, **base).fit(X, y)
         gs = GridSearchCV(MKLRegressor(**base), {"C": CS}, cv=folds).fit(X, y)
     for k in range(3):
         np.testing.assert_allclose(cv.cv_results_[f"split{k}_test_score"],
@@ -187,7 +187,7 @@ def test_guided_folds_are_certified_and_start_warm(three_classes):
     """Folds after the first follow its path: fewer solves, the same certified optima."""
     X, y = three_classes
     folds = list(StratifiedKFold(3).split(X, y))
-    cv = MKLClassifierCV(Cs=CS, cv=folds, kernels=SPECS, tol=TOL).fit(X, y)
+    cv = MKLClassifierCV(formulations=None, Cs=CS, cv=folds, kernels=SPECS, tol=TOL).fit(X, y)
     calls = cv.path_n_oracle_calls_.sum(axis=2)  # (fold, C)
     # The first fold's first point is the search's one cold start.
     assert np.all(calls[1:, 0] < calls[0, 0])

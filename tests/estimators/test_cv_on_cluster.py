@@ -46,7 +46,7 @@ def three_classes():
 
 
 def _cv(cv=3, **kw):
-    return MKLClassifierCV(Cs=CS, cv=cv, kernels=SPECS, tol=1e-2, **kw)
+    return MKLClassifierCV(Cs=CS, cv=cv, kernels=SPECS, tol=1e-2, formulations=None, **kw)
 
 
 def _fit(est, X, y):

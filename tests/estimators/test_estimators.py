@@ -446,7 +446,7 @@ def test_bad_data():
         ({"method": "level", "groups": "features"}, ValueError, "groups is only used"),
         ({"method": "lp"}, ValueError, "p is required"),
         ({"method": "lp", "p": 1.0}, ValueError, "p must be > 1"),
-        ({"method": "lp", "p": 0.5}, ValueError, "p must be > 1"),
+        ({"method": "lp", "p": 0.5}, ValueError, "p must be >= 1"),
         ({"method": "mirror", "groups": [[0, 1]]}, ValueError, "groups must cover"),
         ({"method": "mirror", "groups": [[0, 1], [1, 2]]}, ValueError, "groups"),
         ({"method": "mirror", "groups": [[0, 1, 5]]}, ValueError, "groups"),

@@ -46,7 +46,7 @@ def _both(X, y, tol, **kw):
     folds = list(StratifiedKFold(3).split(X, y))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cv = MKLClassifierCV(Cs=CS, cv=folds, kernels=SPECS, tol=tol, **kw).fit(X, y)
+        cv = MKLClassifierCV(formulations=None, Cs=CS, cv=folds, kernels=SPECS, tol=tol, **kw).fit(X, y)
         gs = GridSearchCV(MKLClassifier(kernels=SPECS, tol=tol), {"C": CS}, cv=folds,
                           **({"scoring": kw["scoring"]} if "scoring" in kw else {})).fit(X, y)
     return cv, gs, folds
@@ -116,7 +116,7 @@ def test_path_points_are_certified_and_match_cold_fits(binary):
     X, y = binary
     tol = 1e-3
     folds = list(StratifiedKFold(3).split(X, y))
-    cv = MKLClassifierCV(Cs=CS, cv=folds, kernels=SPECS, tol=tol).fit(X, y)
+    cv = MKLClassifierCV(formulations=None, Cs=CS, cv=folds, kernels=SPECS, tol=tol).fit(X, y)
     assert cv.path_converged_.all()
     assert np.all(cv.path_rel_gap_ <= tol)
     warm_calls = cv.path_n_oracle_calls_[0].sum()
@@ -146,14 +146,14 @@ def test_ray_scale_is_the_best_feasible_scale(L, Q, ratio):
 def test_serial_and_parallel_folds_agree(binary):
     X, y = binary
     kw = dict(Cs=CS[:3], cv=3, kernels=SPECS)
-    serial = MKLClassifierCV(**kw).fit(X, y)
-    para = MKLClassifierCV(n_jobs=2, **kw).fit(X, y)
+    serial = MKLClassifierCV(formulations=None, **kw).fit(X, y)
+    para = MKLClassifierCV(formulations=None, n_jobs=2, **kw).fit(X, y)
     np.testing.assert_allclose(para.path_value_, serial.path_value_, rtol=1e-9)
     assert para.best_C_ == serial.best_C_
 
 
 def test_clone_and_params():
-    est = MKLClassifierCV(Cs=[1.0, 10.0], cv=4, tol=1e-3)
+    est = MKLClassifierCV(formulations=None, Cs=[1.0, 10.0], cv=4, tol=1e-3)
     twin = clone(est)
     assert twin.get_params() == est.get_params()
     assert "C" not in est.get_params()
@@ -204,9 +204,9 @@ def test_the_bank_holds_the_samples_class_by_class(three_classes, monkeypatch):
     kw = dict(Cs=CS[:3], kernels=SPECS, standardize=False, tol=1e-3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a = MKLClassifierCV(cv=folds, **kw).fit(X, y)
+        a = MKLClassifierCV(formulations=None, cv=folds, **kw).fit(X, y)
         assert np.array_equal(seen[0][0], X[order])  # the CV's one bank
-        b = MKLClassifierCV(cv=sorted_folds, **kw).fit(X[order], y[order])
+        b = MKLClassifierCV(formulations=None, cv=sorted_folds, **kw).fit(X[order], y[order])
     for k in range(3):
         key = f"split{k}_test_score"
         assert np.array_equal(a.cv_results_[key], b.cv_results_[key])
@@ -236,7 +236,7 @@ def test_first_fold_pairs_start_from_a_pair_sharing_a_class(three_classes, monke
 
     monkeypatch.setattr(mkl_cv, "c_path", spy)
     folds = list(StratifiedKFold(3).split(X, y))
-    MKLClassifierCV(Cs=CS, cv=folds, kernels=SPECS, tol=1e-3).fit(X, y)
+    MKLClassifierCV(formulations=None, Cs=CS, cv=folds, kernels=SPECS, tol=1e-3).fit(X, y)
     assert len(runs) == 3 * 3  # folds x pairs
     first = runs[:3]
     assert first[0][0] is None and all(g is None for _, g, _ in first)

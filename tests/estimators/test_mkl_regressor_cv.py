@@ -28,7 +28,7 @@ def test_same_choice_and_scores_as_grid_search(data):
     kw = dict(kernels=SPECS, standardize=False, tol=1e-3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cv = MKLRegressorCV(Cs=CS, cv=folds, **kw).fit(X, y)
+        cv = MKLRegressorCV(formulations=None, Cs=CS, cv=folds, **kw).fit(X, y)
         gs = GridSearchCV(MKLRegressor(**kw), {"C": CS}, cv=folds).fit(X, y)
     # Two certified solutions of the same fold problem predict almost alike.
     for k in range(3):
@@ -43,7 +43,7 @@ def test_path_certified_and_equal_to_cold_fits(data):
     X, y = data
     tol = 1e-3
     folds = list(KFold(3).split(X))
-    cv = MKLRegressorCV(Cs=CS, cv=folds, kernels=SPECS, standardize=False, tol=tol).fit(X, y)
+    cv = MKLRegressorCV(formulations=None, Cs=CS, cv=folds, kernels=SPECS, standardize=False, tol=tol).fit(X, y)
     assert cv.path_converged_.all() and np.all(cv.path_rel_gap_ <= tol)
     train = folds[1][0]
     for c, C in enumerate(CS):

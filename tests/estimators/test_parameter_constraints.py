@@ -133,6 +133,8 @@ BAD = {
     "kernel_names": [("a,b", TypeError)],
     "kernel_axis": [(1, ValueError), ("last", TypeError)],
     "psd": [("fix", ValueError), (True, TypeError)],
+    "formulations": [([], ValueError), ("every", TypeError), ([{"q": 2}], ValueError),
+                     ([{"p": 0.5}], ValueError), ([3], TypeError)],
 }
 
 

@@ -86,9 +86,14 @@ ESTIMATORS = {
     "regressor": (lambda v: MKLRegressor(kernels=SPECS, verbose=v), "reg", 1),
     "one_class": (lambda v: MKLOneClass(kernels=SPECS, nu=0.3, verbose=v), "oc", 1),
     "classifier_cv": (lambda v: MKLClassifierCV(Cs=[1.0, 10.0], cv=2, kernels=SPECS,
-                                                verbose=v), "three", 2 * 2 * 3),
+                                                formulations=None, verbose=v), "three", 2 * 2 * 3),
     "regressor_cv": (lambda v: MKLRegressorCV(Cs=[1.0, 10.0], cv=2, kernels=SPECS,
-                                              verbose=v), "reg", 2 * 2),
+                                              formulations=None, verbose=v), "reg", 2 * 2),
+    # the default formulations: per pair p = 1, 2, inf (3 paths each) and
+    # L1 shared (one path), every (fold, C)
+    "classifier_cv_formulations": (lambda v: MKLClassifierCV(Cs=[1.0, 10.0], cv=2,
+                                                             kernels=SPECS, verbose=v),
+                                   "three", 2 * 2 * (3 * 3 + 1)),
 }
 
 
@@ -184,7 +189,7 @@ def test_verbose_2_dense_has_no_rows_per_second(three, capsys, no_tqdm):
 
 def test_verbose_2_cv_names_fold_and_C(reg, capsys, no_tqdm):
     X, y = reg
-    _fit(MKLRegressorCV(Cs=[1.0, 10.0], cv=2, kernels=SPECS, verbose=2), X, y)
+    _fit(MKLRegressorCV(formulations=None, Cs=[1.0, 10.0], cv=2, kernels=SPECS, verbose=2), X, y)
     lines = _call_lines(capsys.readouterr().err, "MKLRegressorCV")
     for k in (1, 2):
         for C in (1, 10):
@@ -197,7 +202,7 @@ def test_verbose_2_cv_numbers_every_call_of_a_path_point(reg, capsys, no_tqdm):
     # so each point shows calls 1..N for the N its summary line reports,
     # including points that the hand-over call alone certifies.
     X, y = reg
-    _fit(MKLRegressorCV(Cs=[1.0, 10.0, 100.0], cv=2, kernels=SPECS, verbose=2), X, y)
+    _fit(MKLRegressorCV(formulations=None, Cs=[1.0, 10.0, 100.0], cv=2, kernels=SPECS, verbose=2), X, y)
     err = capsys.readouterr().err
     points = re.findall(r"path point \d+ of \d+ \((fold \d+ of 2 C=\d+)\): rel\. gap \S+, "
                         r"(\d+) oracle calls?", err)
@@ -228,7 +233,7 @@ def test_tqdm_bar_when_installed(three, capsys):
 def test_tqdm_cv_bar(reg, capsys):
     pytest.importorskip("tqdm")
     X, y = reg
-    _fit(MKLRegressorCV(Cs=[1.0, 10.0], cv=2, kernels=SPECS, verbose=1), X, y)
+    _fit(MKLRegressorCV(formulations=None, Cs=[1.0, 10.0], cv=2, kernels=SPECS, verbose=1), X, y)
     assert "4/4" in capsys.readouterr().err
 
 
@@ -249,7 +254,7 @@ def test_parallel_pairs_reported_as_they_end(three, capsys, no_tqdm):
 def test_cv_folds_in_other_processes_report_their_points(reg, capsys, no_tqdm):
     pytest.importorskip("joblib")
     X, y = reg
-    _fit(MKLRegressorCV(Cs=[1.0, 10.0], cv=3, kernels=SPECS, n_jobs=2, verbose=1), X, y)
+    _fit(MKLRegressorCV(formulations=None, Cs=[1.0, 10.0], cv=3, kernels=SPECS, n_jobs=2, verbose=1), X, y)
     err = capsys.readouterr().err
     units = _unit_lines(err, "MKLRegressorCV")
     # The first fold runs here (its path guides the others): a line per
