@@ -96,7 +96,8 @@ def test_bench_writes_tables_and_figures(tmp_path, capsys, monkeypatch):
 
     # The first split says each method as soon as it ends, and warms each up
     # just before timing it: after install, a line comes after one method's
-    # compiling, not after all of them.
+    # compiling, not after all of them. It runs the default fit's method
+    # (level) first, whatever the order asked; the table keeps that order.
     events = []
     real_warm, real_line = bench_runs.warm_up, cli._bench_method
     monkeypatch.setattr(bench_runs, "warm_up",
@@ -109,8 +110,8 @@ def test_bench_writes_tables_and_figures(tmp_path, capsys, monkeypatch):
         capsys,
         "bench",
         "--methods",
-        "level",
         "lp2",
+        "level",
         "--splits",
         "1",
         "--datasets",
@@ -130,6 +131,8 @@ def test_bench_writes_tables_and_figures(tmp_path, capsys, monkeypatch):
         assert r["dataset"] == "sonar" and 0.5 < r["accuracy"] <= 1.0
     table = (out / "table.md").read_text()
     assert "| sonar |" in table and "Level" in table and table in stdout + "\n"
+    assert table.index("Lp p=2") < table.index("Level")  # the order asked
+    assert [r["method"] for r in runs["runs"]] == ["lp2", "level"]
     with open(out / "summary.csv") as fh:
         assert len(list(csv.DictReader(fh))) == 2
     assert "sonar split 0" in err  # progress line
