@@ -139,23 +139,34 @@ def peak_memory_mb(fn):
 
 @contextlib.contextmanager
 def blas_threads(n):
-    """``n`` BLAS/OpenMP threads and ``n`` numba threads inside; ``None``: leave the defaults.
+    """``n`` BLAS/OpenMP threads, ``n`` numba threads and, when torch is imported, ``n`` torch
+    threads inside; ``None``: leave the defaults.
 
     Needs ``threadpoolctl`` (installed with scikit-learn) for the BLAS part.
+    torch (MKLpy computes with it) keeps its own thread pool, which
+    threadpoolctl does not limit.
     """
     if n is None:
         yield
         return
+    import sys
+
     import numba
     from threadpoolctl import threadpool_limits
 
+    torch = sys.modules.get("torch")
     old = numba.get_num_threads()
+    old_torch = torch.get_num_threads() if torch is not None else None
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    if torch is not None:
+        torch.set_num_threads(n)
     try:
         with threadpool_limits(n):
             yield
     finally:
         numba.set_num_threads(old)
+        if torch is not None:
+            torch.set_num_threads(old_torch)
 
 
 def table(title, columns, rows, notes=None):
