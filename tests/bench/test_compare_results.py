@@ -272,3 +272,11 @@ def test_blas_threads_sets_torch_threads_when_torch_is_imported(monkeypatch):
     with R.blas_threads(None):
         pass
     assert calls == [1, 4]
+
+
+def test_tables_names_a_block_whose_results_file_is_missing(tmp_path, capsys):
+    page = tmp_path / "README.md"
+    page.write_text("<!-- results: gone.json -->\n<!-- end results -->\n")
+    (tmp_path / "results").mkdir()
+    assert _tables("--page", page, "--results", tmp_path / "results", "--check") == 1
+    assert "names a missing results file" in capsys.readouterr().err
