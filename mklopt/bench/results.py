@@ -228,8 +228,8 @@ def render_markdown(data):
 def from_markdown(text):
     """The markdown tables in ``text`` (a script's output) as results-file tables.
 
-    A line in bold (``**...**``) or an HTML comment just above a table
-    becomes its title; other lines are dropped.
+    A line in bold (``**...**``), a markdown heading (``## ...``) or an HTML
+    comment above a table becomes its title; other lines are dropped.
     """
     tables, title, lines = [], "", text.splitlines()
     i = 0
@@ -245,6 +245,8 @@ def from_markdown(text):
             continue
         if line.startswith("**") or line.startswith("<!--"):
             title = line.strip("*").removeprefix("<!--").removesuffix("-->").strip()
+        elif line.startswith("#"):
+            title = line.lstrip("#").strip()
         i += 1
     return tables
 

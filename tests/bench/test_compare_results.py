@@ -132,9 +132,9 @@ def test_compare_refuses_unknown_sets_and_estimators(capsys):
 
 def test_a_scripts_markdown_tables_become_a_results_file(tmp_path, capsys):
     text = ("noise\n**First**\n| a | b |\n|---|---:|\n| 1 | 2 |\n| 3 | 4 |\nprose\n"
-            "<!-- second -->\n| c |\n|---|\n| x |\n")
+            "<!-- second -->\n| c |\n|---|\n| x |\n## Third (a heading)\n\n| d |\n|---|\n| y |\n")
     tabs = R.from_markdown(text)
-    assert [t["title"] for t in tabs] == ["First", "second"]
+    assert [t["title"] for t in tabs] == ["First", "second", "Third (a heading)"]
     assert tabs[0]["columns"] == ["a", "b"] and tabs[0]["rows"] == [["1", "2"], ["3", "4"]]
     assert tabs[1]["rows"] == [["x"]]
     out = tmp_path / "s.json"
