@@ -14,8 +14,10 @@ other half:
   with a unit mean diagonal), ``C`` by 5-fold ``GridSearchCV`` over the
   same 5 values;
 - ``easymkl`` and ``averagemkl``: MKLpy's ``EasyMKL`` and ``AverageMKL``
-  on the same kernels, when MKLpy imports (skipped with the reason
-  otherwise);
+  (their defaults, one-vs-one) on the same kernels, given as the list of
+  kernel matrices MKLpy takes, when MKLpy imports (skipped with the
+  reason otherwise); torch, which MKLpy computes with, gets the same
+  thread setting;
 - ``mkl``: ``MKLClassifier()``; ``mkl-cv``: ``MKLClassifierCV()``.
 
 Data: digits (scikit-learn's copy), satellite, the six binary sets of the
@@ -40,6 +42,8 @@ torch and cvxopt).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import statistics
 import warnings
 from functools import partial
@@ -97,15 +101,30 @@ def _specs(kernels, d):
 
 
 class _Bank:
-    """The standardised features and kernel bank of a training set (unit mean diagonal)."""
+    """The kernel bank of a training set, as ``MKLClassifier(kernels=kernels)`` builds it.
 
-    def __init__(self, X, specs):
+    ``MKLClassifier``'s ``standardize="auto"``: the named grid on the
+    standardised features, a list of specs on the features as given; every
+    kernel with a unit mean diagonal on the training set. (``MKLClassifier``
+    normalises each one-vs-one pair's kernels on the pair's rows; this bank
+    on all training rows, which for a polynomial kernel of a multiclass set
+    is the same kernel times one positive factor per pair.)
+    """
+
+    def __init__(self, X, kernels):
         from sklearn.preprocessing import StandardScaler
 
-        self.scaler = StandardScaler().fit(X)
-        self.bank = KernelBank.from_specs(self.scaler.transform(X), specs,
+        self.scaler = StandardScaler().fit(X) if isinstance(kernels, str) else None
+        self.bank = KernelBank.from_specs(self._features(X), _specs(kernels, X.shape[1]),
                                           normalize="diagonal")
         self.m = self.bank.n_kernels
+
+    def _features(self, X):
+        return X if self.scaler is None else self.scaler.transform(X)
+
+    def combine_cross(self, X_new, w):
+        """The combination ``w`` of the kernels between ``X_new`` and the training set."""
+        return self.bank.combine_cross(self._features(X_new), w)
 
     def single(self, X_new=None):
         """Each kernel alone, on the training set or between ``X_new`` and it."""
@@ -113,8 +132,8 @@ class _Bank:
         for k in range(self.m):
             w = np.zeros(self.m)
             w[k] = 1.0
-            out.append(self.bank.combine(w).copy() if X_new is None
-                       else self.bank.combine_cross(self.scaler.transform(X_new), w))
+            out.append(np.array(self.bank.combine(w)) if X_new is None
+                       else np.asarray(self.combine_cross(X_new, w)))
         return out
 
 
@@ -128,34 +147,51 @@ class UniformAverage:
         from sklearn.model_selection import GridSearchCV
         from sklearn.svm import SVC
 
-        self.bank_ = _Bank(X, _specs(self.kernels, X.shape[1]))
+        self.bank_ = _Bank(X, self.kernels)
         self.w_ = np.full(self.bank_.m, 1.0 / self.bank_.m)
         K = np.array(self.bank_.bank.combine(self.w_))
         self.search_ = GridSearchCV(SVC(kernel="precomputed"), {"C": list(CS)}, cv=5).fit(K, y)
         return self
 
     def score(self, X, y):
-        Kx = self.bank_.bank.combine_cross(self.bank_.scaler.transform(X), self.w_)
+        Kx = self.bank_.combine_cross(X, self.w_)
         return float(np.mean(self.search_.predict(Kx) == y))
 
 
 class MKLpyModel:
-    """MKLpy's EasyMKL or AverageMKL on the same kernels (given as a list of matrices)."""
+    """MKLpy's EasyMKL or AverageMKL (their defaults, one-vs-one) on the same kernels.
+
+    MKLpy takes a list of kernel matrices: at fit, the ``m`` training
+    kernels (``n_train x n_train`` each) of :class:`_Bank`; at prediction,
+    the ``m`` cross kernels (``n_test x n_train``). The labels go to MKLpy
+    as ``0 .. k-1`` and come back as the classes: MKLpy's one-vs-one vote
+    returns the index of a class, not its label. Each fit gets a fresh base
+    learner (MKLpy's default one is a single object shared by every
+    instance), and MKLpy's ``print`` in its vote is kept off the output.
+    """
 
     def __init__(self, kernels, algorithm):
         self.kernels, self.algorithm = kernels, algorithm
 
     def fit(self, X, y):
         from MKLpy import algorithms
+        from sklearn.base import clone
 
-        self.bank_ = _Bank(X, _specs(self.kernels, X.shape[1]))
-        KL = self.bank_.single()
+        self.bank_ = _Bank(X, self.kernels)
+        self.classes_, codes = np.unique(y, return_inverse=True)
         cls = getattr(algorithms, self.algorithm)
-        self.model_ = cls(multiclass_strategy="ovo").fit(KL, y)
+        model = cls(learner=clone(cls().learner), multiclass_strategy="ovo")
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.model_ = model.fit(self.bank_.single(), codes)
         return self
 
+    def predict(self, X):
+        with contextlib.redirect_stdout(io.StringIO()):
+            codes = np.asarray(self.model_.predict(self.bank_.single(X)))
+        return self.classes_[codes.astype(np.intp)]
+
     def score(self, X, y):
-        return float(np.mean(np.asarray(self.model_.predict(self.bank_.single(X))) == y))
+        return float(np.mean(self.predict(X) == np.asarray(y)))
 
 
 def _mklpy_reason():

@@ -139,23 +139,34 @@ def peak_memory_mb(fn):
 
 @contextlib.contextmanager
 def blas_threads(n):
-    """``n`` BLAS/OpenMP threads and ``n`` numba threads inside; ``None``: leave the defaults.
+    """``n`` BLAS/OpenMP threads, ``n`` numba threads and, when torch is imported, ``n`` torch
+    threads inside; ``None``: leave the defaults.
 
     Needs ``threadpoolctl`` (installed with scikit-learn) for the BLAS part.
+    torch (MKLpy computes with it) keeps its own thread pool, which
+    threadpoolctl does not limit.
     """
     if n is None:
         yield
         return
+    import sys
+
     import numba
     from threadpoolctl import threadpool_limits
 
+    torch = sys.modules.get("torch")
     old = numba.get_num_threads()
+    old_torch = torch.get_num_threads() if torch is not None else None
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    if torch is not None:
+        torch.set_num_threads(n)
     try:
         with threadpool_limits(n):
             yield
     finally:
         numba.set_num_threads(old)
+        if torch is not None:
+            torch.set_num_threads(old_torch)
 
 
 def table(title, columns, rows, notes=None):
@@ -217,8 +228,8 @@ def render_markdown(data):
 def from_markdown(text):
     """The markdown tables in ``text`` (a script's output) as results-file tables.
 
-    A line in bold (``**...**``) or an HTML comment just above a table
-    becomes its title; other lines are dropped.
+    A line in bold (``**...**``), a markdown heading (``## ...``) or an HTML
+    comment above a table becomes its title; other lines are dropped.
     """
     tables, title, lines = [], "", text.splitlines()
     i = 0
@@ -234,6 +245,8 @@ def from_markdown(text):
             continue
         if line.startswith("**") or line.startswith("<!--"):
             title = line.strip("*").removeprefix("<!--").removesuffix("-->").strip()
+        elif line.startswith("#"):
+            title = line.lstrip("#").strip()
         i += 1
     return tables
 

@@ -78,6 +78,8 @@ def test_compare_runs_every_estimator_on_the_same_split(tmp_path, capsys):
     except Exception:
         assert set(recs) == {"svc", "average", "mkl"}
         assert "easymkl skipped: MKLpy not importable" in data["tables"][0]["notes"]
+    else:
+        assert set(recs) == {"svc", "average", "mkl", "easymkl"}
     assert len({r["n_train"] for r in recs.values()}) == 1  # one split for all
     rows = {r[2]: r for r in data["tables"][0]["rows"]}
     assert rows["svc"][5] == "1.0x" and rows["svc"][7] == "1.0x"
@@ -130,12 +132,153 @@ def test_compare_refuses_unknown_sets_and_estimators(capsys):
 
 def test_a_scripts_markdown_tables_become_a_results_file(tmp_path, capsys):
     text = ("noise\n**First**\n| a | b |\n|---|---:|\n| 1 | 2 |\n| 3 | 4 |\nprose\n"
-            "<!-- second -->\n| c |\n|---|\n| x |\n")
+            "<!-- second -->\n| c |\n|---|\n| x |\n## Third (a heading)\n\n| d |\n|---|\n| y |\n")
     tabs = R.from_markdown(text)
-    assert [t["title"] for t in tabs] == ["First", "second"]
+    assert [t["title"] for t in tabs] == ["First", "second", "Third (a heading)"]
     assert tabs[0]["columns"] == ["a", "b"] and tabs[0]["rows"] == [["1", "2"], ["3", "4"]]
     assert tabs[1]["rows"] == [["x"]]
     out = tmp_path / "s.json"
     code = R.main([str(out), "--", sys.executable, "-c", f"print({text!r})"])
     assert code == 0 and R.read(out)["tables"] == tabs
     assert R.main([str(out), "--", sys.executable, "-c", "raise SystemExit(3)"]) == 3
+
+
+def test_tables_renders_every_page_and_check_covers_each(tmp_path, capsys):
+    res = tmp_path / "results"
+    R.write(res / "a.json", "a", "run a", [R.table("", ["x"], [["7"]])])
+    R.write(res / "b.json", "b", "run b", [R.table("", ["y"], [["9"]])])
+    one, two = tmp_path / "README.md", tmp_path / "benchmarks.md"
+    one.write_text("<!-- results: a.json -->\n<!-- end results -->\n")
+    two.write_text("# docs\n<!-- results: b.json -->\nold\n<!-- end results -->\n")
+    pages = ["--page", one, "--page", two, "--results", res]
+    assert _tables(*pages, "--check") == 1
+    err = capsys.readouterr().err
+    assert f"{one} is not current" in err and f"{two} is not current" in err
+    assert _tables(*pages) == 0
+    assert "| 7 |" in one.read_text() and "| 9 |" in two.read_text()
+    assert _tables(*pages, "--check") == 0
+    two.write_text(two.read_text().replace("| 9 |", "| 8 |"))  # a hand edit on the second page
+    assert _tables(*pages, "--check") == 1
+    assert f"{two} is not current" in capsys.readouterr().err
+    # a results file that no page renders is named
+    assert _tables("--page", one, "--results", res, "--check") == 0
+    assert "no block in README.md: b.json" in capsys.readouterr().err
+
+
+def test_the_default_pages_are_the_readme_and_the_docs_page():
+    pages = runpy.run_path(str(TABLES))["PAGES"]
+    assert [p.relative_to(ROOT).as_posix() for p in pages] == [
+        "benchmarks/README.md", "docs/benchmarks.md"]
+    for p in pages:
+        assert "<!-- results: " in p.read_text()
+
+
+class _FakeMKL:
+    """Stands in for MKLpy's EasyMKL: records what it is given, predicts class codes."""
+
+    seen = []
+
+    def __init__(self, learner=None, multiclass_strategy="ova"):
+        from sklearn.svm import SVC
+
+        self.learner = SVC() if learner is None else learner
+        self.multiclass_strategy = multiclass_strategy
+
+    def fit(self, KL, Y):
+        _FakeMKL.seen.append(("fit", [np.shape(K) for K in KL], np.asarray(Y).copy()))
+        print("MKLpy prints here")  # as its one-vs-one vote does
+        return self
+
+    def predict(self, KL):
+        _FakeMKL.seen.append(("predict", [np.shape(K) for K in KL], None))
+        print((len(KL[0]), 2))
+        return np.arange(len(KL[0])) % 3  # codes 0 .. 2
+
+
+def test_mklpy_rows_get_the_list_of_kernels_and_their_labels_back(monkeypatch, capsys):
+    import types
+
+    from mklopt import datasets
+    from mklopt.bench import compare as C
+
+    algorithms = types.SimpleNamespace(EasyMKL=_FakeMKL)
+    fake = types.ModuleType("MKLpy")
+    fake.algorithms = algorithms
+    monkeypatch.setitem(sys.modules, "MKLpy", fake)
+    monkeypatch.setattr(_FakeMKL, "seen", [])
+    X, y, kernels = C.load("digits")
+    keep = np.isin(y, [3, 5, 8])  # three classes whose labels are not 0, 1, 2
+    X, y = X[keep][:150], y[keep][:150]
+    X_tr, X_te, y_tr, y_te = datasets.split(X, y, 0.5, seed=0, stratify=True)
+    model = C.MKLpyModel(kernels, "EasyMKL").fit(X_tr, y_tr)
+    pred = model.predict(X_te)
+    (_, fit_shapes, codes), (_, pred_shapes, _) = _FakeMKL.seen
+    m = 17  # the default grid
+    assert fit_shapes == [(len(y_tr), len(y_tr))] * m
+    assert pred_shapes == [(len(y_te), len(y_tr))] * m
+    assert sorted(set(codes)) == [0, 1, 2] and np.array_equal(np.array([3, 5, 8])[codes], y_tr)
+    assert np.array_equal(pred, np.array([3, 5, 8])[np.arange(len(y_te)) % 3])
+    assert model.model_.multiclass_strategy == "ovo"
+    assert "MKLpy prints" not in capsys.readouterr().out  # the protocol's output stays clean
+    # the same kernels as MKLClassifier's bank: unit mean diagonal, standardised features
+    K0 = model.bank_.single()[0]
+    assert abs(np.mean(np.diag(K0)) - 1.0) < 1e-12 and model.bank_.scaler is not None
+
+
+def test_a_list_of_specs_is_evaluated_on_the_features_as_given_like_mkl():
+    from mklopt import MKLClassifier
+    from mklopt.bench import compare as C
+
+    X, y, specs = C.load("satellite-bands")
+    X, y = X[:120], y[:120]
+    bank = C._Bank(X, specs)
+    assert bank.scaler is None and bank.m == len(specs)
+    clf = MKLClassifier(kernels=specs).fit(X, y)
+    assert getattr(clf, "scaler_mean_", None) is None  # MKLClassifier does not standardise either
+    assert C._Bank(X, "all_features").scaler is not None
+
+
+def test_mklpy_rows_run_or_say_why_not(tmp_path):
+    from mklopt import datasets
+    from mklopt.bench import compare as C
+
+    reason = C._mklpy_reason()
+    try:
+        import MKLpy  # noqa: F401
+    except Exception:
+        assert reason.startswith("MKLpy not importable (") and "pip install MKLpy" in reason
+        records, skipped = C.run(["sonar"], ["svc", "easymkl", "averagemkl"], repeats=1)
+        assert skipped == {"easymkl": reason, "averagemkl": reason}
+        assert [r["estimator"] for r in records] == ["svc"]
+        return
+    assert reason is None
+    X, y, kernels = C.load("sonar")
+    X_tr, X_te, y_tr, y_te = datasets.split(X, y, 0.5, seed=0, stratify=True)
+    for algorithm in ("EasyMKL", "AverageMKL"):
+        model = C.MKLpyModel(kernels, algorithm).fit(X_tr, y_tr)
+        pred = model.predict(X_te)
+        assert pred.shape == y_te.shape and set(pred) <= set(y_tr)
+        assert model.score(X_te, y_te) > 0.6
+
+
+def test_blas_threads_sets_torch_threads_when_torch_is_imported(monkeypatch):
+    import types
+
+    calls = []
+    torch = types.SimpleNamespace(get_num_threads=lambda: 4,
+                                  set_num_threads=lambda n: calls.append(n))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    with R.blas_threads(1):
+        assert calls == [1]
+    assert calls == [1, 4]
+    with R.blas_threads(None):
+        pass
+    assert calls == [1, 4]
+
+
+def test_tables_names_a_block_whose_results_file_is_missing(tmp_path, capsys):
+    page = tmp_path / "README.md"
+    page.write_text("<!-- results: gone.json -->\n<!-- end results -->\n")
+    (tmp_path / "results").mkdir()
+    assert _tables("--page", page, "--results", tmp_path / "results", "--check") == 1
+    assert "names a missing results file" in capsys.readouterr().err
