@@ -652,9 +652,9 @@ def _edge_warnings(est, formulations, name):
         warnings.warn(
             f"{name}: the best C={C:g} is the {side} of Cs (from {Cs[0]:g} to {Cs[-1]:g}); "
             f"the best may lie beyond it: widen Cs, e.g. add {wider:g} "
-            f"(Cs=np.logspace({np.log10(min(Cs[0], wider)):g}, "
-            f"{np.log10(max(Cs[-1], wider)):g}, {Cs.size + 2}))",
-            GridEdgeWarning, stacklevel=4)
+            f"(Cs=np.logspace({np.log10(min(Cs[0], wider)):.3g}, "
+            f"{np.log10(max(Cs[-1], wider)):.3g}, {Cs.size + 2}))",
+            GridEdgeWarning, stacklevel=6)
     p = est.best_params_.get("p")
     ps = sorted({_p_of(f) for f in formulations})
     if p is None or len(ps) < 2 or p in (1, np.inf):
@@ -671,7 +671,7 @@ def _edge_warnings(est, formulations, name):
             f"{name}: the best p={p:g} is the {side} finite p > 1 of formulations "
             f"(p = {', '.join(f'{v:g}' for v in ps)}); the best may lie beyond it: add "
             f"{hint} to formulations",
-            GridEdgeWarning, stacklevel=4)
+            GridEdgeWarning, stacklevel=6)
 
 
 def _p_of(formulation):
@@ -956,7 +956,7 @@ def search(est, Cs, setup, plan, n_samples, point="(fold, C)"):
             f"{name}: {bad} of {converged.size} path points {point} did "
             f"not reach the relative gap tol={plan.tol:g}; raise max_iter or loosen tol",
             ConvergenceWarning,
-            stacklevel=3,
+            stacklevel=5,
         )
     return est
 

@@ -231,7 +231,10 @@ def _edge_warnings(est, X, y):
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         est.fit(X, y)
-    return [str(w.message) for w in seen if issubclass(w.category, GridEdgeWarning)]
+    edge = [w for w in seen if issubclass(w.category, GridEdgeWarning)]
+    # the warning points at the line that called fit, not inside mklopt
+    assert all(w.filename == __file__ for w in edge), [w.filename for w in edge]
+    return [str(w.message) for w in edge]
 
 
 def test_edge_warning_on_c_when_and_only_when_the_best_c_is_an_end(binary):
