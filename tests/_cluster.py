@@ -104,8 +104,14 @@ def wait_for(predicate, what, seconds=EVENT_SECONDS):
 
 
 def workers_of(client):
-    """The addresses of the workers the scheduler knows, as a set."""
-    return set(client.scheduler_info()["workers"])
+    """The addresses of the workers the scheduler knows, as a set.
+
+    Asked of the scheduler, not read from ``client.scheduler_info()``, whose
+    cached identity the client's periodic refresh can empty in between.
+    """
+    from mklopt.kernels.sharded import _workers_info
+
+    return set(_workers_info(client))
 
 
 def wait_for_workers(client, n=2, seconds=EVENT_SECONDS):
@@ -189,7 +195,7 @@ def first_scatter_to_one_worker(client):
     a crash holds no copy of what was scattered before).
     """
     wait_for_workers(client, 2)
-    holder = sorted(client.scheduler_info()["workers"])[0]
+    holder = sorted(workers_of(client))[0]
     real = client.scatter
     calls = []
 

@@ -205,11 +205,17 @@ def check_client(client, name="client"):
 
 
 def _workers_info(client):
-    """``{address: info}`` of every worker (all of them, not the first few)."""
+    """``{address: info}`` of every worker (all of them, not the first few), asked of the scheduler.
+
+    Not :meth:`distributed.Client.scheduler_info`: it fetches into the
+    client's cached identity and returns that attribute, which the client's
+    periodic refresh (asking for no workers) can replace in between, so
+    that under load a live worker looked gone and a shard was declared lost.
+    """
     try:
-        return client.scheduler_info(n_workers=-1)["workers"]
+        return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
     except TypeError:  # distributed before n_workers= (it listed them all)
-        return client.scheduler_info()["workers"]
+        return client.sync(client.scheduler.identity)["workers"]
 
 
 def _group_costs(plan, storage):

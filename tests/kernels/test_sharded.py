@@ -29,6 +29,7 @@ from tests._cluster import (
     shards_on_workers,
     wait_for_workers,
     wait_released,
+    workers_of,
 )
 
 distributed = pytest.importorskip("distributed")
@@ -355,7 +356,7 @@ def test_boosting_rounds_are_named_tasks_on_a_bank_scattered_once(client, sonar)
     assert oracle._scattered is not None and oracle._scattered.key in client.who_has(
         [oracle._scattered])
     assert sorted(client.who_has([oracle._scattered])[oracle._scattered.key]) == sorted(
-        client.scheduler_info()["workers"])
+        workers_of(client))
 
 
 def test_boosting_rounds_go_on_after_a_worker_holding_the_bank_dies(client, sonar):
@@ -364,7 +365,7 @@ def test_boosting_rounds_go_on_after_a_worker_holding_the_bank_dies(client, sona
 
     def kill_after_round_2(progress):
         if progress.n_oracle_calls == 2:
-            kill_worker(client, sorted(client.scheduler_info()["workers"])[0])
+            kill_worker(client, sorted(workers_of(client))[0])
 
     try:
         with no_hang(600):
@@ -703,3 +704,16 @@ def test_an_estimator_that_loses_a_shard_for_good_keeps_the_best_point(client, s
         assert len(banks) == 1  # closed, so the survivor holds nothing
     finally:
         _wait_for_two(client)
+
+
+def test_live_workers_are_listed_whatever_the_clients_cached_identity_says(client, monkeypatch):
+    # Client.scheduler_info() returns the client's cached identity, which its
+    # periodic refresh (asking for no workers) can replace between a fetch
+    # and its read: under load a live worker then looked gone, and a shard
+    # being built was declared lost. The workers are asked of the scheduler.
+    from mklopt.kernels.sharded import _workers_info
+
+    live = workers_of(client)
+    stale = {**client.scheduler_info(), "workers": {}}
+    monkeypatch.setattr(type(client), "scheduler_info", lambda self, *a, **k: stale)
+    assert set(_workers_info(client)) == live and len(live) == 2
