@@ -12,6 +12,51 @@ from mklopt import _compile
 # interpreters.
 _compile._state.said = True
 
+# In a fresh clone numba's cache is empty, and this process compiles
+# mklopt's kernels as the tests first call them: about a third of the
+# default run's time, on one core. Meanwhile a second process compiles
+# into the same cache, on the core the tests leave idle: `mklopt compile`
+# (every estimator path's kernels), then the bench's warm-up of every
+# method preset on both exact storages. Later tests load from the cache
+# what it compiled first. It changes nothing a test sees (loading and
+# compiling give the same dispatchers); it is stopped when the session
+# ends, and MKLOPT_TEST_PREFETCH=0 turns it off.
+_PREFETCH = []
+_PREFETCH_CODE = """
+from mklopt._compile import compile_all
+from mklopt.bench.runs import warm_up
+from mklopt.methods import PRESETS
+
+compile_all(write=lambda line: None)
+warm_up(sorted(PRESETS), storages=("dense", "on_the_fly"))
+"""
+
+
+def pytest_sessionstart(session):
+    if os.environ.get("MKLOPT_TEST_PREFETCH", "1") == "0" or (os.cpu_count() or 1) < 2:
+        return
+    import subprocess
+    import sys
+
+    import mklopt
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(mklopt.__file__)))
+    path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "MKLOPT_COMPILE_JOBS": "1"}
+    try:
+        _PREFETCH.append(subprocess.Popen(
+            [sys.executable, "-c", _PREFETCH_CODE], env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    except OSError:
+        pass
+
+
+def pytest_sessionfinish(session, exitstatus):
+    for proc in _PREFETCH:
+        proc.kill()
+        proc.wait()
+
+
 settings.register_profile(
     "default", deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow]
 )

@@ -69,6 +69,7 @@ def test_a_warmed_level_split_compiles_nothing_new():
     assert not new, f"compiled during the timed split: {sorted(new)}"
 
 
+@pytest.mark.slow  # compiles the parallel boosting round (19 s of the default run)
 def test_a_warmed_boosting_run_compiles_nothing_new_when_its_rounds_go_parallel(monkeypatch):
     # Only rounds of 20 ms and more take the parallel loop; the warm-up
     # compiles it for both forms the oracle passes (a dense bank read in
