@@ -751,6 +751,21 @@ def prepare_formulation(est, X, params):
                         f"{exc}") from None
 
 
+def formulation_plan(cv, base, plan, X, Cs, params):
+    """``(estimator, plan)`` of one formulation of a CV search: the base's for ``{}``.
+
+    Otherwise a new estimator at ``params`` (the search's feature names
+    passed on) and its own plan (method, p, shared), an error naming the
+    formulation (:func:`prepare_formulation`).
+    """
+    if not params:
+        return base, plan
+    est = cv._estimator(float(Cs[0]), **params)
+    if hasattr(cv, "feature_names_in_"):
+        est.feature_names_in_ = cv.feature_names_in_
+    return est, prepare_formulation(est, X, params)
+
+
 def _check_formulations_of(keys, value, name):
     check_formulations(value, keys, name)
 
@@ -1403,13 +1418,7 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
 
         def formulation(params):
             """What the paths of one formulation solve (its own plan: method, p, shared)."""
-            if not params:
-                est, fplan = base, plan
-            else:
-                est = self._estimator(float(Cs[0]), **params)
-                if hasattr(self, "feature_names_in_"):
-                    est.feature_names_in_ = self.feature_names_in_
-                fplan = prepare_formulation(est, plan_X, params)
+            est, fplan = formulation_plan(self, base, plan, plan_X, Cs, params)
             form = _Formulation(self.loss, fplan.shared, self.normalize, fplan.new_method,
                                 _StopFactory(est, fplan, self.time_limit), fplan.inner_tol,
                                 fplan.threshold, self.callback, fplan.verbose, name,

@@ -27,6 +27,7 @@ from .mkl_cv import (
     _StopFactory,
     check_Cs,
     check_exact_storage,
+    formulation_plan,
     one_bank,
     prepare_formulation,
     resolve_formulations,
@@ -297,13 +298,7 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         # oracle from the registry, with the estimator's epsilon.
         def formulation(params):
             """What the path of one formulation solves (its own plan: method, p)."""
-            if not params:
-                est, fplan = base, plan
-            else:
-                est = self._estimator(float(Cs[0]), **params)
-                if hasattr(self, "feature_names_in_"):
-                    est.feature_names_in_ = self.feature_names_in_
-                fplan = prepare_formulation(est, X, params)
+            est, fplan = formulation_plan(self, base, plan, X, Cs, params)
             form = _Formulation(self.loss, False, self.normalize, fplan.new_method,
                                 _StopFactory(est, fplan, self.time_limit), fplan.inner_tol,
                                 fplan.threshold, self.callback, fplan.verbose, name,
