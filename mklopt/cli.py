@@ -157,17 +157,14 @@ def _bench_run(args, B, _bench_scale):
             # install, its methods compile one after the other
             first = k == 0 and not args.quiet and len(task[2]) > 1
             on_run = (lambda run, _t=task: _bench_method(run, _t, t_start)) if first else None
-            if first:
-                # the default fit's method first: its kernels are the ones a
-                # first run compiles anyway, so a line comes out in seconds
-                # (the others compile one after the other behind it)
-                order = sorted(methods, key=lambda m: m != _FIRST_METHOD)
-                split_runs, hist = B.run_split_task(task[0], task[1], order, *task[3:],
-                                                    on_run=on_run)
-                split_runs.sort(key=lambda r: methods.index(r.method))
-                results.append((split_runs, hist))
-            else:
-                results.append(B.run_split_task(*task, on_run=on_run))
+            # the first split runs the default fit's method first: its kernels
+            # are the ones a first run compiles anyway, so a line comes out in
+            # seconds (the others compile one after the other behind it)
+            order = sorted(methods, key=lambda m: m != _FIRST_METHOD) if first else methods
+            split_runs, hist = B.run_split_task(task[0], task[1], order, *task[3:],
+                                                on_run=on_run)
+            split_runs.sort(key=lambda r: methods.index(r.method))  # the order asked
+            results.append((split_runs, hist))
             if not args.quiet:
                 _bench_progress(results[-1][0], task, k + 1, len(tasks), t_start)
     else:
