@@ -48,6 +48,63 @@ print(json.dumps([before, names, [m for m in heavy if m in sys.modules]]))
     assert "numba" in after and "mklopt.datasets" in after
 
 
+def test_predicting_from_a_saved_model_imports_nothing_only_fitting_needs(tmp_path):
+    # As after a plain install (no scikit-learn, which imports scipy.sparse
+    # itself): loading a model file and predicting imports neither ECOS,
+    # scipy.sparse nor scipy.optimize, which only fits use.
+    model = tmp_path / "sonar.npz"
+    code = f"""
+import json, sys
+sys.modules["sklearn"] = None  # a plain install: ``import sklearn`` fails
+from mklopt import MKLClassifier, datasets
+from mklopt.kernels import linear, rbf
+from mklopt.persist import save_model
+X, y = datasets.load("sonar")
+save_model(MKLClassifier(kernels=[rbf(4.0), linear()]).fit(X, y), {str(model)!r})
+"""
+    run_python(code)
+    code = f"""
+import json, sys
+sys.modules["sklearn"] = None
+import numpy as np
+from mklopt.persist import load_model
+clf, _ = load_model({str(model)!r})
+pred = clf.predict(np.zeros((3, 60)))
+heavy = ["ecos", "scipy.sparse", "scipy.optimize", "sklearn"]
+print(json.dumps([pred.shape[0], [m for m in heavy if sys.modules.get(m) is not None]]))
+"""
+    n, loaded = json.loads(run_python(code)[0])
+    assert n == 3
+    assert loaded == []
+
+
+def test_the_default_fit_loads_highs_without_scipy_optimize_and_linprog_still_works():
+    # The level method's LPs go to SciPy's HiGHS bindings, loaded without
+    # running scipy.optimize's __init__; a later import of scipy.optimize
+    # uses that same module, and linprog's HiGHS path answers.
+    code = """
+import json, sys
+sys.modules["sklearn"] = None  # a plain install (scikit-learn imports scipy.optimize)
+from mklopt import MKLClassifier, datasets
+from mklopt.methods import _highs
+X, y = datasets.load("ionosphere")
+clf = MKLClassifier().fit(X[:120], y[:120])
+heavy = ["ecos", "scipy.sparse", "scipy.optimize"]
+loaded = [m for m in heavy if sys.modules.get(m) is not None]
+core = _highs._core()
+import scipy.optimize
+from scipy.optimize._highspy import _core
+lp = scipy.optimize.linprog([1.0, 2.0], A_ub=[[-1.0, -1.0]], b_ub=[-1.0],
+                            bounds=[(0, None)] * 2, method="highs")
+print(json.dumps([loaded, core is _core, lp.status, lp.fun, float(clf.gap_)]))
+"""
+    loaded, same, status, fun, gap = json.loads(run_python(code)[0])
+    assert loaded == []
+    assert same
+    assert status == 0 and abs(fun - 1.0) < 1e-12
+    assert gap <= 0.01
+
+
 def test_dir_lists_the_lazy_names():
     assert set(mklopt.__all__) <= set(dir(mklopt))
     with pytest.raises(AttributeError, match="no attribute 'nope'"):

@@ -11,10 +11,10 @@ imported.
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._sklearn import DataConversionWarning, NotFittedError
 
@@ -27,6 +27,17 @@ __all__ = [
     "feature_names",
     "check_feature_names",
 ]
+
+
+def _issparse(a):
+    """Whether ``a`` is a scipy.sparse matrix or array, without importing scipy.sparse.
+
+    A sparse input can only exist once scipy.sparse is imported, so a process
+    that never imported it (predicting from a saved model) does not pay for
+    its import here.
+    """
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(a)
 
 
 def check_X(X, estimator_name, *, n_features=None, name="X"):
@@ -56,7 +67,7 @@ def check_X(X, estimator_name, *, n_features=None, name="X"):
         For complex numbers, NaN/inf, 1-D or >2-D input, no samples, no
         features, or the wrong number of features.
     """
-    if sp.issparse(X):
+    if _issparse(X):
         raise TypeError(
             f"{estimator_name} does not accept sparse input {name}: kernel matrices are "
             f"dense anyway; convert with {name}.toarray()"
@@ -111,7 +122,7 @@ def check_y(y, n_samples, estimator_name):
             f"{estimator_name} requires y to be passed, but the target y is None; "
             "pass one class label per sample"
         )
-    if sp.issparse(y):
+    if _issparse(y):
         raise TypeError(f"{estimator_name} does not accept a sparse y; pass a 1-D array")
     a = np.asarray(y)
     if a.ndim == 2 and a.shape[1] == 1:

@@ -36,9 +36,7 @@ import signal
 import threading
 from typing import NamedTuple
 
-import ecos
 import numpy as np
-import scipy.sparse as sp
 
 try:  # ECOS's C extension, which ecos.solve calls after checking scipy.sparse inputs
     import _ecos
@@ -115,6 +113,8 @@ class Csc(NamedTuple):
 
     def to_scipy(self):
         """The same matrix as a ``scipy.sparse.csc_matrix``."""
+        import scipy.sparse as sp  # here: its import is slow, and predicting needs none of it
+
         return sp.csc_matrix((self.data, self.indices, self.indptr), shape=self.shape)
 
 
@@ -131,6 +131,8 @@ def solve_ecos(data, attempts, what):
     direct = isinstance(G, Csc) and _ecos is not None
     if isinstance(G, Csc) and not direct:  # no C extension to call: scipy.sparse it is
         G, A = G.to_scipy(), A.to_scipy()
+    if not direct:
+        import ecos  # here: it imports scipy.sparse, which predicting does not need
     for opts in attempts:
         try:
             if direct:
@@ -403,6 +405,8 @@ class CutModel:
         A[0, mw] = 0.0
         c = np.zeros(mw + 1)
         c[mw] = 1.0
+        import scipy.sparse as sp
+
         data = (c, sp.csc_matrix(G), h, {"l": mw + J, "q": [], "e": 0}, sp.csc_matrix(A),
                 np.ones(1))
         out = solve_ecos(data, (_ECOS_LP_OPTS,), "the cutting-plane LP")

@@ -35,6 +35,11 @@ path.
 
 from __future__ import annotations
 
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
 import weakref
 
 import numpy as np
@@ -42,19 +47,54 @@ import numpy as np
 from .._jit.cuts import check_cut_lp
 
 #: SciPy's vendored HiGHS bindings (``scipy.optimize._highspy._core``), or
-#: None when this SciPy build has none. Imported on first use (see
-#: :func:`_core`): importing them imports all of ``scipy.optimize``, which
-#: a process that only predicts never needs. A test may set it to None.
+#: None when this SciPy build has none. Loaded on first use (see
+#: :func:`_core`). A test may set it to None.
 _h = ...
+
+_CORE = "scipy.optimize._highspy._core"
+
+
+def _load_extension():
+    """The bindings' extension module, loaded without running ``scipy.optimize``'s ``__init__``.
+
+    ``import scipy.optimize._highspy._core`` first imports all of
+    ``scipy.optimize`` (about 0.2 s of a process that fits one small
+    problem), though the bindings need none of it. When ``scipy.optimize``
+    is not imported yet, the extension is loaded from its file and entered
+    in ``sys.modules`` under its own name, so that a later ``import
+    scipy.optimize`` (``linprog`` included) finds and uses this same module
+    rather than loading the extension twice. Anything unexpected falls back
+    to the plain import.
+    """
+    mod = sys.modules.get(_CORE)
+    if mod is not None or "scipy.optimize" in sys.modules:
+        return importlib.import_module(_CORE)
+    try:
+        spec = importlib.util.find_spec("scipy.optimize")  # imports scipy, not scipy.optimize
+        where = os.path.join(spec.submodule_search_locations[0], "_highspy")
+        suffixes = importlib.machinery.EXTENSION_SUFFIXES
+        path = next(f for f in (os.path.join(where, "_core" + sfx) for sfx in suffixes)
+                    if os.path.isfile(f))
+    except (ImportError, AttributeError, TypeError, IndexError, StopIteration, OSError):
+        return importlib.import_module(_CORE)
+    loader = importlib.machinery.ExtensionFileLoader(_CORE, path)
+    mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
+        _CORE, path, loader=loader))
+    sys.modules[_CORE] = mod
+    try:
+        loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[_CORE]
+        raise
+    return mod
 
 
 def _core():
-    """The HiGHS bindings module (imported once), or None."""
+    """The HiGHS bindings module (loaded once), or None."""
     global _h
     if _h is ...:
         try:  # SciPy >= 1.15 vendors HiGHS's bindings here (private to SciPy)
-            from scipy.optimize._highspy import _core as h
-
+            h = _load_extension()
             h._Highs, h.HighsLp, h.MatrixFormat.kRowwise, h.HighsModelStatus.kOptimal  # noqa: B018
         except (ImportError, AttributeError):  # pragma: no cover - depends on the SciPy build
             h = None

@@ -42,8 +42,6 @@ its single-group special case, as in the formulations of docs/formulations.md.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.linalg.lapack import dpstrf
 
 from ._cut_model import solve_ecos
 
@@ -71,6 +69,7 @@ def kernel_factor(K):
     -------
     ndarray of shape (r, rank)
     """
+    from scipy.linalg.lapack import dpstrf  # here: scipy.linalg is slow to import
     K = np.array(0.5 * (K + K.T), dtype=np.float64, order="F")
     top = float(np.max(np.diag(K))) if K.size else 0.0
     if not top > 0.0:
@@ -177,11 +176,13 @@ def fixed_offset(K, free, v_fixed):
 
 def _box_rows(ns, U):
     """``-a <= 0`` and ``a <= U`` as ECOS linear-cone rows over ``ns`` variables."""
+    import scipy.sparse as sp
     eye = sp.identity(ns, format="csc")
     return sp.vstack([-eye, eye], format="csc"), np.r_[np.zeros(ns), U]
 
 
 def _l1_data(M, c, p, U, sS, total):
+    import scipy.sparse as sp
     ns, nA = p.size, len(M)
     # variables (a, t): min p'a + t / 2
     box, h_box = _box_rows(ns, U)
@@ -212,6 +213,7 @@ def _l1_data(M, c, p, U, sS, total):
 
 
 def _group_data(M, c, p, U, sS, total, group_of):
+    import scipy.sparse as sp
     ns, nA = p.size, len(M)
     g = int(group_of.max()) + 1
     nv = ns + g + 2  # variables (a, r_1..r_g, u, t): min p'a + t / 2

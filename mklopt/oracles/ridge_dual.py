@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
 from .._validation import check_vector
 from ..kernels.bank import as_bank
@@ -142,6 +141,8 @@ class RidgeDual(LossOracle):
         ridge = self._ridge
         # K is the oracle's own buffer (or a copy): add the ridge in place on
         # the diagonal, and take it off again.
+        import scipy.linalg  # here: slow to import, and only this solve needs it
+
         K.flat[:: n + 1] += ridge
         try:
             fac = scipy.linalg.cho_factor(K, lower=True, overwrite_a=False, check_finite=False)
