@@ -15,6 +15,7 @@ from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
 
 from mklopt import MKLClassifier, MKLClassifierCV, MKLRegressor, MKLRegressorCV, datasets
 from mklopt.kernels import linear, poly, rbf
+from mklopt.oracles import ConvergenceWarning
 from mklopt.stopping import NoPointError
 
 from .test_mkl_cv import _assert_same_choice
@@ -216,7 +217,13 @@ def test_grouped_mirror_paths_query_only_points_of_their_set(monkeypatch):
         return real(self, w, *args, **kw)
 
     monkeypatch.setattr(base.DualOracle, "__call__", call)
-    cv = MKLClassifierCV(kernels=specs, method="mirror", groups=groups, Cs=[0.1, 1.0, 10.0],
-                         cv=3, tol=1e-3).fit(X, y)
+    # Every run starts from such a mean, so a few steps per run test it. (Run
+    # to tol, mirror descent drives one group's gamma to ~1e-6 here: weights
+    # ~1e6 make some SVMs near hard-margin, and SMO then takes millions of
+    # iterations, two minutes of this test.)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        cv = MKLClassifierCV(kernels=specs, method="mirror", groups=groups, Cs=[0.1, 1.0],
+                             cv=3, tol=1e-3, max_iter=40).fit(X, y)
     assert outside == []
-    assert cv.path_rel_gap_.shape == (3, 3, 3)
+    assert cv.path_rel_gap_.shape == (3, 2, 3)
