@@ -176,7 +176,7 @@ def _default_fit():
 
     f8, i8, b1 = t.float64, t.int64, t.boolean
     F1, F2, F3, I1, B1 = a(f8, 1), a(f8, 2), a(f8, 3), a(i8, 1), a(b1, 1)
-    rF1, rF2, rI1 = a(f8, 1, True), a(f8, 2, True), a(i8, 1, True)
+    rF1, rF2, rF3, rI1 = a(f8, 1, True), a(f8, 2, True), a(f8, 3, True), a(i8, 1, True)
     return [
         ("cuts", "scatter_normalised", (F1, I1, i8), 5.5),
         ("smo", "smo_violation", (rF1, rF1, F1, F1), 1.7),
@@ -187,7 +187,7 @@ def _default_fit():
         ("smo", "smo_gradient", (F2, rI1, rF1, rF1, F1, F1), 3.1),
         ("cuts", "check_cut_lp", (F1, F1, B1, F2, F1, f8, f8, f8, f8), 2.5),
         ("cuts", "level_socp", (F2, F1, I1, rF1, f8), 3.0),
-        ("combine", "combine_kernels", (F3, F1, F2, I1), 5.8),
+        ("combine", "combine_kernels", (rF3, F1, F2, I1), 5.8),
         ("feasible", "repair_box_equality", (F1, rF1, rF1, f8, f8, F1), 3.2),
         ("groups", "raw_traces", (F2, I1, I1, I1, I1, I1, F1, F1, F1), 3.5),
         ("cuts", "kkt_grow", (F2, F1, rF1, B1), 12.0),

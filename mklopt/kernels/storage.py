@@ -65,6 +65,12 @@ class DenseStorage:
     name = "dense"
 
     def __init__(self, K, factors=None):
+        if K.flags.writeable:
+            # Read through a read-only view (no copy), as a memory map is
+            # read: numba compiles read-only arrays separately, so every
+            # bank then runs one build of each routine.
+            K = K.view()
+            K.flags.writeable = False
         self.K = K
         self.n_kernels, self.n_samples = int(K.shape[0]), int(K.shape[1])
         m, n = self.n_kernels, self.n_samples

@@ -186,7 +186,8 @@ def test_memory_error_before_allocation(rng):
     K = _psd_stack(rng)
     with pytest.raises(MemoryError):
         KernelBank.from_matrices(list(K), max_memory=100)
-    assert KernelBank.from_matrices(K, max_memory=100).K is K  # no copy, nothing to refuse
+    # no copy, nothing to refuse: a read-only view of the caller's array
+    assert KernelBank.from_matrices(K, max_memory=100).K.base is K
 
 
 # ------------------------------------------------------- combine / quad forms
@@ -321,7 +322,8 @@ def test_functions_subset_and_take(bank, X, path):
 def test_from_matrices_keeps_and_normalises(rng):
     K = _psd_stack(rng)
     b = KernelBank.from_matrices(K)
-    assert b.K is K and b.specs is None and b.X_train is None
+    assert b.K.base is K and not b.K.flags.writeable  # read through a view, not copied
+    assert b.specs is None and b.X_train is None
     assert_array_equal(b.scales, 1.0)
     bl = KernelBank.from_matrices(list(K), normalize="trace")
     assert_allclose(np.trace(bl.K, axis1=1, axis2=2), 1.0)
