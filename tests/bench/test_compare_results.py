@@ -233,8 +233,11 @@ def test_a_list_of_specs_is_evaluated_on_the_features_as_given_like_mkl():
     X, y = X[:120], y[:120]
     bank = C._Bank(X, specs)
     assert bank.scaler is None and bank.m == len(specs)
-    clf = MKLClassifier(kernels=specs).fit(X, y)
-    assert getattr(clf, "scaler_mean_", None) is None  # MKLClassifier does not standardise either
+    # MKLClassifier does not standardise a list of specs either (a few of
+    # them show it: all 68 took the stored-products path, two minutes of
+    # compiling in a fresh clone)
+    clf = MKLClassifier(kernels=specs[:4]).fit(X, y)
+    assert getattr(clf, "scaler_mean_", None) is None
     assert C._Bank(X, "all_features").scaler is not None
 
 
