@@ -12,11 +12,17 @@ up on a small fit first. Accuracy is measured on the held-out part.
     python benchmarks/bench_multiclass.py --profile satellite --fraction 0.8
     python benchmarks/bench_multiclass.py --tiled 649              # digits, features tiled to d
     python benchmarks/bench_multiclass.py --threads 1 2 default --busy 1  # beside a busy process
+    python benchmarks/bench_multiclass.py --thread-cpu digits satellite  # CPU of each thread
 
 ``--profile`` runs one fit under cProfile and sums its time into the parts
 of a fit: kernel evaluation, combining the kernel (whole matrix or rows),
 the quadratic forms ``q``, SMO, the outer method's master step, and the
 rest. Run it with ``PYTHONPATH=<another tree>`` to profile another commit.
+
+``--thread-cpu`` (Linux) fits each set once with the default threads and
+prints the CPU time each thread of the process spent in those fits: the
+OpenBLAS workers (the threads that exist after NumPy's first large product,
+before numba runs), the numba (OpenMP) workers and the main thread.
 
 ``--threads`` runs every measure with that many BLAS, OpenMP and numba
 threads (``default``: the defaults; several: one column each, interleaved),
@@ -30,10 +36,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import os
 import pstats
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import warnings
 
@@ -213,6 +221,41 @@ def profile(names, frac, warm=False, threads=(None,), repeats=3, note=""):
           flush=True)
 
 
+def _thread_cpu():
+    """``{thread id: CPU seconds}`` of this process's threads (Linux ``/proc``)."""
+    out, tick = {}, os.sysconf("SC_CLK_TCK")
+    for t in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{t}/stat") as fh:
+            f = fh.read().rsplit(")", 1)[1].split()
+        out[int(t)] = (int(f[11]) + int(f[12])) / tick  # utime + stime
+    return out
+
+
+def thread_cpu(names, note=""):
+    """The CPU time of each thread of the process over one default fit of each set."""
+    import scipy.linalg  # noqa: F401  (scipy's OpenBLAS copy starts its workers too)
+
+    np.dot(np.ones((500, 500)), np.ones((500, 500)))  # NumPy's pool: started, woken once
+    blas = set(_thread_cpu()) - {threading.get_native_id()}
+    warm_up()
+    data = [load(name, 0.5)[::2] for name in names]
+    before = _thread_cpu()
+    t0 = time.perf_counter()
+    for X_tr, y_tr in data:
+        _quiet_fit(MKLClassifier, X_tr, y_tr)
+    wall = time.perf_counter() - t0
+    after = _thread_cpu()
+    print(f"**CPU time of each thread over one default fit of {', '.join(names)} "
+          f"({wall:.2f} s wall){note}**")
+    print()
+    print("| thread | CPU s in the fits |")
+    print("|---|---|")
+    for t in sorted(after):
+        kind = ("main" if t == threading.get_native_id() else
+                "OpenBLAS worker" if t in blas else "numba (OpenMP) or other worker")
+        print(f"| {kind} | {after[t] - before.get(t, 0.0):.2f} |")
+
+
 @contextlib.contextmanager
 def busy(n):
     """``n`` CPU-bound processes running inside (each ended through its own handle after)."""
@@ -228,8 +271,6 @@ def busy(n):
 
 def _commit():
     """The commit of the imported mklopt, with the load average now."""
-    import os
-
     from mklopt.bench.results import environment
 
     env = environment()
@@ -265,7 +306,11 @@ def main(argv=None):
                     help="the table's splits (default: digits:50 satellite:50 satellite:80)")
     ap.add_argument("--busy", type=int, default=0, metavar="N",
                     help="run beside N CPU-bound processes")
+    ap.add_argument("--thread-cpu", nargs="+", metavar="DATA", default=None,
+                    help="the CPU time of each thread over one default fit of each set")
     args = ap.parse_args(argv)
+    if args.thread_cpu:
+        return thread_cpu(args.thread_cpu, f"; {_commit()}")
     warm_up()
     threads = tuple(args.threads)
     with busy(args.busy):
