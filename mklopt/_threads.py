@@ -5,9 +5,10 @@ thread, and after it the workers spin before they sleep. On a machine whose
 other cores are busy (another CPU-bound job on the shared 2-core VM), a
 worker waits for a time slice and spins on a core the main thread needs:
 satellite's quadratic forms (86 calls of about 3.5 ms on one thread) took
-48 ms a call on two threads beside one CPU-bound process, and the whole fit
-2.2 s against 1.5 s on one thread; on a quiet machine the same calls gain
-from the second thread (benchmarks/README.md, "Threads on busy cores"). No
+48 ms a call on two threads beside two CPU-bound processes; beside one, the
+whole fit took 2.2 s on two threads against 1.5 s on one, while on a quiet
+machine two threads made it 0.95 s against 1.34 s (docs/benchmarks.md,
+"Threads on busy cores"). No
 size threshold serves both, so each call site keeps the time per unit of
 work of its last call on one thread and on all threads, runs on the faster,
 and now and then tries the other (at doubling intervals while it confirms
