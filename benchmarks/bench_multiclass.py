@@ -11,18 +11,37 @@ up on a small fit first. Accuracy is measured on the held-out part.
     python benchmarks/bench_multiclass.py --profile satellite --warm  # the second fit
     python benchmarks/bench_multiclass.py --profile satellite --fraction 0.8
     python benchmarks/bench_multiclass.py --tiled 649              # digits, features tiled to d
+    python benchmarks/bench_multiclass.py --threads 1 2 default --busy 1  # beside a busy process
+    python benchmarks/bench_multiclass.py --thread-cpu digits satellite  # CPU of each thread
 
 ``--profile`` runs one fit under cProfile and sums its time into the parts
 of a fit: kernel evaluation, combining the kernel (whole matrix or rows),
 the quadratic forms ``q``, SMO, the outer method's master step, and the
 rest. Run it with ``PYTHONPATH=<another tree>`` to profile another commit.
+
+``--thread-cpu`` (Linux) fits each set once with the default threads and
+prints the CPU time each thread of the process spent in those fits: the
+OpenBLAS workers (the threads that exist after NumPy's first large product,
+before numba runs), the numba (OpenMP) workers and the main thread.
+
+``--threads`` runs every measure with that many BLAS, OpenMP and numba
+threads (``default``: the defaults; several: one column each, interleaved),
+through :func:`mklopt.bench.results.blas_threads`. ``--busy N`` keeps N
+CPU-bound processes (``while True: pass``) running for the whole run, to
+see what threads cost on cores that other jobs use.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
+import os
 import pstats
+import statistics
+import subprocess
+import sys
+import threading
 import time
 import warnings
 
@@ -34,6 +53,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from mklopt import MKLClassifier, datasets
+from mklopt.bench.results import blas_threads
 
 CASES = [("digits", 0.5), ("satellite", 0.5), ("satellite", 0.8)]
 
@@ -69,38 +89,64 @@ def warm_up():
         MKLClassifier().fit(X[:200], y[:200])
 
 
-def time_fits(X_tr, y_tr, X_te, y_te, repeats):
-    out = {}
-    for key, make in (("svc", lambda: make_pipeline(StandardScaler(), SVC())),
-                      ("mkl", MKLClassifier)):
-        secs = []
-        for _ in range(repeats):
-            est = make()
-            t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                est.fit(X_tr, y_tr)
-            secs.append(time.perf_counter() - t0)
-        out[key] = (float(np.median(secs)), float(est.score(X_te, y_te)))
-    return out
+def _label(threads):
+    return "default threads" if threads is None else f"{threads} thread" + "s" * (threads > 1)
 
 
-def table(cases, repeats, tile=None):
-    print("| data | n train | d | classes | SVC fit s | MKLClassifier() fit s | ratio | "
-          "accuracy SVC / MKL |")
-    print("|---|---|---|---|---|---|---|---|")
+def _quiet_fit(make, X, y):
+    est = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    return est
+
+
+def time_fits(X_tr, y_tr, X_te, y_te, repeats, threads=(None,)):
+    """``{(key, threads): (median seconds, accuracy)}``; the settings interleaved per repeat."""
+    secs, scores = {}, {}
+    makers = (("svc", lambda: make_pipeline(StandardScaler(), SVC())), ("mkl", MKLClassifier))
+    for _ in range(repeats):
+        for t in threads:
+            for key, make in makers:
+                with blas_threads(t):
+                    t0 = time.perf_counter()
+                    est = _quiet_fit(make, X_tr, y_tr)
+                    secs.setdefault((key, t), []).append(time.perf_counter() - t0)
+                scores[key, t] = float(est.score(X_te, y_te))
+    return {k: (statistics.median(v), scores[k]) for k, v in secs.items()}
+
+
+def table(cases, repeats, tile=None, threads=(None,), note=""):
+    print(f"**MKLClassifier() against make_pipeline(StandardScaler(), SVC()), medians of "
+          f"{repeats} fits, {', '.join(map(_label, threads))} (interleaved){note}**")
+    print()
+    head = "| data | n train | d | classes |"
+    for t in threads:
+        head += f" SVC s ({_label(t)}) | MKL s | ratio |"
+    print(head + " accuracy SVC / MKL |")
+    print("|---|---|---|---|" + "---|---|---|" * len(threads) + "---|")
     for name, frac in cases:
         X_tr, X_te, y_tr, y_te = load(name, frac, tile=tile)
-        r = time_fits(X_tr, y_tr, X_te, y_te, repeats)
+        r = time_fits(X_tr, y_tr, X_te, y_te, repeats, threads)
         label = f"{name} ({int(100 * frac)} %)" + (f", tiled to d = {tile}" if tile else "")
-        print(f"| {label} | {X_tr.shape[0]:,} | {X_tr.shape[1]} | {len(np.unique(y_tr))} | "
-              f"{r['svc'][0]:.3f} | {r['mkl'][0]:.3f} | {r['mkl'][0] / r['svc'][0]:.1f}x | "
-              f"{r['svc'][1]:.3f} / {r['mkl'][1]:.3f} |", flush=True)
+        row = (f"| {label} | {X_tr.shape[0]:,} | {X_tr.shape[1]} | "
+               f"{len(np.unique(y_tr))} |")
+        for t in threads:
+            s_, m_ = r["svc", t][0], r["mkl", t][0]
+            row += f" {s_:.3f} | {m_:.3f} | {m_ / s_:.1f}x |"
+        t = threads[0]
+        print(row + f" {r['svc', t][1]:.3f} / {r['mkl', t][1]:.3f} |", flush=True)
 
 
-def curve(name, sizes, repeats):
-    print("| n train | SVC fit s | MKLClassifier() fit s | ratio | accuracy SVC / MKL |")
-    print("|---|---|---|---|---|")
+def curve(name, sizes, repeats, threads=(None,), note=""):
+    print(f"**Ratio over training size ({name}, fixed 20 % test part), "
+          f"{', '.join(map(_label, threads))}{note}**")
+    print()
+    head = "| n train |"
+    for t in threads:
+        head += f" SVC s ({_label(t)}) | MKL s | ratio |"
+    print(head + " accuracy SVC / MKL |")
+    print("|---|" + "---|---|---|" * len(threads) + "---|")
     X, y = datasets.load(name)
     X_rest, X_te, y_rest, y_te = train_test_split(X, y, test_size=0.2, random_state=0,
                                                   stratify=y)
@@ -110,46 +156,134 @@ def curve(name, sizes, repeats):
                                                 stratify=y_rest)
         else:
             X_tr, y_tr = X_rest, y_rest
-        r = time_fits(X_tr, y_tr, X_te, y_te, repeats)
-        print(f"| {X_tr.shape[0]:,} | {r['svc'][0]:.3f} | {r['mkl'][0]:.3f} | "
-              f"{r['mkl'][0] / r['svc'][0]:.1f}x | {r['svc'][1]:.3f} / {r['mkl'][1]:.3f} |",
-              flush=True)
+        r = time_fits(X_tr, y_tr, X_te, y_te, repeats, threads)
+        row = f"| {X_tr.shape[0]:,} |"
+        for t in threads:
+            s_, m_ = r["svc", t][0], r["mkl", t][0]
+            row += f" {s_:.3f} | {m_:.3f} | {m_ / s_:.1f}x |"
+        t = threads[0]
+        print(row + f" {r['svc', t][1]:.3f} / {r['mkl', t][1]:.3f} |", flush=True)
 
 
-def profile(name, frac, warm=False):
-    X_tr, _, y_tr, _ = load(name, frac)
-    if warm:
-        # A first fit maps the bank's memory: the profiled fit then does not
-        # pay the first touch of a fresh 1.4 GB (up to 1.5 s on this VM).
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            MKLClassifier().fit(X_tr, y_tr)
-    prof = cProfile.Profile()
-    t0 = time.perf_counter()
-    prof.enable()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        clf = MKLClassifier().fit(X_tr, y_tr)
-    prof.disable()
-    total = time.perf_counter() - t0
-    stats = pstats.Stats(prof).stats
+def _profile_one(X_tr, y_tr, threads, warm):
+    """Seconds per part of one profiled fit, its wall time and the fitted classifier."""
+    with blas_threads(threads):
+        if warm:
+            # A first fit maps the bank's memory: the profiled fit then does not
+            # pay the first touch of a fresh 1.4 GB (up to 1.5 s on this VM).
+            _quiet_fit(MKLClassifier, X_tr, y_tr)
+        prof = cProfile.Profile()
+        t0 = time.perf_counter()
+        prof.enable()
+        clf = _quiet_fit(MKLClassifier, X_tr, y_tr)
+        prof.disable()
+        total = time.perf_counter() - t0
     parts = dict.fromkeys([p for p, _ in _PARTS], 0.0)
-    for (fname, _, func), (_, _, tottime, _, _) in stats.items():
+    for (fname, _, func), (_, _, tottime, _, _) in pstats.Stats(prof).stats.items():
         key = f"{fname}:{func}"
         for label, needles in _PARTS:
-            if any(s in key for s in needles):
+            if any(s_ in key for s_ in needles):
                 parts[label] += tottime
                 break
-    calls = int(np.sum(clf.n_oracle_calls_))
-    print(f"{name} ({int(100 * frac)} %): {total:.2f} s, {len(clf.models_)} pairs, "
-          f"{calls} oracle calls")
-    print("| part | seconds | share |")
-    print("|---|---|---|")
-    for label, secs in parts.items():
-        print(f"| {label} | {secs:.3f} | {100 * secs / total:.0f} % |")
-    rest = total - sum(parts.values())
-    print(f"| the rest (Python around each call, bookkeeping) | {rest:.3f} | "
-          f"{100 * rest / total:.0f} % |", flush=True)
+    parts["the rest (Python around each call, bookkeeping)"] = total - sum(parts.values())
+    return parts, total, clf
+
+
+def profile(names, frac, warm=False, threads=(None,), repeats=3, note=""):
+    """One table: the seconds (and share) of each part of a profiled fit, per data set and threads.
+
+    Below the parts: the profiled fit's wall time, the median of ``repeats``
+    unprofiled fits of MKLClassifier() and of SVC in the same setting, and
+    their ratio.
+    """
+    cols, results = [], []
+    for name in names:
+        X_tr, X_te, y_tr, y_te = load(name, frac)
+        for t in threads:
+            parts, total, clf = _profile_one(X_tr, y_tr, t, warm)
+            fits = time_fits(X_tr, y_tr, X_te, y_te, repeats, (t,))
+            cols.append(f"{name} ({int(100 * frac)} %), {_label(t)}")
+            results.append((parts, total, clf, fits[("svc", t)][0], fits[("mkl", t)][0]))
+    print(f"**Where a fit of MKLClassifier() goes (cProfile, one fit{', warm' * warm}); "
+          f"fit times are medians of {repeats} unprofiled fits{note}**")
+    print()
+    print("| part | " + " | ".join(cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    for label in results[0][0]:
+        print(f"| {label} | " + " | ".join(
+            f"{p[label]:.3f} s ({100 * p[label] / tot:.0f} %)" for p, tot, *_ in results) + " |")
+    print("| profiled fit | " + " | ".join(f"{tot:.3f} s" for _, tot, *_ in results) + " |")
+    print("| pairs, oracle calls | " + " | ".join(
+        f"{len(c.models_)}, {int(np.sum(c.n_oracle_calls_))}" for _, _, c, *_ in results) + " |")
+    print("| MKLClassifier() fit | " + " | ".join(f"{m:.3f} s" for *_, m in results) + " |")
+    print("| SVC fit | " + " | ".join(f"{s_:.3f} s" for *_, s_, _ in results) + " |")
+    print("| ratio | " + " | ".join(f"{m / s_:.1f}x" for *_, s_, m in results) + " |",
+          flush=True)
+
+
+def _thread_cpu():
+    """``{thread id: CPU seconds}`` of this process's threads (Linux ``/proc``)."""
+    out, tick = {}, os.sysconf("SC_CLK_TCK")
+    for t in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{t}/stat") as fh:
+            f = fh.read().rsplit(")", 1)[1].split()
+        out[int(t)] = (int(f[11]) + int(f[12])) / tick  # utime + stime
+    return out
+
+
+def thread_cpu(names, note=""):
+    """The CPU time of each thread of the process over one default fit of each set."""
+    import scipy.linalg  # noqa: F401  (scipy's OpenBLAS copy starts its workers too)
+
+    np.dot(np.ones((500, 500)), np.ones((500, 500)))  # NumPy's pool: started, woken once
+    blas = set(_thread_cpu()) - {threading.get_native_id()}
+    warm_up()
+    data = [load(name, 0.5)[::2] for name in names]
+    before = _thread_cpu()
+    t0 = time.perf_counter()
+    for X_tr, y_tr in data:
+        _quiet_fit(MKLClassifier, X_tr, y_tr)
+    wall = time.perf_counter() - t0
+    after = _thread_cpu()
+    print(f"**CPU time of each thread over one default fit of {', '.join(names)} "
+          f"({wall:.2f} s wall){note}**")
+    print()
+    print("| thread | CPU s in the fits |")
+    print("|---|---|")
+    for t in sorted(after):
+        kind = ("main" if t == threading.get_native_id() else
+                "OpenBLAS worker" if t in blas else "numba (OpenMP) or other worker")
+        print(f"| {kind} | {after[t] - before.get(t, 0.0):.2f} |")
+
+
+@contextlib.contextmanager
+def busy(n):
+    """``n`` CPU-bound processes running inside (each ended through its own handle after)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        time.sleep(0.5 if n else 0.0)
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def _commit():
+    """The commit of the imported mklopt, with the load average now."""
+    from mklopt.bench.results import environment
+
+    env = environment()
+    return f"mklopt at {env['commit']}, load {os.getloadavg()[0]:.1f} at the start"
+
+
+def _case(v):
+    name, _, pct = v.partition(":")
+    return name, float(pct or 50) / 100
+
+
+def _threads_arg(v):
+    return None if v == "default" else int(v)
 
 
 def main(argv=None):
@@ -166,17 +300,30 @@ def main(argv=None):
                     help="with --profile: profile the second fit of the process")
     ap.add_argument("--tiled", type=int, default=None,
                     help="digits with its features tiled to this many columns")
+    ap.add_argument("--threads", type=_threads_arg, nargs="+", default=[None],
+                    metavar="N|default", help="thread settings (default: the defaults)")
+    ap.add_argument("--cases", type=_case, nargs="+", default=None, metavar="DATA[:PERCENT]",
+                    help="the table's splits (default: digits:50 satellite:50 satellite:80)")
+    ap.add_argument("--busy", type=int, default=0, metavar="N",
+                    help="run beside N CPU-bound processes")
+    ap.add_argument("--thread-cpu", nargs="+", metavar="DATA", default=None,
+                    help="the CPU time of each thread over one default fit of each set")
     args = ap.parse_args(argv)
+    if args.thread_cpu:
+        return thread_cpu(args.thread_cpu, f"; {_commit()}")
     warm_up()
-    if args.profile:
-        for name in args.profile:
-            profile(name, args.fraction, warm=args.warm)
-    elif args.curve:
-        curve(args.curve, args.sizes, args.repeats)
-    elif args.tiled:
-        table([("digits", 0.5)], args.repeats, tile=args.tiled)
-    else:
-        table(CASES, args.repeats)
+    threads = tuple(args.threads)
+    with busy(args.busy):
+        note = f"; {_commit()}, " + (f"{args.busy} CPU-bound process" + "es" * (args.busy > 1)
+                                     + " of its own beside it" if args.busy else "no burner")
+        if args.profile:
+            profile(args.profile, args.fraction, args.warm, threads, args.repeats, note)
+        elif args.curve:
+            curve(args.curve, args.sizes, args.repeats, threads, note)
+        elif args.tiled:
+            table([("digits", 0.5)], args.repeats, tile=args.tiled, threads=threads, note=note)
+        else:
+            table(args.cases or CASES, args.repeats, threads=threads, note=note)
 
 
 if __name__ == "__main__":

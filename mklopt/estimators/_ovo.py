@@ -92,7 +92,10 @@ def relatives(pairs, parents, fitted, p):
     if parent < 0:
         return []
     pairs = np.asarray(pairs)
-    mates = np.isin(pairs, pairs[p]).any(axis=1) & np.asarray(fitted, dtype=bool)
+    # (Two comparisons, not np.isin: its sort costs more than the rest of a
+    # small pair's bookkeeping.)
+    a, b = pairs[p]
+    mates = ((pairs == a) | (pairs == b)).any(axis=1) & np.asarray(fitted, dtype=bool)
     mates[parent] = False
     return [int(parent), *np.flatnonzero(mates).tolist()]
 

@@ -19,7 +19,13 @@ import numpy as np
 from .._interrupt import check, current_flag
 from .._jit import gram as _gram
 from .._jit import groups as _groups
+from .._threads import CallThreads
 from .functions import KernelFunctions
+
+#: The threads of the quadratic forms over a support's rows, per call: the
+#: work is support rows squared times kernels; below about a millisecond of
+#: it, one thread.
+QUAD_THREADS = CallThreads("quad_forms_by_rows", min_work=2**20)
 
 __all__ = ["OnTheFlyStorage", "table_share"]
 
@@ -286,7 +292,10 @@ class OnTheFlyStorage:
                 _groups.quad_forms_by_group(*args, q, stop)
             else:
                 n_chunks = int(min(64, max(1, S.size // 16)))
-                _groups.quad_forms_by_rows(*args, n_chunks, q, stop)
+                # Threads only where they pay (mklopt._threads); the chunks,
+                # and so the bits, are the same on any number of threads.
+                with QUAD_THREADS(S.size * S.size * ks.size):
+                    _groups.quad_forms_by_rows(*args, n_chunks, q, stop)
             check(stop)
         plan = fn.plan
         for g in wide.tolist():

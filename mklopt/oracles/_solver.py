@@ -66,6 +66,7 @@ from .._jit.smo import (
     smo_solve_src,
 )
 from .._memory import empty_by_rows
+from .._threads import CallThreads
 from ..kernels._rowcache import RowCache, cached_dot
 
 __all__ = ["RowCache", "DualSolver", "SolveStats"]
@@ -90,6 +91,11 @@ MATRIX_CALLS_AFTER_CAP = 4
 #: to start the threads (benchmarks/README.md, "A warm start's rows on two
 #: threads").
 FILL_PARALLEL_MIN = 2**18
+
+
+#: The threads of each such batch, chosen from the times of the last ones
+#: (mklopt._threads: on busy cores one thread is faster).
+FILL_THREADS = CallThreads("source_fill_par", min_work=FILL_PARALLEL_MIN)
 
 
 def fill_tasks(n_rows, n_cols, n_kernels):
@@ -275,7 +281,9 @@ class DualSolver:
                 need = np.unique(P.rows[support])
                 tasks = fill_tasks(need.size, gidx.shape[0], ks.size)
                 if tasks > 1:
-                    source_fill_par(bank, wv, ks, gidx, ri, rf, need, K, filled, tasks, stop)
+                    with FILL_THREADS(need.size * gidx.shape[0] * ks.size):
+                        source_fill_par(bank, wv, ks, gidx, ri, rf, need, K, filled, tasks,
+                                        stop)
                     check(stop)
             grad = smo_gradient_src(K, filled, bank, wv, ks, gidx, ri, rf, P.rows, P.signs,
                                     P.linear, a, np.empty(a.shape[0]), stop)
