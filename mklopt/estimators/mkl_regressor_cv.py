@@ -20,6 +20,7 @@ from ._sklearn import (
 )
 from ._weights import check_sample_weight
 from .mkl_cv import (
+    SEARCH_PARAMS,
     SearchSetup,
     _check_formulations_of,
     _Formulation,
@@ -168,6 +169,7 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         "scoring": NO_VALIDATION,
         "formulations": [Check(functools.partial(_check_formulations_of, ("p",)),
                                "'auto', None or a list of dicts of 'p'")],
+        **SEARCH_PARAMS,
         # Every parameter of MKLRegressor but C, which the grid replaces ...
         **{k: v for k, v in MKLRegressor._parameter_constraints.items() if k != "C"},
         # ... (every registered regression loss, as MKLRegressor),
@@ -203,9 +205,13 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         verbose=0,
         client=None,
         formulations="auto",
+        search="halving",
+        factor=3,
     ):
         self.Cs = Cs
         self.formulations = formulations
+        self.search = search
+        self.factor = factor
         self.cv = cv
         self.scoring = scoring
         self.kernels = kernels
