@@ -13,7 +13,8 @@ halving: ``mkl-cv`` is ``MKLClassifierCV()`` (its default,
 default). Every estimator of a data set is fitted in this one process on
 one BLAS/OpenMP/numba thread (libsvm runs on one core), ``repeats`` times
 interleaved (repeat ``r`` of every estimator, then repeat ``r + 1``), after
-one untimed fit each that leaves the caches warm; times are medians.
+one small fit of the mklopt estimators that compiles (or loads) numba's
+kernels; times are medians.
 
 A second table says where each search's time went (the last repeat's
 fit): per formulation, the (fold, C) points solved, the SVM solves (a
@@ -86,8 +87,7 @@ def run(names, repeats, log):
         make = _makers(kernels, X.shape[1])
         recs, last = {}, {}
         with R.blas_threads(1):
-            for e in ESTIMATORS:  # untimed: caches warm
-                _fit(make[e], X_tr, y_tr)
+            for e in ESTIMATORS:
                 recs[e] = {"dataset": name, "split": 0, "estimator": e, "n_train": len(y_tr),
                            "n_test": len(y_te), "n_points": len(y), "seconds_1": []}
             for _ in range(repeats):
