@@ -98,6 +98,13 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         ``inf`` when ``method="auto"`` and ``p``, ``elastic_net`` and
         ``groups`` are unset (otherwise the estimator's own formulation);
         ``None`` is ``C`` alone.
+    search : {"halving", "exhaustive"}, default="halving"
+        As for :class:`MKLClassifierCV`: with several formulations, every
+        (formulation, ``C``) candidate on the first fold, then the best
+        ``ceil(n / factor)`` on the next folds; ``"exhaustive"``: every
+        candidate on every fold. One formulation is searched exhaustively.
+    factor : int, default=3
+        One candidate in ``factor`` goes on to the next round.
     kernels, method, epsilon, loss, p, groups, elastic_net, tol, max_iter, inner_tol, normalize
         As for :class:`MKLRegressor`: the fold problems and the refit are the
         estimator's formulation. With ``loss="squared"`` (kernel ridge
@@ -136,6 +143,8 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         estimator's other parameters.
     formulations_, best_formulation_, paths_
         As for :class:`MKLClassifierCV`.
+    n_candidates_, n_resources_, n_iterations_
+        After a halving search, as for :class:`MKLClassifierCV`.
     n_splits_ : int
     path_rel_gap_, path_value_, path_n_oracle_calls_, path_converged_ : ndarray
         Of the chosen formulation, shape (n_splits, n_Cs, 1), as for
