@@ -762,9 +762,11 @@ def _halving_search(est, Cs, setup, forms, progress, where_of, done_of, tick_of,
         n_candidates.append(int(alive.size))
         iters[alive] = r
         ks = list(range(lo, hi))
-        # what is left to do, as far as it is known (later rounds: at most)
-        left, n = 0, alive.size
-        for a, b in zip([lo] + schedule[r:-1], schedule[r:], strict=True):
+        # what is left to do: this round's path points exactly, the later
+        # rounds' at most (their survivors are not known yet)
+        paths_of = np.repeat([n_paths for _, _, n_paths in forms], n_c)
+        left, n = (hi - lo) * int(paths_of[alive].sum()), -(-alive.size // factor)
+        for a, b in zip(schedule[r:-1], schedule[r + 1:], strict=True):
             left += (b - a) * n * most_paths
             n = -(-n // factor)
         progress.total = progress.done + left
