@@ -1084,8 +1084,12 @@ def search(est, Cs, setup, plan, n_samples, point="(fold, C)"):
     every fold's paths (:func:`_fit_folds`) on the one bank; a finite norm
     ``1 < p < inf`` starts its first fold from the first fold of its
     nearest solved norm (:func:`_neighbour`, the same C path guide the
-    other folds follow). Then the scores of every (formulation, C, fold),
-    ``cv_results_`` and the best (C, formulation) (:func:`set_cv_results`),
+    other folds follow). With several formulations and
+    ``est.search == "halving"`` the candidates meet the folds by successive
+    halving instead (:func:`_halving_search`: all of them on the first fold,
+    the same first-fold paths, then fewer on each round of folds). Then the
+    scores of every (formulation, C, fold) solved, ``cv_results_`` and the
+    best (C, formulation) (:func:`set_cv_results`),
     the refit with those on all ``n_samples`` samples
     (``best_estimator_``, ``refit_time_``, ``weights_``), a
     :class:`GridEdgeWarning` when the choice is on the edge of a grid, and
