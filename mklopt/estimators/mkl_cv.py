@@ -11,7 +11,7 @@ from itertools import combinations
 
 import numpy as np
 
-from .._constraints import NO_VALIDATION, Check
+from .._constraints import NO_VALIDATION, Check, Interval, Options
 from .._interrupt import fit_run
 from .._parallel import client_map, parallel_map
 from ..datasets import _scaling
@@ -570,24 +570,35 @@ def _param_column(values):
 
 
 def set_cv_results(est, Cs, scores, fit_time, score_time, folds, formulations=({},),
-                   n_calls=None):
+                   n_calls=None, halving=None):
     """Set ``cv_results_`` (GridSearchCV's format), the best (C, formulation), the path statistics.
 
     ``scores`` (and the times) have one row per (formulation, C), the
     formulations' rows one after the other, each over ``Cs``; ``folds``
-    holds, per formulation, the folds of :func:`_fit_folds`; ``n_calls``
-    (optional) the oracle calls of each row, summed over the paths of a
-    fold (shape as ``scores``).
+    holds, per formulation, the folds of :func:`_fit_folds` (or, with
+    ``halving``, the path statistics of :func:`_halving_search`);
+    ``n_calls`` (optional) the oracle calls of each row, summed over the
+    paths of a fold (shape as ``scores``). ``halving`` (optional): the
+    :class:`_Halving` record of a successive-halving search, whose rows are
+    NaN on the folds a dropped candidate was not scored on; the means are
+    then over the folds scored, the ranks those of :func:`_halving_rank`,
+    and ``iter`` and ``n_resources`` are added.
     """
     n_c = Cs.size
     params = [{"C": float(c), **form} for form in formulations for c in Cs]
-    mean = scores.mean(axis=1)
-    rank = _rank(mean)
+    if halving is None:
+        mean = scores.mean(axis=1)
+        rank = _rank(mean)
+        mean_of, std_of = np.mean, np.std
+    else:
+        mean = np.nanmean(scores, axis=1)
+        rank = _halving_rank(mean, halving.iters)
+        mean_of, std_of = np.nanmean, np.nanstd
     results = {
-        "mean_fit_time": fit_time.mean(axis=1),
-        "std_fit_time": fit_time.std(axis=1),
-        "mean_score_time": score_time.mean(axis=1),
-        "std_score_time": score_time.std(axis=1),
+        "mean_fit_time": mean_of(fit_time, axis=1),
+        "std_fit_time": std_of(fit_time, axis=1),
+        "mean_score_time": mean_of(score_time, axis=1),
+        "std_score_time": std_of(score_time, axis=1),
     }
     names = ["C"] + sorted({k for form in formulations for k in form})
     for key in names:
@@ -596,10 +607,18 @@ def set_cv_results(est, Cs, scores, fit_time, score_time, folds, formulations=({
     for k in range(scores.shape[1]):
         results[f"split{k}_test_score"] = scores[:, k].copy()
     results["mean_test_score"] = mean
-    results["std_test_score"] = scores.std(axis=1)
+    results["std_test_score"] = std_of(scores, axis=1)
     results["rank_test_score"] = rank
     if n_calls is not None:
-        results["mean_n_oracle_calls"] = n_calls.mean(axis=1)
+        results["mean_n_oracle_calls"] = mean_of(n_calls, axis=1)
+    if halving is not None:
+        # HalvingGridSearchCV's columns: the last round a candidate ran in,
+        # and the folds it was scored on by then
+        results["iter"] = halving.iters.copy()
+        results["n_resources"] = np.isfinite(scores).sum(axis=1).astype(np.int64)
+        est.n_candidates_ = list(halving.n_candidates)
+        est.n_resources_ = list(halving.n_resources)
+        est.n_iterations_ = len(halving.n_candidates)
     est.Cs_ = Cs
     est.cv_results_ = results
     est.n_splits_ = scores.shape[1]
@@ -613,7 +632,8 @@ def set_cv_results(est, Cs, scores, fit_time, score_time, folds, formulations=({
         est.best_formulation_ = dict(formulations[f_best])
     # Every formulation's path statistics, and the chosen one's as the
     # path_* attributes (their shape as with C alone).
-    est.paths_ = [_path_stats(form_folds) for form_folds in folds]
+    est.paths_ = (list(folds) if halving is not None
+                  else [_path_stats(form_folds) for form_folds in folds])
     for key, value in est.paths_[f_best].items():
         setattr(est, f"path_{key}_", value)
 
@@ -629,6 +649,172 @@ def _path_stats(folds):
             "n_oracle_calls": np.stack([s["n_oracle_calls"] for s in stats]).astype(np.int64),
             "converged": np.stack([s["converged"] for s in stats]),
             "fit_time": np.stack([s["fit_time"] for s in stats])}
+
+
+#: ``search``'s values: successive halving (with several formulations), or every
+#: candidate on every fold.
+SEARCHES = ("halving", "exhaustive")
+
+
+def _halving_factor(est, n_formulations):
+    """The halving factor of ``est``'s search, or None for the exhaustive search.
+
+    Halving needs candidates to drop between rounds: with one formulation
+    (``formulations=None`` among them) every ``C`` is scored on every fold,
+    as before, the warm path making each ``C`` cost little more than its
+    neighbour.
+    """
+    if n_formulations < 2 or getattr(est, "search", "exhaustive") == "exhaustive":
+        return None
+    return int(est.factor)
+
+
+def halving_schedule(n_splits, factor):
+    """The folds scored by the end of each round of successive halving.
+
+    Round ``r`` ends with ``min(factor**r, n_splits)`` folds scored; the
+    last round ends with all of them.
+
+    Examples
+    --------
+    >>> halving_schedule(5, 3)
+    [1, 3, 5]
+    >>> halving_schedule(10, 2)
+    [1, 2, 4, 8, 10]
+    >>> halving_schedule(2, 3)
+    [1, 2]
+    """
+    out, r = [], 0
+    while not out or out[-1] < n_splits:
+        out.append(min(factor**r, n_splits))
+        r += 1
+    return out
+
+
+@dataclass(frozen=True)
+class _Halving:
+    """What a successive-halving search did: each row's last round, each round's size."""
+
+    #: per row of ``cv_results_``: the last round (0-based) its candidate ran in
+    iters: np.ndarray
+    #: candidates run in each round
+    n_candidates: tuple
+    #: folds scored by the end of each round
+    n_resources: tuple
+
+
+def _halving_rank(mean, iters):
+    """The ranks of a halving search: later rounds first, then the mean score.
+
+    A candidate that reached a later round ranks above every candidate
+    dropped earlier (its score is over more folds, and it beat them on the
+    folds they share); within a round the ranks are :func:`_rank`'s, ties
+    sharing the smallest rank. Rank 1 is therefore a candidate of the last
+    round, scored on every fold.
+    """
+    filled = np.where(np.isnan(mean), -np.inf, mean)
+    better = (iters[None, :] > iters[:, None]) | (
+        (iters[None, :] == iters[:, None]) & (filled[None, :] > filled[:, None]))
+    return (1 + better.sum(axis=1)).astype(np.int32)
+
+
+def _halving_search(est, Cs, setup, forms, progress, where_of, done_of, tick_of, factor):
+    """Successive halving over the (formulation, C) candidates, the folds the resource.
+
+    Round 0 scores every candidate on the first fold: each formulation's
+    first-fold path over every ``C``, exactly as the exhaustive search
+    solves it (a finite ``1 < p < inf`` from its neighbour's weights). The
+    best ``ceil(n / factor)`` of the ``n`` candidates by their mean score
+    on the folds scored so far (ties: the earlier row, as ``GridSearchCV``
+    breaks them) go on to the next round, which scores them on the next
+    folds (:func:`halving_schedule`); the last round scores the survivors
+    on every remaining fold. In later rounds a formulation solves one path
+    per fold over its surviving values of ``C`` only, guided by its first
+    fold's weights at those values (:func:`_fit_folds`'s guide); a
+    formulation with no survivor costs nothing more.
+
+    Returns ``(scores, fit_time, score_time, n_calls, paths, halving)``:
+    the first four of shape ``(n_formulations * n_Cs, n_splits)``, NaN
+    where a candidate was not scored; ``paths`` per formulation the path
+    statistics of :func:`_path_stats` (NaN, 0 or False where not solved)
+    plus ``evaluated``, which marks the (fold, C) points solved; ``halving``
+    a :class:`_Halving`.
+    """
+    n_s, n_c, n_f = len(setup.splits), Cs.size, len(forms)
+    formulations = [params for params, _, _ in forms]
+    shape = (n_f * n_c, n_s)
+    scores, fit_time, score_time, n_calls = (np.full(shape, np.nan) for _ in range(4))
+    paths = []
+    for _, _, n_paths in forms:
+        at = (n_s, n_c, n_paths)
+        paths.append({"rel_gap": np.full(at, np.nan), "value": np.full(at, np.nan),
+                      "n_oracle_calls": np.zeros(at, dtype=np.int64),
+                      "converged": np.zeros(at, dtype=bool), "fit_time": np.full(at, np.nan),
+                      "evaluated": np.zeros(at, dtype=bool)})
+    schedule = halving_schedule(n_s, factor)
+    alive = np.arange(n_f * n_c)
+    iters = np.zeros(n_f * n_c, dtype=np.int64)
+    n_candidates = []
+    guides = {}
+    most_paths = max(n_paths for _, _, n_paths in forms)
+    lo = 0
+    for r, hi in enumerate(schedule):
+        n_candidates.append(int(alive.size))
+        iters[alive] = r
+        ks = list(range(lo, hi))
+        # what is left to do: this round's path points exactly, the later
+        # rounds' at most (their survivors are not known yet)
+        paths_of = np.repeat([n_paths for _, _, n_paths in forms], n_c)
+        left, n = (hi - lo) * int(paths_of[alive].sum()), -(-alive.size // factor)
+        for a, b in zip(schedule[r:-1], schedule[r + 1:], strict=True):
+            left += (b - a) * n * most_paths
+            n = -(-n // factor)
+        progress.total = progress.done + left
+        if progress.bar is not None:
+            progress.bar.total = progress.total
+        for f, (_, form, _) in enumerate(forms):
+            cidx = alive[(alive >= f * n_c) & (alive < (f + 1) * n_c)] - f * n_c
+            if cidx.size == 0:
+                continue
+            done = done_of(f, cidx.size)
+            if r == 0:
+                g = _neighbour(formulations, f, list(guides))
+                train, test = setup.bank_splits[0]
+                fold = _fit_fold(setup.bank, setup.targets, train, test, setup.pairs, Cs[cidx],
+                                 form, None if g is None else guides[g], where_of(f)(0),
+                                 tick_of(f, 0))
+                if done is not None:
+                    done(0, fold)
+                guides[f] = fold[2]
+                solved = [(0, fold)]
+            else:
+                # the first fold's weights at the surviving values of C
+                guide = [[points[c] for c in cidx] for points in guides[f]]
+                tasks = [(setup.targets, *setup.bank_splits[k], setup.pairs, Cs[cidx], form,
+                          guide, where_of(f)(k), tick_of(f, k)) for k in ks]
+                out = _map_folds(est.client, est.n_jobs, _fit_fold, setup.bank, tasks,
+                                 first=ks[0], on_done=None if done is None else
+                                 (lambda j, fold, done=done, k0=ks[0]: done(k0 + j, fold)))
+                solved = list(zip(ks, out, strict=True))
+            rows = f * n_c + cidx
+            for k, (decisions, stats, _) in solved:
+                fit_time[rows, k] = stats["fit_time"].sum(axis=1)
+                n_calls[rows, k] = stats["n_oracle_calls"].sum(axis=1)
+                for j, row in enumerate(rows):
+                    t0 = time.perf_counter()
+                    scores[row, k] = setup.score(k, decisions[j])
+                    score_time[row, k] = time.perf_counter() - t0
+                for key in ("rel_gap", "value", "n_oracle_calls", "converged", "fit_time"):
+                    paths[f][key][k, cidx] = stats[key]
+                paths[f]["evaluated"][k, cidx] = True
+        if hi < n_s:
+            keep = -(-alive.size // factor)
+            mean = scores[alive, :hi].mean(axis=1)
+            order = np.argsort(np.where(np.isnan(mean), np.inf, -mean), kind="stable")
+            alive = np.sort(alive[order[:keep]])
+        lo = hi
+    halving = _Halving(iters, tuple(n_candidates), tuple(schedule))
+    return scores, fit_time, score_time, n_calls, paths, halving
 
 
 class GridEdgeWarning(UserWarning):
@@ -654,7 +840,7 @@ def _edge_warnings(est, formulations, name):
             f"the best may lie beyond it: widen Cs, e.g. add {wider:g} "
             f"(Cs=np.logspace({np.log10(min(Cs[0], wider)):.3g}, "
             f"{np.log10(max(Cs[-1], wider)):.3g}, {Cs.size + 2}))",
-            GridEdgeWarning, stacklevel=6)
+            GridEdgeWarning, stacklevel=7)
     p = est.best_params_.get("p")
     ps = sorted({_p_of(f) for f in formulations})
     if p is None or len(ps) < 2 or p in (1, np.inf):
@@ -671,7 +857,7 @@ def _edge_warnings(est, formulations, name):
             f"{name}: the best p={p:g} is the {side} finite p > 1 of formulations "
             f"(p = {', '.join(f'{v:g}' for v in ps)}); the best may lie beyond it: add "
             f"{hint} to formulations",
-            GridEdgeWarning, stacklevel=6)
+            GridEdgeWarning, stacklevel=7)
 
 
 def _p_of(formulation):
@@ -898,8 +1084,12 @@ def search(est, Cs, setup, plan, n_samples, point="(fold, C)"):
     every fold's paths (:func:`_fit_folds`) on the one bank; a finite norm
     ``1 < p < inf`` starts its first fold from the first fold of its
     nearest solved norm (:func:`_neighbour`, the same C path guide the
-    other folds follow). Then the scores of every (formulation, C, fold),
-    ``cv_results_`` and the best (C, formulation) (:func:`set_cv_results`),
+    other folds follow). With several formulations and
+    ``est.search == "halving"`` the candidates meet the folds by successive
+    halving instead (:func:`_halving_search`: all of them on the first fold,
+    the same first-fold paths, then fewer on each round of folds). Then the
+    scores of every (formulation, C, fold) solved, ``cv_results_`` and the
+    best (C, formulation) (:func:`set_cv_results`),
     the refit with those on all ``n_samples`` samples
     (``best_estimator_``, ``refit_time_``, ``weights_``), a
     :class:`GridEdgeWarning` when the choice is on the edge of a grid, and
@@ -913,32 +1103,53 @@ def search(est, Cs, setup, plan, n_samples, point="(fold, C)"):
     n_c = Cs.size
     all_folds = []
     guides = {}
+    factor = _halving_factor(est, len(forms))
     total = n_s * n_c * sum(n_paths for _, _, n_paths in forms)
+
+    def where_of(f):
+        params, _, n_paths = forms[f]
+        tag = _label(params) if len(forms) > 1 else ""
+
+        def where(k):
+            labels = setup.labels(k)
+            if len(labels) != n_paths:  # one shared path of the pairs
+                labels = [f"fold {k + 1} of {n_s}"]
+            return [f"{lab} {tag}".strip() for lab in labels]
+
+        return where
+
     with TaskProgress(plan.verbose, name, total, "path point") as progress:
-        for f, (params, form, n_paths) in enumerate(forms):
-            tag = _label(params) if len(forms) > 1 else ""
+        def done_of(f, n_cs):
+            n_paths = forms[f][2]
 
-            def where(k, tag=tag, n_paths=n_paths):
-                labels = setup.labels(k)
-                if len(labels) != n_paths:  # one shared path of the pairs
-                    labels = [f"fold {k + 1} of {n_s}"]
-                return [f"{lab} {tag}".strip() for lab in labels]
-
-            def done(k, fold, f=f, n_paths=n_paths):
-                PointTicker.rest(progress, (f, k), n_paths * n_c, f"fold {k + 1} of {n_s}",
+            def done(k, fold):
+                PointTicker.rest(progress, (f, k), n_paths * n_cs, f"fold {k + 1} of {n_s}",
                                  fold_summary(fold[1]))
 
+            return done if progress.on else None
+
+        def tick_of(f, k):
+            return PointTicker(progress, (f, k)) if progress.on else None
+
+        if factor is not None:
+            scores, fit_time, score_time, n_calls, paths, halving = _halving_search(
+                est, Cs, setup, forms, progress, where_of, done_of, tick_of, factor)
+        for f, (_, form, _) in enumerate(forms if factor is None else ()):
             g = _neighbour(formulations, f, list(guides))
             out_guide = []
             folds = _fit_folds(setup.bank, setup.targets, setup.bank_splits, setup.pairs, Cs,
-                               form, est.n_jobs, where,
-                               (lambda k, f=f: PointTicker(progress, (f, k)))
-                               if progress.on else None,
-                               done if progress.on else None, est.client,
+                               form, est.n_jobs, where_of(f),
+                               (lambda k, f=f: tick_of(f, k)) if progress.on else None,
+                               done_of(f, n_c), est.client,
                                first_guide=None if g is None else guides[g],
                                out_guide=out_guide)
             guides[f] = out_guide[0]
             all_folds.append(folds)
+    if factor is not None:
+        set_cv_results(est, Cs, scores, fit_time, score_time, paths, formulations, n_calls,
+                       halving)
+        converged = np.concatenate([P["converged"][P["evaluated"]] for P in paths])
+        return _finish_search(est, setup, plan, n_samples, formulations, converged, point)
     n_f = len(forms)
     scores = np.empty((n_f * n_c, n_s))
     fit_time = np.empty((n_f * n_c, n_s))
@@ -954,6 +1165,14 @@ def search(est, Cs, setup, plan, n_samples, point="(fold, C)"):
                 scores[f * n_c + c, k] = setup.score(k, decisions[c])
                 score_time[f * n_c + c, k] = time.perf_counter() - t0
     set_cv_results(est, Cs, scores, fit_time, score_time, all_folds, formulations, n_calls)
+    converged = np.concatenate([np.stack([s["converged"] for _, s in folds]).ravel()
+                                for folds in all_folds])
+    return _finish_search(est, setup, plan, n_samples, formulations, converged, point)
+
+
+def _finish_search(est, setup, plan, n_samples, formulations, converged, point):
+    """The refit at ``best_params_``, then the edge and convergence warnings."""
+    name = type(est).__name__
     if plan.verbose:
         chosen = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                            for k, v in est.best_params_.items())
@@ -963,17 +1182,23 @@ def search(est, Cs, setup, plan, n_samples, point="(fold, C)"):
     est.refit_time_ = time.perf_counter() - t0
     est.weights_ = est.best_estimator_.weights_
     _edge_warnings(est, formulations, name)
-    converged = np.concatenate([np.stack([s["converged"] for _, s in folds]).ravel()
-                                for folds in all_folds])
     if not converged.all():
         bad = int((~converged).sum())
         warnings.warn(
             f"{name}: {bad} of {converged.size} path points {point} did "
             f"not reach the relative gap tol={plan.tol:g}; raise max_iter or loosen tol",
             ConvergenceWarning,
-            stacklevel=5,
+            stacklevel=6,
         )
     return est
+
+
+#: The constraints of the search's own parameters (both CV estimators).
+SEARCH_PARAMS = {
+    "search": [Options(SEARCHES, help="how candidates are dropped between folds")],
+    "factor": [Interval(numbers.Integral, 2, None, closed="left",
+                        help="candidates kept per round: 1 in factor")],
+}
 
 
 class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEstimator):
@@ -983,13 +1208,15 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
     ``formulations`` (the norm ``p`` of the kernel weights, per-pair or
     shared weights) by cross-validation, as ``GridSearchCV(MKLClassifier(),
     [{"C": Cs, "p": [p], "multiclass": [m]} for each formulation], cv=cv)``
-    does, then refits :class:`MKLClassifier` with the best of them on all
-    the data. By default the formulations are L1-MKL (sparse weights),
+    does (by default with successive halving over the candidates, as
+    ``HalvingGridSearchCV`` with the folds as the resource; ``search``),
+    then refits :class:`MKLClassifier` with the best of them on all the
+    data. By default the formulations are L1-MKL (sparse weights),
     Lp-MKL with ``p = 2`` (Kloft et al. 2011, eq. 2), ``p = inf`` (the SVM
     on the uniform sum of the kernels, the baseline MKL must beat) and,
     with more than two classes, L1 with one weight vector shared by all
-    pairs. Three things make it much faster than the grid search, with the
-    same answers:
+    pairs. Four things make it much faster than the grid search, the first
+    three with the same answers:
 
     * **one kernel bank.** The base kernels are evaluated once, on all
       training points, without normalisation. Every binary problem of every
@@ -1020,6 +1247,12 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
       nearest finite ``p > 1`` already searched (its weights at every
       ``C``), and ``p = inf`` costs one SVM per (fold, C, pair): its start,
       the uniform weights, is its optimum.
+    * **successive halving over the candidates** (``search="halving"``,
+      with several formulations). Every (formulation, ``C``) candidate is
+      scored on the first fold; only the best third goes on to the next
+      two folds, and the best third of those to the rest. Most candidates
+      cost one fold instead of five; the chosen one is scored on every
+      fold, and the refit is the same.
 
     Parameters
     ----------
@@ -1048,6 +1281,27 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         versions, exactly). A formulation the estimator's other parameters
         cannot run (``p = 2`` with ``method="mirror"``, ``p = 1`` with
         ``method="lp"`` or ``elastic_net``) is refused naming it.
+    search : {"halving", "exhaustive"}, default="halving"
+        How the (formulation, ``C``) candidates meet the folds when more
+        than one formulation is searched. ``"halving"``: successive halving
+        with the folds as the resource, as scikit-learn's
+        ``HalvingGridSearchCV(factor=factor)`` does with samples. Every
+        candidate is scored on the first fold (each formulation's path over
+        every ``C``, exactly as the exhaustive search solves it); the best
+        ``ceil(n / factor)`` of the ``n`` candidates by their mean score so
+        far (ties: the earlier row) go on to the next folds, until the
+        ``min(factor**r, n_splits)`` folds of round ``r`` reach all of
+        them (5 folds, ``factor=3``: 24 candidates on fold 1, 8 on folds
+        2-3, 3 on folds 4-5). A later round solves, per fold and
+        formulation, one path over the surviving values of ``C`` only. The
+        choice is among the candidates of the last round, scored on every
+        fold. ``"exhaustive"``: every candidate on every fold (the search of
+        earlier versions). With one formulation (``formulations=None``
+        among them) the search is exhaustive either way: the warm path makes
+        each further ``C`` of a fold cheap.
+    factor : int, default=3
+        With ``search="halving"``: one candidate in ``factor`` goes on to
+        the next round, which scores ``factor`` times as many folds.
     scoring : str or callable, optional
         A scikit-learn scorer name or ``scorer(estimator, X, y)``; default
         accuracy. A callable receives a fold model with ``predict`` and
@@ -1123,7 +1377,19 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         of the path point in a fold, all pairs together),
         ``mean_score_time``, ``std_score_time``, and
         ``mean_n_oracle_calls`` (the SVM solves of the point in a fold, all
-        pairs together; a shared point's joint call counts once).
+        pairs together; a shared point's joint call counts once). After a
+        halving search (``search="halving"``, several formulations) a
+        dropped candidate's ``split{k}_test_score`` is NaN on the folds it
+        was not scored on, the means and standard deviations are over the
+        folds scored, and two columns of ``HalvingGridSearchCV`` say how
+        far each got: ``iter`` (the last round it ran in, from 0) and
+        ``n_resources`` (the folds it was scored on); ``rank_test_score``
+        ranks the candidates of later rounds first, so rank 1 is
+        ``best_index_``.
+    n_candidates_, n_resources_, n_iterations_ : list of int, list of int, int
+        After a halving search only: the candidates of each round, the
+        folds scored by the end of each round, and the number of rounds
+        (as ``HalvingGridSearchCV``'s).
     best_index_ : int
         Index of the best row of ``cv_results_``; on ties the first (the
         earlier formulation, then the smaller ``C``, as ``GridSearchCV``
@@ -1144,7 +1410,10 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         Per formulation (as ``formulations_``, or one entry): the path
         statistics ``rel_gap``, ``value``, ``n_oracle_calls``,
         ``converged`` and ``fit_time`` of every (fold, C, path), arrays of
-        shape (n_splits, n_Cs, n_paths).
+        shape (n_splits, n_Cs, n_paths). After a halving search also
+        ``evaluated`` (bool, same shape), the points solved; the others are
+        NaN (``rel_gap``, ``value``, ``fit_time``), 0 (``n_oracle_calls``)
+        and False (``converged``).
     best_estimator_ : MKLClassifier
         Refitted with ``best_params_`` on all the data; ``predict``,
         ``decision_function`` and ``score`` delegate to it.
@@ -1235,6 +1504,7 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         "scoring": NO_VALIDATION,
         "formulations": [Check(functools.partial(_check_formulations_of, ("p", "multiclass")),
                                "'auto', None or a list of dicts of 'p' and 'multiclass'")],
+        **SEARCH_PARAMS,
         # Every parameter of MKLClassifier but C, which the grid replaces.
         **{k: v for k, v in MKLClassifier._parameter_constraints.items() if k != "C"},
     }
@@ -1272,9 +1542,13 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
         kernel_axis=0,
         psd="check",
         formulations="auto",
+        search="halving",
+        factor=3,
     ):
         self.Cs = Cs
         self.formulations = formulations
+        self.search = search
+        self.factor = factor
         self.cv = cv
         self.scoring = scoring
         self.kernels = kernels

@@ -20,6 +20,7 @@ from ._sklearn import (
 )
 from ._weights import check_sample_weight
 from .mkl_cv import (
+    SEARCH_PARAMS,
     SearchSetup,
     _check_formulations_of,
     _Formulation,
@@ -97,6 +98,13 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         ``inf`` when ``method="auto"`` and ``p``, ``elastic_net`` and
         ``groups`` are unset (otherwise the estimator's own formulation);
         ``None`` is ``C`` alone.
+    search : {"halving", "exhaustive"}, default="halving"
+        As for :class:`MKLClassifierCV`: with several formulations, every
+        (formulation, ``C``) candidate on the first fold, then the best
+        ``ceil(n / factor)`` on the next folds; ``"exhaustive"``: every
+        candidate on every fold. One formulation is searched exhaustively.
+    factor : int, default=3
+        One candidate in ``factor`` goes on to the next round.
     kernels, method, epsilon, loss, p, groups, elastic_net, tol, max_iter, inner_tol, normalize
         As for :class:`MKLRegressor`: the fold problems and the refit are the
         estimator's formulation. With ``loss="squared"`` (kernel ridge
@@ -135,6 +143,8 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         estimator's other parameters.
     formulations_, best_formulation_, paths_
         As for :class:`MKLClassifierCV`.
+    n_candidates_, n_resources_, n_iterations_
+        After a halving search, as for :class:`MKLClassifierCV`.
     n_splits_ : int
     path_rel_gap_, path_value_, path_n_oracle_calls_, path_converged_ : ndarray
         Of the chosen formulation, shape (n_splits, n_Cs, 1), as for
@@ -168,6 +178,7 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         "scoring": NO_VALIDATION,
         "formulations": [Check(functools.partial(_check_formulations_of, ("p",)),
                                "'auto', None or a list of dicts of 'p'")],
+        **SEARCH_PARAMS,
         # Every parameter of MKLRegressor but C, which the grid replaces ...
         **{k: v for k, v in MKLRegressor._parameter_constraints.items() if k != "C"},
         # ... (every registered regression loss, as MKLRegressor),
@@ -203,9 +214,13 @@ class MKLRegressorCV(SharedClientMixin, RegressorMixin, EstimatorCore, BaseEstim
         verbose=0,
         client=None,
         formulations="auto",
+        search="halving",
+        factor=3,
     ):
         self.Cs = Cs
         self.formulations = formulations
+        self.search = search
+        self.factor = factor
         self.cv = cv
         self.scoring = scoring
         self.kernels = kernels

@@ -176,8 +176,9 @@ def test_regressors_fit_the_loss_they_name(cv, loss, tmp_path):
     # standardize=False: each fold's problem is then the plain estimator's on
     # that fold (no statistics of the whole data), checked below
     if cv:
+        # every candidate on every fold: each row's score is checked below
         est = MKLRegressorCV(kernels=SPECS, loss=loss, Cs=CS, cv=3, tol=1e-4,
-                             standardize=False).fit(X, t)
+                             standardize=False, search="exhaustive").fit(X, t)
     else:
         est = MKLRegressor(kernels=SPECS, loss=loss, C=3.0, tol=TOL, standardize=False).fit(X, t)
     if loss == "spy":
@@ -202,7 +203,8 @@ def test_regressors_fit_the_loss_they_name(cv, loss, tmp_path):
                 ref.append(one.fit(X[tr], t[tr]).score(X[te], t[te]))
             assert est.cv_results_["mean_test_score"][c] == pytest.approx(np.mean(ref), abs=0.02)
     if loss == "spy":  # the spy is the epsilon-insensitive oracle: the same search and model
-        ref = (MKLRegressorCV(kernels=SPECS, Cs=CS, cv=3, tol=1e-4, standardize=False) if cv
+        ref = (MKLRegressorCV(kernels=SPECS, Cs=CS, cv=3, tol=1e-4, standardize=False,
+                              search="exhaustive") if cv
                else MKLRegressor(kernels=SPECS, C=3.0, tol=TOL, standardize=False)).fit(X, t)
         np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=0, atol=1e-10)
         if cv:

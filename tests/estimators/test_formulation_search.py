@@ -62,7 +62,8 @@ def _cv(X, y, **kw):
 # ------------------------------------------------------------ the table and the choice
 def test_default_grid_and_the_choice_is_the_argmax(three_classes):
     X, y = three_classes
-    cv, folds = _cv(X, y)
+    # every candidate on every fold (the default halving drops some: tested below)
+    cv, folds = _cv(X, y, search="exhaustive")
     res = cv.cv_results_
     n_c = len(CS)
     # the default grid: L1, p = 2, p = inf per pair, and L1 shared (three classes)
@@ -170,9 +171,9 @@ def test_p_inf_is_svc_on_the_uniform_sum_of_the_normalised_kernels(binary):
 def test_warm_start_over_p_reaches_the_cold_certified_value(three_classes, monkeypatch):
     X, y = three_classes
     forms = [{"p": 1.5}, {"p": 2.0}, {"p": 3.0}]
-    warm, _ = _cv(X, y, formulations=forms)
+    warm, _ = _cv(X, y, formulations=forms, search="exhaustive")
     monkeypatch.setattr(mkl_cv, "_WARM_OVER_P", False)
-    cold, _ = _cv(X, y, formulations=forms)
+    cold, _ = _cv(X, y, formulations=forms, search="exhaustive")
     for f in range(3):
         for fit in (warm, cold):
             assert np.all(fit.paths_[f]["converged"])
@@ -317,8 +318,8 @@ def test_regressor_searches_the_norm(monkeypatch):
     folds = list(KFold(3).split(X))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cv = MKLRegressorCV(Cs=CS, cv=folds, kernels=SPECS, tol=TOL,
-                            standardize=False).fit(X, t)
+        cv = MKLRegressorCV(Cs=CS, cv=folds, kernels=SPECS, tol=TOL, standardize=False,
+                            search="exhaustive").fit(X, t)
         alone = MKLRegressorCV(Cs=CS, cv=folds, kernels=SPECS, tol=TOL, standardize=False,
                                formulations=None).fit(X, t)
     assert cv.formulations_ == [{"p": 1.0}, {"p": 2.0}, {"p": np.inf}]

@@ -135,6 +135,8 @@ BAD = {
     "psd": [("fix", ValueError), (True, TypeError)],
     "formulations": [([], ValueError), ("every", TypeError), ([{"q": 2}], ValueError),
                      ([{"p": 0.5}], ValueError), ([3], TypeError)],
+    "search": [("grid", ValueError), (None, TypeError)],
+    "factor": [(1, ValueError), (2.5, TypeError)],
 }
 
 

@@ -104,7 +104,8 @@ def test_cv_scores_of_carried_points_are_their_predecessors():
     folds = list(StratifiedKFold(3).split(X, y))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cv = MKLClassifierCV(Cs=[1.0, 1e2, 1e4, 1e6], cv=folds, tol=1e-3,
+        # every (fold, C) point solved (halving would skip some)
+        cv = MKLClassifierCV(Cs=[1.0, 1e2, 1e4, 1e6], cv=folds, tol=1e-3, search="exhaustive",
                              kernels=[rbf(1.0), rbf(8.0), poly(2), linear()]).fit(X, y)
     calls = cv.path_n_oracle_calls_  # (folds, Cs, problems)
     assert np.any(calls == 0)
@@ -122,7 +123,7 @@ def test_regressor_cv_carries_only_the_box_constrained_loss():
     specs = [rbf(1.0), rbf(8.0), linear()]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        kw = dict(Cs=[1.0, 1e2, 1e4, 1e6], cv=3, kernels=specs)
+        kw = dict(Cs=[1.0, 1e2, 1e4, 1e6], cv=3, kernels=specs, search="exhaustive")
         sq = MKLRegressorCV(loss="squared", **kw).fit(X, t)
         eps = MKLRegressorCV(**kw).fit(X, t)
     assert np.all(sq.path_n_oracle_calls_ > 0)
@@ -149,7 +150,7 @@ def test_shared_multiclass_points_carried_are_the_fold_optimum():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cv = MKLClassifierCV(Cs=Cs, cv=folds, multiclass="shared", kernels=specs,
-                             tol=1e-3).fit(X, y)
+                             tol=1e-3, search="exhaustive").fit(X, y)
         calls = cv.path_n_oracle_calls_[:, :, 0]
         assert np.any(calls == 0) and np.all(calls[:, 0] > 0)
         for k, (train, _) in enumerate(folds):

@@ -90,9 +90,10 @@ ESTIMATORS = {
     "regressor_cv": (lambda v: MKLRegressorCV(Cs=[1.0, 10.0], cv=2, kernels=SPECS,
                                               formulations=None, verbose=v), "reg", 2 * 2),
     # the default formulations: per pair p = 1, 2, inf (3 paths each) and
-    # L1 shared (one path), every (fold, C)
+    # L1 shared (one path), every (fold, C) with search="exhaustive"
     "classifier_cv_formulations": (lambda v: MKLClassifierCV(Cs=[1.0, 10.0], cv=2,
-                                                             kernels=SPECS, verbose=v),
+                                                             kernels=SPECS, verbose=v,
+                                                             search="exhaustive"),
                                    "three", 2 * 2 * (3 * 3 + 1)),
 }
 
@@ -131,6 +132,19 @@ def test_verbose_1_lines_count_every_unit(key, three, reg, capsys, no_tqdm):
         inner = type(est.best_estimator_).__name__
         assert f"best C={est.best_C_:g}" in err
         assert _covers(_unit_lines(err, inner), 3 if key == "classifier_cv" else 1)
+
+
+def test_verbose_1_lines_of_a_halving_search_count_the_points_solved(three, capsys, no_tqdm):
+    # later rounds' survivors are not known in advance: N is an upper bound
+    # until the last round starts, then exact
+    est = _fit(MKLClassifierCV(Cs=[1.0, 10.0], cv=3, kernels=SPECS, verbose=1), *three)
+    err = capsys.readouterr().err
+    units = _unit_lines(err, type(est).__name__)
+    solved = sum(int(p["evaluated"].sum()) for p in est.paths_)
+    seen = [i for a, b, _ in units for i in range(a, b + 1)]
+    assert seen == list(range(1, solved + 1)), err
+    assert units[-1][2] == solved
+    assert all(n >= solved for _, _, n in units)
 
 
 def test_verbose_1_names_pairs_and_gaps(three, capsys, no_tqdm):
