@@ -137,7 +137,8 @@ def tables(records, profile):
                    "met" if short <= 1e-9 else f"not met by {short:.1f} pt"]
             if cv["n_points"] >= 1000:
                 ratio = cv["fit_1"] / grid_["fit_1"]
-                row += [f"{ratio:.2f}x", "met" if ratio <= 0.5 else f"not met by {ratio / 0.5:.2f}x"]
+                row += [f"{ratio:.2f}x",
+                        "met" if ratio <= 0.5 else f"not met by {ratio / 0.5:.2f}x"]
             else:
                 row += ["", "(under 1,000 points)"]
             targets.append(row)
