@@ -1490,7 +1490,7 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
     >>> clf.best_C_ in clf.Cs_
     True
     >>> sorted(clf.cv_results_)[:3]
-    ['mean_fit_time', 'mean_n_oracle_calls', 'mean_score_time']
+    ['iter', 'mean_fit_time', 'mean_n_oracle_calls']
     >>> sorted(clf.best_params_)
     ['C', 'multiclass', 'p']
     """
