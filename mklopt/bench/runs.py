@@ -168,7 +168,9 @@ def _warm_parallel_round(X, y):
         return (np.empty((r, u)), np.empty(r), np.empty((r, n)), np.empty(r, dtype=np.int64),
                 np.empty(r))
 
-    _run_round(np.ones(r), K, kernels, np.ones(r), uniq, *args, *out())
+    bank = K.view()
+    bank.flags.writeable = False  # as a dense storage reads its bank
+    _run_round(np.ones(r), bank, kernels, np.ones(r), uniq, *args, *out())
     _round_blocks(np.ascontiguousarray(K[:, uniq, :]), *args, *out(), costs=np.ones(r))
 
 
