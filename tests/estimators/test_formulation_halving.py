@@ -16,33 +16,17 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import KFold, StratifiedKFold
 
-from mklopt import MKLClassifier, MKLClassifierCV, MKLRegressor, MKLRegressorCV, datasets
+from mklopt import MKLClassifier, MKLClassifierCV, MKLRegressor, MKLRegressorCV
 from mklopt.estimators.mkl_cv import halving_schedule
-from mklopt.kernels import linear, poly, rbf
+from mklopt.kernels import rbf
 
-SPECS = [rbf(1.0), rbf(8.0), rbf(64.0), poly(2), linear()]
-CS = [0.1, 1.0, 10.0]
-TOL = 1e-3
-
-
-def _standardised(X):
-    sd = X.std(axis=0)
-    return (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+# the data and constants of the exhaustive search's tests, which these compare against
+from .test_formulation_search import CS, SPECS, TOL, _fit, three_class_data  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def three_classes():
-    X, y = datasets.load("satellite")
-    rng = np.random.default_rng(1)
-    keep = np.flatnonzero(np.isin(y, np.unique(y)[:3]))
-    keep = np.sort(rng.choice(keep, 90, replace=False))
-    return _standardised(X[keep]), y[keep]
-
-
-def _fit(est, X, y):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return est.fit(X, y)
+    return three_class_data()
 
 
 def _cv(X, y, **kw):

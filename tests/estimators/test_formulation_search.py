@@ -38,13 +38,18 @@ def binary():
     return _standardised(X[keep]), y[keep]
 
 
-@pytest.fixture(scope="module")
-def three_classes():
+def three_class_data():
+    """90 points of satellite's first three classes, standardised."""
     X, y = datasets.load("satellite")
     rng = np.random.default_rng(1)
     keep = np.flatnonzero(np.isin(y, np.unique(y)[:3]))
     keep = np.sort(rng.choice(keep, 90, replace=False))
     return _standardised(X[keep]), y[keep]
+
+
+@pytest.fixture(scope="module")
+def three_classes():
+    return three_class_data()
 
 
 def _fit(est, X, y):
