@@ -70,7 +70,7 @@ import numpy as np
 from mklopt.persist import load_model
 clf, _ = load_model({str(model)!r})
 pred = clf.predict(np.zeros((3, 60)))
-heavy = ["ecos", "scipy.sparse", "scipy.optimize", "sklearn"]
+heavy = ["ecos", "scipy.sparse", "scipy.optimize", "scipy.linalg", "sklearn"]
 print(json.dumps([pred.shape[0], [m for m in heavy if sys.modules.get(m) is not None]]))
 """
     n, loaded = json.loads(run_python(code)[0])
@@ -81,7 +81,9 @@ print(json.dumps([pred.shape[0], [m for m in heavy if sys.modules.get(m) is not 
 def test_the_default_fit_loads_highs_without_scipy_optimize_and_linprog_still_works():
     # The level method's LPs go to SciPy's HiGHS bindings, loaded without
     # running scipy.optimize's __init__; a later import of scipy.optimize
-    # uses that same module, and linprog's HiGHS path answers.
+    # uses that same module, and linprog's HiGHS path answers. numba's
+    # BLAS check finds scipy.linalg.cython_blas loaded on its own, and
+    # scipy.linalg imported later works with it.
     code = """
 import json, sys
 sys.modules["sklearn"] = None  # a plain install (scikit-learn imports scipy.optimize)
@@ -89,19 +91,30 @@ from mklopt import MKLClassifier, datasets
 from mklopt.methods import _highs
 X, y = datasets.load("ionosphere")
 clf = MKLClassifier().fit(X[:120], y[:120])
-heavy = ["ecos", "scipy.sparse", "scipy.optimize"]
+heavy = ["ecos", "scipy.sparse", "scipy.optimize", "scipy.linalg"]
 loaded = [m for m in heavy if sys.modules.get(m) is not None]
 core = _highs._core()
+blas = sys.modules["scipy.linalg.cython_blas"]
+import numba
+import numpy as np
+import scipy.linalg
 import scipy.optimize
 from scipy.optimize._highspy import _core
 lp = scipy.optimize.linprog([1.0, 2.0], A_ub=[[-1.0, -1.0]], b_ub=[-1.0],
                             bounds=[(0, None)] * 2, method="highs")
-print(json.dumps([loaded, core is _core, lp.status, lp.fun, float(clf.gap_)]))
+# numba's BLAS calls go through the cython_blas loaded on its own
+A = np.arange(12.0).reshape(3, 4)
+dot = numba.njit(lambda a: a @ a.T)(A)
+from scipy.linalg import cython_blas
+print(json.dumps([loaded, core is _core, blas is cython_blas, lp.status, lp.fun,
+                  float(np.abs(dot - A @ A.T).max()), scipy.linalg.solve(A[:, :3] @ A[:, :3].T + np.eye(3), A[:, 3]).size,
+                  float(clf.gap_)]))
 """
-    loaded, same, status, fun, gap = json.loads(run_python(code)[0])
+    loaded, same, same_blas, status, fun, err, solved, gap = json.loads(run_python(code)[0])
     assert loaded == []
-    assert same
+    assert same and same_blas
     assert status == 0 and abs(fun - 1.0) < 1e-12
+    assert err == 0.0 and solved == 3
     assert gap <= 0.01
 
 

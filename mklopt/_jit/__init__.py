@@ -3,4 +3,18 @@
 Every function here takes C-contiguous float64/int64 arrays and scalars and
 imports nothing but ``numpy``, ``numba`` and ``math``. Public wrappers
 validate and convert before calling in.
+
+The first time a process compiles a function or loads one from numba's
+cache, numba checks for SciPy's BLAS by importing
+``scipy.linalg.cython_blas``, which runs the whole of ``scipy.linalg``'s
+``__init__`` (0.1-0.3 s of a process that only predicts). The extension
+is loaded here on its own first (:func:`mklopt._extension.load_extension`),
+so that numba's check finds it.
 """
+
+from .._extension import load_extension as _load_extension
+
+try:
+    _load_extension("scipy.linalg.cython_blas", "scipy.linalg")
+except ImportError:  # pragma: no cover - numba's own check then says what is missing
+    pass

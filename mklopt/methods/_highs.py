@@ -35,15 +35,11 @@ path.
 
 from __future__ import annotations
 
-import importlib
-import importlib.machinery
-import importlib.util
-import os
-import sys
 import weakref
 
 import numpy as np
 
+from .._extension import load_extension
 from .._jit.cuts import check_cut_lp
 
 #: SciPy's vendored HiGHS bindings (``scipy.optimize._highspy._core``), or
@@ -59,34 +55,11 @@ def _load_extension():
 
     ``import scipy.optimize._highspy._core`` first imports all of
     ``scipy.optimize`` (about 0.2 s of a process that fits one small
-    problem), though the bindings need none of it. When ``scipy.optimize``
-    is not imported yet, the extension is loaded from its file and entered
-    in ``sys.modules`` under its own name, so that a later ``import
-    scipy.optimize`` (``linprog`` included) finds and uses this same module
-    rather than loading the extension twice. Anything unexpected falls back
-    to the plain import.
+    problem), though the bindings need none of it; a later ``import
+    scipy.optimize`` (``linprog`` included) finds and uses this same
+    module (:func:`mklopt._extension.load_extension`).
     """
-    mod = sys.modules.get(_CORE)
-    if mod is not None or "scipy.optimize" in sys.modules:
-        return importlib.import_module(_CORE)
-    try:
-        spec = importlib.util.find_spec("scipy.optimize")  # imports scipy, not scipy.optimize
-        where = os.path.join(spec.submodule_search_locations[0], "_highspy")
-        suffixes = importlib.machinery.EXTENSION_SUFFIXES
-        path = next(f for f in (os.path.join(where, "_core" + sfx) for sfx in suffixes)
-                    if os.path.isfile(f))
-    except (ImportError, AttributeError, TypeError, IndexError, StopIteration, OSError):
-        return importlib.import_module(_CORE)
-    loader = importlib.machinery.ExtensionFileLoader(_CORE, path)
-    mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
-        _CORE, path, loader=loader))
-    sys.modules[_CORE] = mod
-    try:
-        loader.exec_module(mod)
-    except BaseException:
-        del sys.modules[_CORE]
-        raise
-    return mod
+    return load_extension(_CORE, "scipy.optimize")
 
 
 def _core():
