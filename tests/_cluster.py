@@ -14,15 +14,38 @@ def local_client(**cluster_kwargs):
 
     ``cluster_kwargs`` go to ``LocalCluster`` (e.g. ``memory_limit="600MB"``).
     """
+    import dask
     import distributed  # optional: the modules using this importorskip it first
 
+    # A LocalCluster closes a worker's nanny for good when, 15 s (its
+    # lost-worker-timeout) after any removal of a worker of that name, no
+    # worker of the name is registered. The fault tests kill the same
+    # worker again and again: under load, a second kill's restart was
+    # still under way when the first kill's timer fired, the nanny was
+    # closed, and every later test met a one-worker cluster (the scatters
+    # and placements the tests assert then differ, and waits for two
+    # workers time out). A killed worker here is always restarted by its
+    # nanny, so the cluster never gives a name up while the module runs.
+    # Dask's Active Memory Manager is off, as Dask's documentation of
+    # ``scatter(broadcast=True)`` asks: its ReduceReplicas policy drops the
+    # extra copies of a broadcast bank every 2 s while no task waits on
+    # them, so the copies a test found on the workers depended on how slowly
+    # the machine ran (on a busy one, the bank was on one worker only).
+    settings = {"distributed.deploy.lost-worker-timeout": "1 day",
+                "distributed.scheduler.active-memory-manager.start": False}
+    with dask.config.set(settings):
+        with _cluster(distributed, cluster_kwargs) as cluster, distributed.Client(cluster) as c:
+            yield c
+
+
+def _cluster(distributed, cluster_kwargs):
     # Workers are new interpreters: make them import the mklopt under test
     # (a source tree may shadow an installed copy only on this side).
     root = str(Path(mklopt.__file__).resolve().parents[1])
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = root + ("" if old is None else os.pathsep + old)
     try:
-        cluster = distributed.LocalCluster(
+        return distributed.LocalCluster(
             n_workers=2,
             threads_per_worker=1,
             processes=True,
@@ -35,12 +58,6 @@ def local_client(**cluster_kwargs):
             os.environ.pop("PYTHONPATH")
         else:
             os.environ["PYTHONPATH"] = old
-    client = distributed.Client(cluster)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
 
 
 class Hang(Exception):

@@ -453,8 +453,12 @@ class WeakLearners:
         blocks there from the sample's indices. Should the last worker
         holding it die (one restarted after a crash holds no copy), Dask
         cancels the chunks that read it, and they run again on a new
-        scatter (:func:`~mklopt._parallel.run_on_scattered`). A sharded
-        bank's blocks come from its shards and travel with the task.
+        scatter (:func:`~mklopt._parallel.run_on_scattered`). Dask's
+        Active Memory Manager, on by default, drops the extra copies between
+        rounds, when no task waits on them: a later round's tasks then fetch
+        the bank from a worker that still holds it (turn its ReduceReplicas
+        policy off to keep a copy on every worker). A sharded bank's blocks
+        come from its shards and travel with the task.
         """
         client = self.client
         chunks = self._chunks(kernels.shape[0], uniq.shape[0])
