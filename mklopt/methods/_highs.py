@@ -50,24 +50,12 @@ _h = ...
 _CORE = "scipy.optimize._highspy._core"
 
 
-def _load_extension():
-    """The bindings' extension module, loaded without running ``scipy.optimize``'s ``__init__``.
-
-    ``import scipy.optimize._highspy._core`` first imports all of
-    ``scipy.optimize`` (about 0.2 s of a process that fits one small
-    problem), though the bindings need none of it; a later ``import
-    scipy.optimize`` (``linprog`` included) finds and uses this same
-    module (:func:`mklopt._extension.load_extension`).
-    """
-    return load_extension(_CORE, "scipy.optimize")
-
-
 def _core():
     """The HiGHS bindings module (loaded once), or None."""
     global _h
     if _h is ...:
         try:  # SciPy >= 1.15 vendors HiGHS's bindings here (private to SciPy)
-            h = _load_extension()
+            h = load_extension(_CORE, "scipy.optimize")  # not scipy.optimize's __init__
             h._Highs, h.HighsLp, h.MatrixFormat.kRowwise, h.HighsModelStatus.kOptimal  # noqa: B018
         except (ImportError, AttributeError):  # pragma: no cover - depends on the SciPy build
             h = None
