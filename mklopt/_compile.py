@@ -197,8 +197,35 @@ def _default_fit():
     ]
 
 
-#: The estimators whose default fit :func:`prepare` knows.
-_PLANS = {"MKLClassifier": _default_fit}
+def _bench_first_split():
+    """The plan of ``mklopt bench``'s first split: the default fit's and the bank's.
+
+    The protocol's bank (455 kernels on ionosphere) is built by the
+    threaded builder, which the default fit's bank is too small for, and
+    the split's prediction and warm-up take ``quad_forms``, the combined
+    cross kernel and the projection onto the simplex. Dealt to two
+    processes with the rest, a first ``mklopt bench`` prints its first line
+    after about half of the compile time (measured in
+    ``benchmarks/README.md``, "First contact"). Weights in the units of
+    :func:`_default_fit` (about 5.5 per second of compiling).
+    """
+    from numba import types as t
+
+    items = _default_fit()
+    F1, F2, I1 = t.Array(t.float64, 1, "C"), t.Array(t.float64, 2, "C"), t.Array(t.int64, 1, "C")
+    rF3 = t.Array(t.float64, 3, "C", readonly=True)
+    sym = next(sig for _, name, sig, _ in items if name == "kernel_sym_serial")
+    return items + [
+        ("combine", "quad_forms", (rF3, F1, I1, I1, F1, I1), 1.8),
+        ("projections", "project_simplex", (F1, t.float64, F1), 8.0),
+        ("groups", "combined_cross", (F2, F2, I1, I1, I1, I1, I1, F1, F1, F1, I1, F2, I1), 18.0),
+        ("groups", "kernel_sym", sym, 40.0),
+    ]
+
+
+#: The estimators whose default fit :func:`prepare` knows, and ``"bench"``:
+#: the first split of ``mklopt bench``.
+_PLANS = {"MKLClassifier": _default_fit, "bench": _bench_first_split}
 _prepared = set()
 
 
@@ -444,6 +471,7 @@ def _paths():
         ("MKLRegressor", regressor),
         ("MKLOneClass", one_class),
         ("MKBoostClassifier", boost),
+        ("mklopt bench, the first split's plan", lambda: prepare("bench")),
     ]
     return [(name, quiet(run)) for name, run in paths]
 

@@ -149,6 +149,26 @@ print(json.dumps([new, float(clf.result_.rel_gap)]))
     assert gap <= 1e-2
 
 
+def test_after_the_bench_plan_its_first_split_compiles_none_of_the_plan_again():
+    # prepare("bench") runs before the first split's bank is built; its
+    # signatures are the ones the split calls (a wrong one would compile twice).
+    code = """
+import json
+from mklopt._compile import _bench_first_split, _dispatcher, prepare
+from mklopt.bench import runs
+
+prepare("bench")
+disps = {f"{m}.{n}": _dispatcher(m, n) for m, n, *_ in _bench_first_split()}
+before = {k: len(d.overloads) for k, d in disps.items()}
+split, _ = runs.run_split("ionosphere", 0, ["level"], max_iter=8)
+new = sorted(k for k, d in disps.items() if len(d.overloads) > before[k])
+print(json.dumps([new, split[0].n_kernels]))
+"""
+    new, n_kernels = json.loads(run_python(code)[0].splitlines()[-1])
+    assert new == []
+    assert n_kernels > 400  # the protocol's bank: the threaded builder's size
+
+
 def test_the_compile_message_comes_once_and_only_when_compiling(tmp_path):
     # Two primitives compiled in a fresh cache, with the threshold at zero:
     # one line. A second process loads them from the same cache: no line.

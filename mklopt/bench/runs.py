@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .. import datasets
+from .. import _compile, datasets
 from .._jit.projections import project_simplex
 from .._optional import pyplot
 from ..driver import solve
@@ -99,8 +99,14 @@ def warm_up(method_keys, storages=("auto",), cache_size=None):
     use; without this, the first split of a benchmark would time that too.
     Each key is warmed once per process and storage (``storages``, with
     ``cache_size`` for the SMO's row cache: a tiny one exercises the
-    row-cached solver); the timed runs start afterwards.
+    row-cached solver); the timed runs start afterwards. The first split's
+    plan (:func:`mklopt._compile.prepare` with ``"bench"``) comes first: it
+    holds what a tiny warm-up never reaches but a protocol's solves do (the
+    level projection's working-set check runs only once the model has more
+    kernels than a tiny bank; banks above ``SERIAL_SYM_ENTRIES`` take the
+    threaded builder).
     """
+    _compile.prepare("bench")
     todo = [(k, st) for k in method_keys for st in storages
             if (k, st, cache_size) not in _WARMED]
     if not todo:
@@ -125,29 +131,6 @@ def warm_up(method_keys, storages=("auto",), cache_size=None):
                                   **dict(preset.params)).fit(X, y)
                 _warm_parallel_round(X, y)
         _WARMED.add((key, storage, cache_size))
-    _warm_default_plan()
-
-
-_PLAN_WARMED = []  # once per process: compiled dispatchers stay compiled
-
-
-def _warm_default_plan():
-    """Compile what a tiny warm-up never reaches but a protocol's solves do.
-
-    The default fit's primitives (:func:`mklopt._compile.prepare`'s plan:
-    the level projection's working-set check, for one, runs only once the
-    model has more kernels than a tiny bank), and the threaded bank builder
-    that banks above ``SERIAL_SYM_ENTRIES`` use, with its serial twin's
-    signature.
-    """
-    if _PLAN_WARMED:
-        return
-    from .._compile import _compile_items, _default_fit
-
-    items = _default_fit()
-    sym = next(it for it in items if it[1] == "kernel_sym_serial")
-    _compile_items([*items, ("groups", "kernel_sym", sym[2], 0.0)])
-    _PLAN_WARMED.append(True)
 
 
 def _warm_parallel_round(X, y):
@@ -235,6 +218,9 @@ def run_split(
     inner_tol = proto.inner_tol if inner_tol is None else inner_tol
     X, y = datasets.load(name)
     X_tr, X_te, y_tr, y_te = datasets.split(X, y, train_fraction=0.5, seed=split)
+    # a first run after install: the bank builder and the first method's
+    # primitives compile in two processes before the bank is built
+    _compile.prepare("bench")
     bank = protocol_bank(X_tr, protocol)
     runs, histories = [], {}
     for key in method_keys:
