@@ -189,7 +189,7 @@ def _default_fit():
         ("cuts", "level_socp", (F2, F1, I1, rF1, f8), 3.0),
         ("combine", "combine_kernels", (rF3, F1, F2, I1), 5.8),
         ("feasible", "repair_box_equality", (F1, rF1, rF1, f8, f8, F1), 3.2),
-        ("groups", "raw_traces", (F2, I1, I1, I1, I1, I1, F1, F1, F1), 3.5),
+        ("groups", "raw_traces", (rF2, I1, I1, I1, I1, I1, F1, F1, F1), 3.5),
         ("cuts", "kkt_grow", (F2, F1, rF1, B1), 12.0),
         ("groups", "kernel_sym_serial",
          (rF2, F2, I1, I1, I1, I1, I1, F1, F1, F1, I1, I1, F3, I1), 26.9),
@@ -213,12 +213,12 @@ def _bench_first_split():
 
     items = _default_fit()
     F1, F2, I1 = t.Array(t.float64, 1, "C"), t.Array(t.float64, 2, "C"), t.Array(t.int64, 1, "C")
-    rF3 = t.Array(t.float64, 3, "C", readonly=True)
+    rF2, rF3 = (t.Array(t.float64, d, "C", readonly=True) for d in (2, 3))
     sym = next(sig for _, name, sig, _ in items if name == "kernel_sym_serial")
     return items + [
         ("combine", "quad_forms", (rF3, F1, I1, I1, F1, I1), 1.8),
         ("projections", "project_simplex", (F1, t.float64, F1), 8.0),
-        ("groups", "combined_cross", (F2, F2, I1, I1, I1, I1, I1, F1, F1, F1, I1, F2, I1), 18.0),
+        ("groups", "combined_cross", (rF2, F2, I1, I1, I1, I1, I1, F1, F1, F1, I1, F2, I1), 18.0),
         ("groups", "kernel_sym", sym, 40.0),
     ]
 

@@ -18,3 +18,19 @@ try:
     _load_extension("scipy.linalg.cython_blas", "scipy.linalg")
 except ImportError:  # pragma: no cover - numba's own check then says what is missing
     pass
+
+
+def readonly(a):
+    """A read-only view of ``a`` (no copy): how an input the kernels only read is passed.
+
+    numba compiles a separate machine-code version for each mutability of
+    an array argument, so an input that is sometimes writable and sometimes
+    not (a user's array, a private copy, a memory map) would compile every
+    routine twice. Every caller passes what a primitive only reads through
+    here, and each routine has one version.
+    """
+    if not a.flags.writeable:
+        return a
+    v = a.view()
+    v.flags.writeable = False
+    return v

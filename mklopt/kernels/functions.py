@@ -30,6 +30,7 @@ import numpy as np
 from .._interrupt import check, current_flag
 from .._jit import gram as _gram
 from .._jit import groups as _groups
+from .._jit import readonly
 from .._memory import check_memory
 from .._validation import check_choice, check_matrix, check_vector, check_weights
 from .families import family_of
@@ -350,7 +351,7 @@ class KernelFunctions:
         if normalize is not None:
             if plan is None:
                 plan = _Plan(specs, X.shape[1])
-            _groups.raw_traces(X, *plan.arrays(), scales)
+            _groups.raw_traces(readonly(X), *plan.arrays(), scales)
             for g in np.flatnonzero(plan.is_host).tolist():
                 for k in plan.kernels_of(g).tolist():
                     scales[k] = float(np.sum(_host_diag(plan, specs, k, X)))
@@ -406,7 +407,7 @@ class KernelFunctions:
                 f"{name} has {X_new.shape[1]} features but the kernels were built on "
                 f"{self.n_features}"
             )
-        return X_new
+        return readonly(X_new)  # as self.X: one build of each cross-kernel routine
 
     def _slots(self, kernels):
         """Unique kernels, the slot map for :mod:`_jit.groups`, and the groups to visit."""
@@ -565,7 +566,7 @@ class KernelFunctions:
         narrow, wide = self.plan.split(groups)
         stop = current_flag()
         if narrow.size:  # writes every entry of out
-            XA = X_new if X_new is not None else np.ascontiguousarray(self.X[rows])
+            XA = X_new if X_new is not None else readonly(np.ascontiguousarray(self.X[rows]))
             XT = self.XT if cols is None else np.ascontiguousarray(self.XT[:, cols])
             _groups.combined_cross(XA, XT, *self.plan.arrays(), wk, narrow, out, stop)
         else:

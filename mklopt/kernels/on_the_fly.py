@@ -19,6 +19,7 @@ import numpy as np
 from .._interrupt import check, current_flag
 from .._jit import gram as _gram
 from .._jit import groups as _groups
+from .._jit import readonly
 from .._threads import CallThreads
 from .functions import KernelFunctions
 
@@ -285,7 +286,7 @@ class OnTheFlyStorage:
         groups = fn.plan.groups_of(np.flatnonzero(slot >= 0))
         narrow, wide = fn.plan.split(groups)
         if narrow.size:
-            XS = np.ascontiguousarray(fn.X[S])
+            XS = readonly(np.ascontiguousarray(fn.X[S]))  # the points: read-only everywhere
             XST = np.ascontiguousarray(XS.T)
             args = (XS, XST, vS, *fn.plan.arrays(), self._inv, slot, narrow)
             if narrow.size >= 8:
@@ -326,7 +327,7 @@ class OnTheFlyStorage:
             narrow, wide = fn.plan.split(fn.plan.groups_of(uniq))
             stop = current_flag()
             if narrow.size:
-                XA = np.ascontiguousarray(fn.X[rows])
+                XA = readonly(np.ascontiguousarray(fn.X[rows]))  # as a cross kernel's X_new
                 XBT = np.ascontiguousarray(fn.X[cols].T)
                 _groups.kernel_cross(XA, XBT, *fn.plan.arrays(), self._inv, slot, narrow, out,
                                      stop)

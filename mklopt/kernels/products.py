@@ -33,6 +33,7 @@ import numpy as np
 from .._interrupt import check, current_flag
 from .._jit import gram as _gram
 from .._jit import products as _products
+from .._jit import readonly
 from .._memory import check_memory
 from .views import _IndexView, q_by_features
 
@@ -160,7 +161,7 @@ class ProductStorage(_IndexView):
     name = "products"
 
     def __init__(self, P, ri, rf, diag_raw, idx, factors, functions=None, owner=False):
-        self.P = P
+        self.P = readonly(P)  # one build of each routine, memory-mapped or not
         self.ri, self.rf = ri, rf
         self.diag_raw = diag_raw
         self.idx = np.ascontiguousarray(idx, dtype=np.int64)

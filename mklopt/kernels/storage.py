@@ -42,6 +42,7 @@ import numpy as np
 
 from .._interrupt import check, current_flag
 from .._jit import combine as _combine
+from .._jit import readonly
 from .on_the_fly import OnTheFlyStorage, table_share
 from .views import ViewStorage
 
@@ -65,13 +66,10 @@ class DenseStorage:
     name = "dense"
 
     def __init__(self, K, factors=None):
-        if K.flags.writeable:
-            # Read through a read-only view (no copy), as a memory map is
-            # read: numba compiles read-only arrays separately, so every
-            # bank then runs one build of each routine.
-            K = K.view()
-            K.flags.writeable = False
-        self.K = K
+        # Read through a read-only view (no copy), as a memory map is read:
+        # numba compiles read-only arrays separately, so every bank then
+        # runs one build of each routine.
+        self.K = K = readonly(K)
         self.n_kernels, self.n_samples = int(K.shape[0]), int(K.shape[1])
         m, n = self.n_kernels, self.n_samples
         self.factors = None if factors is None else np.ascontiguousarray(factors, np.float64)

@@ -56,6 +56,7 @@ import numpy as np
 
 from .._heartbeat import Beat
 from .._interrupt import Stopped, check, current_flag
+from .._jit import readonly
 from .._jit.products import NO_DIAG, NO_RF, NO_RI, source_diag, source_fill_par
 from .._jit.smo import (
     accumulate_rows,
@@ -433,8 +434,11 @@ class DualSolver:
             KB, held = block(kr)
             aB = a[B].copy()
             gB = grad[B].copy()
-            sB = np.ascontiguousarray(s[B])
-            it = smo_solve(KB, local, sB, np.ascontiguousarray(upper[B]), aB, gB, tol,
+            # read-only, as the whole problem's rows, signs and bounds are:
+            # one build of the SMO for both paths
+            sB = readonly(np.ascontiguousarray(s[B]))
+            it = smo_solve(KB, readonly(local), sB, readonly(np.ascontiguousarray(upper[B])),
+                           aB, gB, tol,
                            max_iter - n_iter, False, stop)
             da = aB - a[B]
             a[B] = aB

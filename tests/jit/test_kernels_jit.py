@@ -23,6 +23,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from mklopt._jit import combine as jc
 from mklopt._jit import gram as jgr
 from mklopt._jit import groups as jg
+from mklopt._jit import readonly
 from mklopt.kernels import linear, poly, rbf
 from mklopt.kernels.functions import _Plan
 from tests import _reference as ref
@@ -55,7 +56,8 @@ def specs_and_points(draw, max_d=4, max_n=9):
     if draw(st.booleans()):
         B[: min(len(A), len(B))] = A[: min(len(A), len(B))]  # shared points: zero distances
     scales = draw(arrays(np.float64, len(specs), elements=st.floats(0.5, 4.0)))
-    return specs, A, B, scales
+    # read-only, as mklopt passes the points to every group routine
+    return specs, readonly(A), readonly(B), scales
 
 
 def _slots(m, kernels):
@@ -189,7 +191,7 @@ def test_fused_table_passes_match_reference(rng):
     base = rng.normal(size=(4, n))
     assert_allclose(jg.tables_rows(codes, tables, idx, base.copy()), base + want[idx], rtol=1e-14)
     # The symmetric pass, coded groups only (no direct group in use).
-    X = rng.normal(size=(n, 2))
+    X = readonly(rng.normal(size=(n, 2)))
     plan = _Plan([rbf(1.0)], 2)
     got = jg.combined_sym(X, np.ascontiguousarray(X.T), *plan.arrays(), np.zeros(1),
                           np.zeros(0, dtype=np.int64), codes, tables, np.full((n, n), np.nan), True, GO)
@@ -211,7 +213,7 @@ def test_upper_only_pass_leaves_the_lower_triangle(rng):
     codes = rng.integers(0, u, size=(2, n)).astype(np.int64)
     tables = rng.normal(size=(2, u, u))
     tables = tables + np.transpose(tables, (0, 2, 1))
-    X = rng.normal(size=(n, 3))
+    X = readonly(rng.normal(size=(n, 3)))
     specs = [rbf(0.7), poly(2, [0, 2])]
     plan = _Plan(specs, 3)
     wk = np.array([0.5, 2.0])
@@ -250,7 +252,7 @@ def test_combined_sym_matches_reference_and_is_symmetric(data, draw):
 def test_parallel_routines_give_the_same_answers_on_one_thread(rng):
     """prange loops have fixed reduction orders: one thread gives the same bits."""
     specs = [rbf(0.5), rbf(2.0, [1]), poly(2, [0, 2]), linear([2])]
-    X = rng.normal(size=(70, 3))
+    X = readonly(rng.normal(size=(70, 3)))
     plan = _Plan(specs, 3)
     m = len(specs)
     ks = np.arange(m, dtype=np.int64)
@@ -258,7 +260,7 @@ def test_parallel_routines_give_the_same_answers_on_one_thread(rng):
     w = np.array([0.5, 0.0, 1.0, 2.0])
     v = rng.normal(size=70)
     S = np.arange(0, 70, 2, dtype=np.int64)
-    XS = np.ascontiguousarray(X[S])
+    XS = readonly(np.ascontiguousarray(X[S]))
     XT = np.ascontiguousarray(X.T)
 
     def run():
@@ -487,7 +489,7 @@ def psd_bank(draw, max_m=5, max_n=8):
     n = draw(st.integers(1, max_n))
     r = draw(st.integers(1, 3))
     F = draw(arrays(np.float64, (m, n, r), elements=st.floats(-3, 3, width=64)))
-    return np.ascontiguousarray(np.einsum("kir,kjr->kij", F, F))
+    return readonly(np.ascontiguousarray(np.einsum("kir,kjr->kij", F, F)))  # as a storage's
 
 
 @given(psd_bank(), st.data())
@@ -498,7 +500,7 @@ def test_combine_and_rows_match_reference(K, data):
                     rtol=1e-12, atol=1e-12)
     idx = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=5)),
                    dtype=np.int64)
-    for KK in (K, K.astype(np.float32)):
+    for KK in (K, readonly(K.astype(np.float32))):
         got = jc.combine_rows(KK, w, idx, np.empty((idx.size, n)), GO)
         assert got.dtype == np.float64
         assert_allclose(got, ref.combine_rows(KK, w, idx), rtol=1e-12, atol=1e-12)
@@ -521,14 +523,14 @@ def test_quad_forms_match_reference_and_nonnegative(K, data):
 
 def test_quad_forms_unsorted_support_and_float32(rng):
     F = rng.standard_normal((3, 9, 9))
-    K = np.ascontiguousarray(np.einsum("kir,kjr->kij", F, F))
+    K = readonly(np.ascontiguousarray(np.einsum("kir,kjr->kij", F, F)))
     v = rng.standard_normal(9)
     S = np.array([7, 2, 5, 0, 8, 3], dtype=np.int64)
     ks = np.arange(3, dtype=np.int64)
     scale = np.sum(v**2) * np.abs(K).max()
     q = jc.quad_forms(K, v, S, ks, np.empty(3), GO)
     assert_allclose(q, ref.quad_forms(K, v, S), rtol=1e-12, atol=1e-13 * scale)
-    q32 = jc.quad_forms(K.astype(np.float32), v, S, ks, np.empty(3), GO)
+    q32 = jc.quad_forms(readonly(K.astype(np.float32)), v, S, ks, np.empty(3), GO)
     assert_allclose(q32, ref.quad_forms(K.astype(np.float32), v, S), rtol=1e-10,
                     atol=1e-13 * scale)
 

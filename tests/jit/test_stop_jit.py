@@ -21,6 +21,7 @@ from mklopt._jit import boost as jb
 from mklopt._jit import combine as jc
 from mklopt._jit import groups as jg
 from mklopt._jit import logistic as jl
+from mklopt._jit import readonly
 from mklopt._jit import smo as js
 from mklopt.kernels import rbf
 from mklopt.kernels.functions import _Plan
@@ -45,7 +46,8 @@ def _flag(value=0):
 
 def _bank(rng, m=7, n=9):
     F = rng.standard_normal((m, n, 3))
-    return np.ascontiguousarray(np.einsum("kir,kjr->kij", F, F))
+    # read-only, as a storage passes its bank
+    return readonly(np.ascontiguousarray(np.einsum("kir,kjr->kij", F, F)))
 
 
 def test_combine_kernels_stopped_holds_the_first_passes(rng):

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from mklopt import KernelBank, MKLClassifier, MKLClassifierCV, datasets
-from mklopt._jit import gram
+from mklopt._jit import gram, readonly
 from mklopt._jit import products as jp
 from mklopt._jit.combine import view_diag
 from mklopt._jit.smo import smo_gradient_src, smo_solve_src
@@ -263,10 +263,11 @@ def test_lazy_smo_reads_the_same_rows_from_products():
         a0 = np.zeros(n)
         a0[np.flatnonzero(yv > 0)[:4]] = 0.5
         a0[np.flatnonzero(yv < 0)[:4]] = 0.5
-        ar = np.arange(n)
-        grad = smo_gradient_src(K, filled, bank, wv, ks, gidx, ri, rf, ar, yv, -np.ones(n), a0,
+        # the problem's rows, signs, linear term and bounds are read-only in a fit
+        ar, ys, lin, up = (readonly(v) for v in (np.arange(n), yv, -np.ones(n), np.full(n, 5.0)))
+        grad = smo_gradient_src(K, filled, bank, wv, ks, gidx, ri, rf, ar, ys, lin, a0,
                                 np.empty(n), GO)
-        it = smo_solve_src(K, filled, bank, wv, ks, gidx, ri, rf, dvar, ar, yv, np.full(n, 5.0),
+        it = smo_solve_src(K, filled, bank, wv, ks, gidx, ri, rf, dvar, ar, ys, up,
                            a0, grad, 1e-6, 10**6, True, GO)
         out[name] = (a0, grad, it, filled.copy())
     assert np.array_equal(out["dense"][0], out["products"][0])
@@ -368,8 +369,8 @@ def test_lazy_gradient_stopped_writes_nothing():
     grad = np.full(n, 7.0)
     filled = np.zeros(n, dtype=np.uint8)
     stop = np.ones(1, dtype=np.int64)
-    smo_gradient_src(np.empty((n, n)), filled, P, wv, ks, gidx, ri, rf, np.arange(n),
-                     np.ones(n), -np.ones(n), a, grad, stop)
+    smo_gradient_src(np.empty((n, n)), filled, P, wv, ks, gidx, ri, rf, readonly(np.arange(n)),
+                     readonly(np.ones(n)), readonly(-np.ones(n)), a, grad, stop)
     assert np.all(grad == 7.0) and not filled.any()
 
 
