@@ -2,7 +2,11 @@
 
 Every function here takes C-contiguous float64/int64 arrays and scalars and
 imports nothing but ``numpy``, ``numba`` and ``math``. Public wrappers
-validate and convert before calling in.
+validate and convert before calling in. numba compiles one version per
+argument type, and a read-only array is another type than a writable one:
+an input a routine only reads (the points, a stored bank, a problem's rows,
+signs and bounds) is always passed read-only, through :func:`readonly`,
+so that each routine compiles once.
 
 The first time a process compiles a function or loads one from numba's
 cache, numba checks for SciPy's BLAS by importing
