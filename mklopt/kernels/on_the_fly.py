@@ -287,7 +287,7 @@ class OnTheFlyStorage:
         narrow, wide = fn.plan.split(groups)
         if narrow.size:
             XS = readonly(np.ascontiguousarray(fn.X[S]))  # the points: read-only everywhere
-            XST = np.ascontiguousarray(XS.T)
+            XST = np.array(XS.T, order="C")  # a copy: writable, as every XT is
             args = (XS, XST, vS, *fn.plan.arrays(), self._inv, slot, narrow)
             if narrow.size >= 8:
                 _groups.quad_forms_by_group(*args, q, stop)

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from mklopt._jit import readonly
 from mklopt._jit.boost import weak_svm_round
 from tests import _reference as ref
 from tests._strategies import labels, log_uniform, points
@@ -305,8 +306,9 @@ def test_a_large_sample_reaches_the_unshrunk_svm():
     assert viol[0] == -np.inf and n_iter[0] > 0
     K = np.ascontiguousarray(B[0])
     a, g = np.zeros(n), np.full(n, -1.0)
-    smo_solve(K, np.arange(n), yu, np.full(n, C), a, g, 1e-8, 10**7, False, GO)
-    b = -smo_rho(yu, np.full(n, C), a, g)
+    rows, ys, upper = (readonly(v) for v in (np.arange(n), yu, np.full(n, C)))  # as a fit's
+    smo_solve(K, rows, ys, upper, a, g, 1e-8, 10**7, False, GO)
+    b = -smo_rho(ys, upper, a, g)
     gaps = [_gap(K, c, bb, yu, np.full(n, C)) for c, bb in ((coef[0], bias[0]), (a * yu, b))]
     assert max(gaps) <= 1e-5 * C * n
     bound = sum(np.sqrt(2.0 * gp) for gp in gaps)

@@ -121,18 +121,18 @@ def test_kernel_cross_and_sym_match_reference(data):
     m = len(specs)
     ks = np.arange(m, dtype=np.int64)
     groups = plan.groups_of(ks)
-    out = jg.kernel_cross(A, np.ascontiguousarray(B.T), *plan.arrays(), 1.0 / scales,
+    out = jg.kernel_cross(A, np.array(B.T, order="C"), *plan.arrays(), 1.0 / scales,
                           _slots(m, ks), groups, np.empty((m, len(A), len(B))), GO)
     assert_allclose(out, ref.kernel_matrices(specs, A, B, scales), rtol=1e-12, atol=1e-12)
-    sym = jg.kernel_sym(A, np.ascontiguousarray(A.T), *plan.arrays(), 1.0 / scales,
+    sym = jg.kernel_sym(A, np.array(A.T, order="C"), *plan.arrays(), 1.0 / scales,
                         _slots(m, ks), groups, np.empty((m, len(A), len(A))), GO)
     assert_array_equal(sym, np.transpose(sym, (0, 2, 1)))  # exactly symmetric
     # The one-thread twin (small banks) gives the same bits.
-    serial = jg.kernel_sym_serial(A, np.ascontiguousarray(A.T), *plan.arrays(), 1.0 / scales,
+    serial = jg.kernel_sym_serial(A, np.array(A.T, order="C"), *plan.arrays(), 1.0 / scales,
                                   _slots(m, ks), groups, np.empty_like(sym), GO)
     assert_array_equal(serial, sym)
     # The general routine gives the same bits on the same points.
-    again = jg.kernel_cross(A, np.ascontiguousarray(A.T), *plan.arrays(), 1.0 / scales,
+    again = jg.kernel_cross(A, np.array(A.T, order="C"), *plan.arrays(), 1.0 / scales,
                             _slots(m, ks), groups, np.empty_like(sym), GO)
     assert_array_equal(sym, again)
 
@@ -145,7 +145,7 @@ def test_combined_cross_and_diag_match_reference(data, draw):
     plan = _Plan(specs, A.shape[1])
     wk = w / scales
     groups = plan.groups_of(np.flatnonzero(wk))
-    out = jg.combined_cross(A, np.ascontiguousarray(B.T), *plan.arrays(), wk, groups,
+    out = jg.combined_cross(A, np.array(B.T, order="C"), *plan.arrays(), wk, groups,
                             np.empty((len(A), len(B))), GO)
     assert_allclose(out, ref.combined(specs, A, B, w, scales), rtol=1e-12, atol=1e-12)
     diag = jg.combined_diag(A, *plan.arrays(), wk, groups, np.empty(len(A)))
@@ -171,8 +171,8 @@ def test_quad_forms_from_features_match_reference(data, draw):
         sorted(draw.draw(st.sets(st.integers(0, m - 1), min_size=1))), dtype=np.int64
     )
     plan = _Plan(specs, A.shape[1])
-    XS = np.ascontiguousarray(A[S])
-    args = (XS, np.ascontiguousarray(XS.T), np.ascontiguousarray(v[S]), *plan.arrays(),
+    XS = readonly(np.ascontiguousarray(A[S]))
+    args = (XS, np.array(XS.T, order="C"), np.ascontiguousarray(v[S]), *plan.arrays(),
             1.0 / scales, _slots(m, kernels), plan.groups_of(kernels))
     want = ref.quad_forms_from_specs(specs, A, scales, v, S)[kernels]
     tol = dict(rtol=1e-10, atol=1e-10 * max(1.0, float(np.sum(v**2)) * 1e4))
@@ -193,7 +193,7 @@ def test_fused_table_passes_match_reference(rng):
     # The symmetric pass, coded groups only (no direct group in use).
     X = readonly(rng.normal(size=(n, 2)))
     plan = _Plan([rbf(1.0)], 2)
-    got = jg.combined_sym(X, np.ascontiguousarray(X.T), *plan.arrays(), np.zeros(1),
+    got = jg.combined_sym(X, np.array(X.T, order="C"), *plan.arrays(), np.zeros(1),
                           np.zeros(0, dtype=np.int64), codes, tables, np.full((n, n), np.nan), True, GO)
     assert_allclose(got, want, rtol=1e-14, atol=1e-14)
     assert_array_equal(got, got.T)
@@ -219,7 +219,7 @@ def test_upper_only_pass_leaves_the_lower_triangle(rng):
     wk = np.array([0.5, 2.0])
     groups = plan.groups_of(np.arange(2))
     start = rng.normal(size=(n, n))
-    got = jg.combined_sym(X, np.ascontiguousarray(X.T), *plan.arrays(), wk, groups, codes,
+    got = jg.combined_sym(X, np.array(X.T, order="C"), *plan.arrays(), wk, groups, codes,
                           tables, start.copy(), False, GO)
     il = np.tril_indices(n, -1)
     assert_array_equal(got[il], start[il])
@@ -238,12 +238,12 @@ def test_combined_sym_matches_reference_and_is_symmetric(data, draw):
     plan = _Plan(specs, A.shape[1])
     wk = w / scales
     groups = plan.groups_of(np.flatnonzero(wk))
-    out = jg.combined_sym(A, np.ascontiguousarray(A.T), *plan.arrays(), wk, groups, *_NONE,
+    out = jg.combined_sym(A, np.array(A.T, order="C"), *plan.arrays(), wk, groups, *_NONE,
                           np.empty((len(A), len(A))), True, GO)
     assert_array_equal(out, out.T)
     assert_allclose(out, ref.combined(specs, A, A, w, scales), rtol=1e-12, atol=1e-12)
     # The upper triangle is what the row routine computes, bit for bit.
-    rows = jg.combined_cross(A, np.ascontiguousarray(A.T), *plan.arrays(), wk, groups,
+    rows = jg.combined_cross(A, np.array(A.T, order="C"), *plan.arrays(), wk, groups,
                              np.empty_like(out), GO)
     iu = np.triu_indices(len(A))
     assert_array_equal(out[iu], rows[iu])
@@ -261,7 +261,7 @@ def test_parallel_routines_give_the_same_answers_on_one_thread(rng):
     v = rng.normal(size=70)
     S = np.arange(0, 70, 2, dtype=np.int64)
     XS = readonly(np.ascontiguousarray(X[S]))
-    XT = np.ascontiguousarray(X.T)
+    XT = np.array(X.T, order="C")
 
     def run():
         g = plan.groups_of(ks)
@@ -270,9 +270,9 @@ def test_parallel_routines_give_the_same_answers_on_one_thread(rng):
             jg.combined_sym(X, XT, *plan.arrays(), w / scales, g, *_NONE, np.empty((70, 70)), True, GO),
             jg.kernel_sym(X, XT, *plan.arrays(), 1 / scales, _slots(m, ks), g,
                           np.empty((m, 70, 70)), GO),
-            jg.quad_forms_by_rows(XS, np.ascontiguousarray(XS.T), v[S], *plan.arrays(),
+            jg.quad_forms_by_rows(XS, np.array(XS.T, order="C"), v[S], *plan.arrays(),
                                   1 / scales, _slots(m, ks), g, 7, np.zeros(m), GO),
-            jg.quad_forms_by_group(XS, np.ascontiguousarray(XS.T), v[S], *plan.arrays(),
+            jg.quad_forms_by_group(XS, np.array(XS.T, order="C"), v[S], *plan.arrays(),
                                    1 / scales, _slots(m, ks), g, np.zeros(m), GO),
             jg.raw_traces(X, *plan.arrays(), np.empty(m)),
         ]
@@ -550,11 +550,11 @@ def test_py_func_paths_agree_on_tiny_inputs(rng):
     ks = np.arange(3, dtype=np.int64)
     slot = _slots(3, ks)
     groups = plan.groups_of(ks)
-    BT = np.ascontiguousarray(B.T)
+    BT = np.array(B.T, order="C")
     want = ref.kernel_matrices(specs, A, B, scales)
     assert_allclose(_py(jg.kernel_cross)(A, BT, *plan.arrays(), 1 / scales, slot, groups,
                                          np.empty((3, 3, 2)), GO), want, rtol=1e-12)
-    assert_allclose(_py(jg.kernel_sym)(A, np.ascontiguousarray(A.T), *plan.arrays(), 1 / scales,
+    assert_allclose(_py(jg.kernel_sym)(A, np.array(A.T, order="C"), *plan.arrays(), 1 / scales,
                                        slot, groups, np.empty((3, 3, 3)), GO),
                     ref.kernel_matrices(specs, A, A, scales), rtol=1e-12)
     w = np.array([1.0, 0.0, 2.0])

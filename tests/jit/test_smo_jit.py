@@ -15,6 +15,7 @@ from hypothesis.extra.numpy import arrays
 from sklearn.svm import SVC, SVR, OneClassSVM
 
 from mklopt import datasets
+from mklopt._jit import readonly
 from mklopt._jit.smo import (
     _in_sets,
     _no_source,
@@ -518,7 +519,7 @@ def test_sync_matches_numpy(rng):
     # F of the inactive variables follows F_t -= (K dv)[rows_t] over touched rows.
     n = 12
     K = rbf(rng.normal(size=(n, 2)), 0.5)
-    rows = np.r_[np.arange(n), np.arange(n)]  # mapped: two variables per row
+    rows = readonly(np.r_[np.arange(n), np.arange(n)])  # mapped: two variables per row
     F = rng.normal(size=2 * n)
     dv = np.zeros(n)
     touched = np.array([3, 7, 0] + [0] * (n - 3), dtype=np.int64)

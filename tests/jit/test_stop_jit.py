@@ -117,8 +117,8 @@ def _plan(n_kernels, d):
 def test_parallel_kernel_rows_stopped_are_whole_or_untouched(rng):
     # Long enough (about a second on two cores) for a stop at 30 ms to land inside.
     specs, plan = _plan(40, 3)
-    A = rng.normal(size=(3000, 3))
-    XT = np.ascontiguousarray(A.T)
+    A = readonly(rng.normal(size=(3000, 3)))  # the points, as mklopt passes them
+    XT = np.array(A.T, order="C")
     m = len(specs)
     scales = np.ones(m)
     w = rng.random(m)
@@ -155,8 +155,8 @@ def test_parallel_kernel_rows_stopped_are_whole_or_untouched(rng):
 
 def test_parallel_kernel_routines_on_a_set_flag_write_nothing(rng):
     specs, plan = _plan(3, 2)
-    X = rng.normal(size=(20, 2))
-    XT = np.ascontiguousarray(X.T)
+    X = readonly(rng.normal(size=(20, 2)))
+    XT = np.array(X.T, order="C")
     m = len(specs)
     ks = np.arange(m, dtype=np.int64)
     g = plan.groups_of(ks)
@@ -190,8 +190,8 @@ def _svm(rng, n):
 def test_smo_stopped_mid_pass_is_feasible_with_its_exact_gradient(rng):
     n, C = 1500, 100.0
     K, y = _svm(rng, n)
-    rows = np.arange(n, dtype=np.int64)
-    upper = np.full(n, C)
+    # read-only, as a fit's problem holds them
+    rows, y, upper = readonly(np.arange(n, dtype=np.int64)), readonly(y), readonly(np.full(n, C))
     full_a, full_g = np.zeros(n), np.full(n, -1.0)
     t0 = time.perf_counter()
     full = js.smo_solve(K, rows, y, upper, full_a, full_g, 1e-10, 10**8, True, _flag())

@@ -18,6 +18,7 @@ from hypothesis.extra.numpy import arrays
 
 from mklopt import KernelBank, MKLClassifier, datasets
 from mklopt._jit import combine as jc
+from mklopt._jit import readonly
 from mklopt._jit.products import NO_RF, NO_RI
 from mklopt._jit.smo import smo_gradient, smo_gradient_src, smo_solve, smo_solve_src
 from mklopt.estimators.mkl import MKLClassifier as _MKL
@@ -98,9 +99,9 @@ def test_lazy_smo_equals_smo_on_the_filled_matrix(seed):
     ks = np.flatnonzero(w).astype(np.int64)
     gidx = np.arange(n, dtype=np.int64)
     Kfull = jc.combine_view(bank.K, w[ks], ks, gidx, np.empty((n, n)), GO)
-    rows, signs = np.arange(n), y
-    upper = np.full(n, 10.0)
-    linear_ = -np.ones(n)
+    # read-only, as a fit's problem holds them
+    rows, signs, upper, linear_ = (readonly(v) for v in (np.arange(n), y, np.full(n, 10.0),
+                                                         -np.ones(n)))
     a0 = np.zeros(n)
     # warm start: a feasible point with some support
     a0[np.flatnonzero(y > 0)[:3]] = 0.5
