@@ -161,9 +161,13 @@ def compile_note(seconds, limit=None):
 def _default_fit():
     """``[(module, function, signature, weight)]``: what ``MKLClassifier().fit`` calls.
 
-    The signatures are those the default fit calls the primitives with
-    (``benchmarks/bench_compile.py`` lists them; a test checks that a fit
-    after :func:`prepare` compiles nothing more). ``weight`` is the
+    And its ``predict`` (the combined cross kernel): a first ``predict``
+    after install, in the fitting process or a later one, then loads it
+    instead of compiling it for about 4 s; the helper process compiles it
+    alongside the fit's share. The signatures are those the default fit
+    and predict call the primitives with (``benchmarks/bench_compile.py``
+    lists them; a test checks that a fit and a predict after
+    :func:`prepare` compile nothing more). ``weight`` is the
     primitive's measured share of the compile time in per cent of CPU
     seconds (the first one also starts numba's CPU target), for the
     estimate and for dealing the plan to processes; the list runs roughly
@@ -194,6 +198,7 @@ def _default_fit():
         ("groups", "kernel_sym_serial",
          (rF2, F2, I1, I1, I1, I1, I1, F1, F1, F1, I1, I1, F3, I1), 26.9),
         ("smo", "smo_solve", (F2, rI1, rF1, rF1, F1, F1, f8, i8, b1, I1), 25.2),
+        ("groups", "combined_cross", (rF2, F2, I1, I1, I1, I1, I1, F1, F1, F1, I1, F2, I1), 18.0),
     ]
 
 
@@ -202,8 +207,8 @@ def _bench_first_split():
 
     The protocol's bank (455 kernels on ionosphere) is built by the
     threaded builder, which the default fit's bank is too small for, and
-    the split's prediction and warm-up take ``quad_forms``, the combined
-    cross kernel and the projection onto the simplex. Dealt to two
+    the split's warm-up takes ``quad_forms`` and the projection onto the
+    simplex. Dealt to two
     processes with the rest, a first ``mklopt bench`` prints its first line
     after about half of the compile time (measured in
     ``benchmarks/README.md``, "First contact"). Weights in the units of
@@ -212,13 +217,12 @@ def _bench_first_split():
     from numba import types as t
 
     items = _default_fit()
-    F1, F2, I1 = t.Array(t.float64, 1, "C"), t.Array(t.float64, 2, "C"), t.Array(t.int64, 1, "C")
-    rF2, rF3 = (t.Array(t.float64, d, "C", readonly=True) for d in (2, 3))
+    F1, I1 = t.Array(t.float64, 1, "C"), t.Array(t.int64, 1, "C")
+    rF3 = t.Array(t.float64, 3, "C", readonly=True)
     sym = next(sig for _, name, sig, _ in items if name == "kernel_sym_serial")
     return items + [
         ("combine", "quad_forms", (rF3, F1, I1, I1, F1, I1), 1.8),
         ("projections", "project_simplex", (F1, t.float64, F1), 8.0),
-        ("groups", "combined_cross", (rF2, F2, I1, I1, I1, I1, I1, F1, F1, F1, I1, F2, I1), 18.0),
         ("groups", "kernel_sym", sym, 40.0),
     ]
 

@@ -124,9 +124,9 @@ def test_dir_lists_the_lazy_names():
         mklopt.nope  # noqa: B018
 
 
-def test_after_prepare_the_default_fit_compiles_and_loads_nothing_more():
-    # The signatures prepare() compiles are the ones the default fit calls:
-    # a fit after it adds no overload to any of mklopt's dispatchers.
+def test_after_prepare_the_default_fit_and_predict_compile_and_load_nothing_more():
+    # The signatures prepare() compiles are the ones the default fit and its
+    # predict call: they add no overload to any of mklopt's dispatchers.
     code = """
 import importlib, json, pkgutil
 import mklopt._jit as J
@@ -141,6 +141,7 @@ disps = {f"{m.__name__}.{k}": v for m in mods for k, v in vars(m).items()
          if isinstance(v, CPUDispatcher)}
 before = {k: len(d.overloads) for k, d in disps.items()}
 clf = MKLClassifier().fit(X, y)
+clf.predict(X[:50])
 new = sorted(k for k, d in disps.items() if len(d.overloads) > before[k])
 print(json.dumps([new, float(clf.result_.rel_gap)]))
 """
