@@ -77,16 +77,7 @@ def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
 
 
-def _runs_last(item):
-    # The bench's tests run the protocols' first splits, whose kernels the
-    # prefetch process compiles (its warm-up of every preset): last, they
-    # load them from the cache instead of compiling them here a second time
-    # (about 28 s of a cold run). The order of the others is pytest's.
-    return os.path.join("tests", "bench", "") in str(item.path)
-
-
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=_runs_last)  # stable: only moves the bench's tests to the end
     if config.getoption("--runslow"):
         return
     skip_slow = pytest.mark.skip(reason="slow: run with --runslow")
