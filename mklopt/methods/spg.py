@@ -104,7 +104,10 @@ class SPG(MethodBase):
     point is the lowest ``J`` seen and its gap ``(h(q) - w'q) / 2`` is that
     of the domain. An iteration with its whole line search is one outer
     iteration for :class:`~mklopt.stopping.MaxIter`. The run stops itself
-    with reason ``"stationary"`` (converged) when ``d`` vanishes, and with
+    with reason ``"stationary"`` (converged) when the projected gradient of
+    a unit step, ``P_W(w - g) - w``, vanishes (SPG2's test; ``d`` itself
+    also vanishes when the spectral step collapses at a kink of ``J``, and
+    the step then restarts as at the first iteration), and with
     ``"line_search_stalled"`` when ``max_backtracks`` trial points fail in a
     row: near the optimum the decrease asked for drops below the noise that
     the inner solver's tolerance leaves in ``J``; tighten the oracle's
@@ -223,10 +226,27 @@ class SPG(MethodBase):
             s.step = step
             d = domain.project(w - step * g) - w
             dmax = float(np.max(np.abs(d)))
+            tiny = 1e-15 * max(1.0, float(np.max(np.abs(w))))
+            if dmax <= tiny:
+                # A step this short may not move w in floating point (the
+                # spectral step collapses at a kink of J); stationarity is
+                # judged on the unit step, P(w - g) = w (SPG2's test).
+                d1 = domain.project(w - g) - w
+                n1 = float(np.max(np.abs(d1)))
+                if n1 <= tiny:
+                    # w is a stationary point, the optimum.
+                    self._finish("stationary", converged=True)
+                    s.iteration_done = True
+                    yield w
+                    return
+                # Restart the spectral step as at the first iteration.
+                step = min(max(1.0 / n1, _STEP_MIN), _STEP_MAX, _MAX_MOVE / gmax)
+                s.step = step
+                d = domain.project(w - step * g) - w
+                dmax = float(np.max(np.abs(d)))
             gd = float(g @ d)
-            if dmax <= 1e-15 * max(1.0, float(np.max(np.abs(w)))):
-                # P(w - lambda g) = w: w is a stationary point, the optimum.
-                self._finish("stationary", converged=True)
+            if dmax <= tiny:
+                self._finish("line_search_stalled", converged=False)
                 s.iteration_done = True
                 yield w
                 return
