@@ -15,20 +15,18 @@ _compile._state.said = True
 # In a fresh clone numba's cache is empty, and this process compiles
 # mklopt's kernels as the tests first call them: about a third of the
 # default run's time, on one core. Meanwhile a second process compiles
-# into the same cache, on the core the tests leave idle: `mklopt compile`
-# (every estimator path's kernels), then the bench's warm-up of every
-# method preset on both exact storages. Later tests load from the cache
-# what it compiled first. It changes nothing a test sees (loading and
+# into the same cache, on the core the tests leave idle, the kernels of
+# tests/compile_plan.json (what a cold run compiles, in the order it first
+# needs them) from the end of the list: the two processes meet in the
+# middle, and each test loads from the cache what the other compiled
+# (tests/_compile_plan.py). It changes nothing a test sees (loading and
 # compiling give the same dispatchers); it is stopped when the session
 # ends, and MKLOPT_TEST_PREFETCH=0 turns it off.
 _PREFETCH = []
+_TESTS = os.path.dirname(os.path.abspath(__file__))
 _PREFETCH_CODE = """
-from mklopt._compile import compile_all
-from mklopt.bench.runs import warm_up
-from mklopt.methods import PRESETS
-
-compile_all(write=lambda line: None)
-warm_up(sorted(PRESETS), storages=("dense", "on_the_fly"))
+import runpy
+runpy.run_path({module!r})["prefetch"]({plan!r})
 """
 
 
@@ -44,8 +42,10 @@ def pytest_sessionstart(session):
     path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path, "MKLOPT_COMPILE_JOBS": "1"}
     try:
+        code = _PREFETCH_CODE.format(module=os.path.join(_TESTS, "_compile_plan.py"),
+                                     plan=os.path.join(_TESTS, "compile_plan.json"))
         _PREFETCH.append(subprocess.Popen(
-            [sys.executable, "-c", _PREFETCH_CODE], env=env, stdin=subprocess.DEVNULL,
+            [sys.executable, "-c", code], env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     except OSError:
         pass
