@@ -207,7 +207,7 @@ def _bench_first_split():
 
     The protocol's bank (455 kernels on ionosphere) is built by the
     threaded builder, which the default fit's bank is too small for, and
-    the split's warm-up takes the projection onto the
+    the split's warm-up takes ``quad_forms`` and the projection onto the
     simplex. Dealt to two
     processes with the rest, a first ``mklopt bench`` prints its first line
     after about half of the compile time (measured in
@@ -217,9 +217,11 @@ def _bench_first_split():
     from numba import types as t
 
     items = _default_fit()
-    F1 = t.Array(t.float64, 1, "C")
+    F1, I1 = t.Array(t.float64, 1, "C"), t.Array(t.int64, 1, "C")
+    rF3 = t.Array(t.float64, 3, "C", readonly=True)
     sym = next(sig for _, name, sig, _ in items if name == "kernel_sym_serial")
     return items + [
+        ("combine", "quad_forms", (rF3, F1, I1, I1, F1, I1), 1.8),
         ("projections", "project_simplex", (F1, t.float64, F1), 8.0),
         ("groups", "kernel_sym", sym, 40.0),
     ]
