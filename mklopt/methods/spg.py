@@ -47,6 +47,16 @@ class _State:
     n_backtracks: int = 0  # trial points rejected by the line search, in total
 
 
+def _unit_step_norm(domain, w, g):
+    """``||P_W(w - g) - w||_inf``: zero exactly at a stationary point (SPG2's test)."""
+    return float(np.max(np.abs(domain.project(w - g) - w)))
+
+
+def _first_step(n1):
+    """Birgin et al.'s first step ``1 / ||P_W(w - g) - w||_inf``, within the step bounds."""
+    return _STEP_MAX if n1 == 0.0 else min(max(1.0 / n1, _STEP_MIN), _STEP_MAX)
+
+
 @register("spg")
 class SPG(MethodBase):
     r"""Spectral projected gradient with a non-monotone line search (SPG-GMKL).
@@ -216,9 +226,8 @@ class SPG(MethodBase):
         g = -0.5 * np.asarray(ans.q, dtype=np.float64)
         J = float(ans.value)
         recent = deque([J], maxlen=int(self.memory))
-        d0 = domain.project(w - g) - w
-        n0 = float(np.max(np.abs(d0)))
-        step = _STEP_MAX if n0 == 0.0 else min(max(1.0 / n0, _STEP_MIN), _STEP_MAX)
+        n1 = _unit_step_norm(domain, w, g)
+        step = _first_step(n1)
         while True:
             gmax = float(np.max(np.abs(g)))
             if gmax > 0.0:
@@ -231,8 +240,7 @@ class SPG(MethodBase):
                 # A step this short may not move w in floating point (the
                 # spectral step collapses at a kink of J); stationarity is
                 # judged on the unit step, P(w - g) = w (SPG2's test).
-                d1 = domain.project(w - g) - w
-                n1 = float(np.max(np.abs(d1)))
+                n1 = _unit_step_norm(domain, w, g)
                 if n1 <= tiny:
                     # w is a stationary point, the optimum.
                     self._finish("stationary", converged=True)
@@ -240,7 +248,7 @@ class SPG(MethodBase):
                     yield w
                     return
                 # Restart the spectral step as at the first iteration.
-                step = min(max(1.0 / n1, _STEP_MIN), _STEP_MAX, _MAX_MOVE / gmax)
+                step = min(_first_step(n1), _MAX_MOVE / gmax)
                 s.step = step
                 d = domain.project(w - step * g) - w
                 dmax = float(np.max(np.abs(d)))
