@@ -45,7 +45,7 @@ REFERENCES = compare.FORMULATION_REFERENCES
 
 
 def _makers(kernels, d):
-    make = compare._factories(kernels, d)
+    make = compare.factories(kernels, d)
     out = {e: make[e] for e in ("svc", "svc-grid", "average")}
     out["mkl-cv-exhaustive"] = lambda: MKLClassifierCV(kernels=kernels, search="exhaustive")
     out["mkl-cv"] = lambda: MKLClassifierCV(kernels=kernels)
@@ -79,7 +79,7 @@ def _profile(name, e, est, seconds):
 
 
 def run(names, repeats, log):
-    compare._warm_up()
+    compare.warm_up()
     records, profile = [], []
     for name in names:
         X, y, kernels = compare.load(name)

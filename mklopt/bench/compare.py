@@ -55,8 +55,8 @@ from ..kernels import KernelBank, grid, poly, rbf
 from ..kernels.specs import GRID_PROTOCOLS
 from . import results as R
 
-__all__ = ["DATASETS", "ESTIMATORS", "SKLEARN_MISSING", "load", "run", "summarise",
-           "tables", "main"]
+__all__ = ["DATASETS", "ESTIMATORS", "SKLEARN_MISSING", "load", "factories", "warm_up", "run",
+           "summarise", "tables", "main"]
 
 DATASETS = ("digits", "satellite", "ionosphere", "sonar", "pima", "breast", "wdbc", "vote",
             "satellite-bands")
@@ -202,7 +202,24 @@ def _mklpy_reason():
     return None
 
 
-def _factories(kernels, d):
+def factories(kernels, d):
+    """One constructor per estimator of the protocol, on these kernels.
+
+    Parameters
+    ----------
+    kernels : str or list
+        What ``MKLClassifier`` and the kernel-based references (``average``,
+        ``easymkl``, ``averagemkl``) use: ``"all_features"`` or a list of
+        specs, as :func:`load` returns them.
+    d : int
+        The number of features: ``svc-grid``'s gammas are ``GAMMAS`` over ``d``.
+
+    Returns
+    -------
+    dict
+        ``{name: callable}`` for every name of :data:`ESTIMATORS`; each call
+        returns a new, unfitted estimator.
+    """
     from sklearn.model_selection import GridSearchCV
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -233,8 +250,16 @@ def _fit(make, X, y):
     return est
 
 
-def _warm_up():
-    """Fit both estimators once on a small set: numba compiles (or loads) outside every measure."""
+def warm_up():
+    """Fit ``MKLClassifier()`` and ``MKLClassifierCV()`` once on 200 points of digits.
+
+    numba then compiles (or loads from its cache) the fits' primitives
+    before anything is measured; :func:`run` calls it first.
+
+    Returns
+    -------
+    None
+    """
     from ..estimators import MKLClassifier, MKLClassifierCV
 
     X, y, _ = load("digits")
@@ -256,14 +281,14 @@ def run(names=DATASETS, estimators=ESTIMATORS, splits=1, seed=0, repeats=3, sear
     if reason:
         skipped.update({e: reason for e in ("easymkl", "averagemkl") if e in estimators})
     active = [e for e in estimators if e not in skipped]
-    _warm_up()
+    warm_up()
     records = []
     for name in names:
         X, y, kernels = load(name)
         for split in range(seed, seed + splits):
             X_tr, X_te, y_tr, y_te = datasets.split(X, y, train_fraction=0.5, seed=split,
                                                     stratify=True)
-            make = _factories(kernels, X.shape[1])
+            make = factories(kernels, X.shape[1])
             recs = {}
             for e in active:
                 try:
