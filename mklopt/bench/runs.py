@@ -28,7 +28,7 @@ from .._optional import pyplot
 from ..driver import solve
 from ..estimators import MKBoostClassifier
 from ..kernels import KernelBank, grid
-from ..methods import PRESETS, get_preset
+from ..methods import PRESETS, get_method, get_preset, method_names
 from ..oracles import SVMDual
 from ..oracles.weak_learners import _round_blocks, _run_round
 from ..stopping import DualityGap, MaxIter, TimeLimit
@@ -49,6 +49,8 @@ __all__ = [
     "write_csv",
     "draw_figures",
     "label",
+    "dual_methods",
+    "make_method",
     "warm_up",
 ]
 
@@ -56,6 +58,48 @@ __all__ = [
 def label(key):
     """How tables and figures name the method ``key`` (its preset's label)."""
     return PRESETS[key].label if key in PRESETS else key
+
+
+def dual_methods():
+    """Every registered method of the SVM dual: the preset keys, then the other names.
+
+    A name whose class an earlier entry already has (``"silp"`` for
+    ``"cutting_plane"``) is left out, so a method a plugin registers (see
+    :func:`mklopt.methods.register`) is listed with no edit. The asv suite
+    and the benchopt benchmark of ``benchmarks/`` run this list.
+
+    Returns
+    -------
+    list of str
+        Keys that :func:`make_method` takes.
+    """
+    keys, seen = [], set()
+    for key, preset in PRESETS.items():
+        if getattr(preset.cls, "oracle_kind", "dual") == "dual":
+            keys.append(key)
+            seen.add(preset.cls)
+    for name in method_names(oracle_kind="dual"):
+        cls = get_method(name)
+        if cls not in seen:
+            keys.append(name)
+            seen.add(cls)
+    return keys
+
+
+def make_method(key):
+    """A new method for a preset key or a registered name, with its defaults.
+
+    Parameters
+    ----------
+    key : str
+        A key of :data:`mklopt.methods.PRESETS` or a registered method name.
+
+    Returns
+    -------
+    object
+        The method, ready for :func:`mklopt.solve`.
+    """
+    return get_preset(key).make() if key in PRESETS else get_method(key)()
 
 
 @dataclass

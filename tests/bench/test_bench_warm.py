@@ -100,3 +100,14 @@ def test_a_warmed_boosting_run_compiles_nothing_new_when_its_rounds_go_parallel(
     assert "boost.weak_svm_round_parallel" in rounds
     new = {k: after[k] - before.get(k, set()) for k in rounds if after[k] - before.get(k, set())}
     assert any(used) and not new, f"compiled after the warm-up: {sorted(new)}"
+
+
+def test_dual_methods_lists_each_class_once_presets_first():
+    from mklopt.methods import get_method, method_names
+
+    keys = _bench.dual_methods()
+    presets = [k for k in PRESETS if getattr(PRESETS[k].cls, "oracle_kind", "dual") == "dual"]
+    assert keys[: len(presets)] == presets
+    classes = [type(_bench.make_method(k)) for k in keys]
+    assert set(classes) == {get_method(n) for n in method_names(oracle_kind="dual")}
+    assert len(classes[len(presets):]) == len(set(classes[len(presets):]))

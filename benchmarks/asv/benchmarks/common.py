@@ -8,8 +8,9 @@ errors and asserts nothing about times). Like scikit-learn's
 ``asv_benchmarks/config.json`` profiles, only sizes change between them,
 never what is measured.
 
-Only public mklopt names are imported (``mklopt.bench.runs.warm_up`` is the
-public warm-up of ``mklopt bench``).
+Only public mklopt names are imported; the method list and the paper's
+kernel bank are :mod:`mklopt.bench.runs`' (``dual_methods``,
+``protocol_bank``), which ``mklopt bench`` uses too.
 """
 
 import itertools
@@ -20,8 +21,7 @@ from functools import cache
 import numpy as np
 
 from mklopt import datasets, solve
-from mklopt.kernels import KernelBank, grid
-from mklopt.methods import PRESETS, get_method, get_preset, method_names
+from mklopt.bench.runs import make_method
 from mklopt.oracles import SVMDual
 from mklopt.stopping import DualityGap, MaxIter
 
@@ -43,31 +43,6 @@ CONFIG = _PROFILES[PROFILE]
 C_PAPER, TOL_PAPER, MAX_ITER_PAPER, INNER_TOL_PAPER = 100.0, 1e-2, 500, 1e-4
 
 
-def dual_methods():
-    """Every registered method of the SVM dual: the presets, then the other names.
-
-    Aliases of a class already listed (``"silp"`` for ``"cutting_plane"``)
-    are left out, so a plugin registered with :func:`mklopt.methods.register`
-    appears here without an edit.
-    """
-    keys, seen = [], set()
-    for key, preset in PRESETS.items():
-        if getattr(preset.cls, "oracle_kind", "dual") == "dual":
-            keys.append(key)
-            seen.add(preset.cls)
-    for name in method_names(oracle_kind="dual"):
-        cls = get_method(name)
-        if cls not in seen:
-            keys.append(name)
-            seen.add(cls)
-    return keys
-
-
-def make_method(key):
-    """A fresh method for a preset key or a registered name."""
-    return get_preset(key).make() if key in PRESETS else get_method(key)()
-
-
 @cache
 def split(name, n_train=None, seed=0):
     """A random half split, standardised on its training part, cut to ``n_train`` points."""
@@ -84,12 +59,6 @@ def paper_split(name):
     X_tr, X_te, y_tr, y_te = split(name, CONFIG["n_train"])
     d = CONFIG["n_features"] or X_tr.shape[1]
     return X_tr[:, :d], X_te[:, :d], y_tr, y_te
-
-
-def paper_bank(X_tr):
-    """The level paper's unit-trace kernel grid on every feature and each single one."""
-    return KernelBank.from_specs(X_tr, grid(X_tr.shape[1], protocol="level2008"),
-                                 normalize="trace")
 
 
 def paper_solve(bank, y, key):
@@ -112,14 +81,11 @@ class Fit(ABC):
     (fit, metrics)``: ``fit()`` runs the timed work and returns what it
     fitted, ``metrics(fitted)`` a dict with ``score``, ``oracle_calls`` and
     ``gap``. Each suite's ``setup_cache`` returns :meth:`fit_all` (asv keys a
-    cache by the line that defines it, so a shared one would be shared by
-    every suite): every parameter combination fitted once, its metrics kept
-    for the ``track_*`` benchmarks, so the tracked
-    numbers cost one fit and the time and memory benchmarks fit again on
-    their own. The data and kernels are made on the first fit, which
-    ``warmup_time`` makes asv run untimed before it times ``time_fit`` (numba
-    loads or compiles there what the fit uses), and which ``peakmem_fit``
-    counts (the peak of making the kernels and fitting).
+    cache by the line that defines it: a shared one would be shared by every
+    suite), which fits every combination once for the ``track_*``
+    benchmarks. The data and kernels are made on the first fit, which asv
+    runs untimed (``warmup_time``; numba loads there) and ``peakmem_fit``
+    counts.
     """
 
     number = 1

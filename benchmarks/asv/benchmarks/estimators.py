@@ -3,8 +3,9 @@
 import numpy as np
 
 from mklopt import MKLClassifier, MKLOneClass, MKLRegressor
+from mklopt.bench.runs import protocol_bank
 
-from .common import CONFIG, Fit, estimator_metrics, paper_bank, paper_split, split
+from .common import CONFIG, Fit, estimator_metrics, paper_split, split
 
 
 class Binary(Fit):
@@ -80,7 +81,7 @@ class Precomputed(Fit):
 
     def make(self, name):
         X_tr, X_te, y_tr, y_te = paper_split(name)
-        bank = paper_bank(X_tr)
+        bank = protocol_bank(X_tr)
         K_tr = np.ascontiguousarray(bank.blocks(np.arange(bank.n_kernels), np.arange(len(y_tr))))
         K_te = np.ascontiguousarray(bank.cross(X_te))
         fit = lambda: MKLClassifier(kernels="precomputed", C=100.0).fit(K_tr, y_tr)  # noqa: E731

@@ -4,10 +4,11 @@ import numpy as np
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.svm import SVC
 
+from mklopt.bench.runs import protocol_bank
 from mklopt.kernels import KernelBank, rbf
 from mklopt.oracles import SVMDual
 
-from .common import C_PAPER, CONFIG, paper_bank, paper_split
+from .common import C_PAPER, CONFIG, paper_split
 
 
 class SMO:
@@ -23,7 +24,7 @@ class SMO:
 
     def setup(self, name, solver):
         X_tr, _, self.y, _ = paper_split(name)
-        self.bank = paper_bank(X_tr)
+        self.bank = protocol_bank(X_tr)
         self.w = np.full(self.bank.n_kernels, 1.0 / self.bank.n_kernels)
         self.K = np.ascontiguousarray(self.bank.combine(self.w))
         self.oracle = SVMDual(self.bank, self.y, C=C_PAPER, tol=1e-3)

@@ -3,10 +3,12 @@
 ``mklopt bench --protocol level2008``: a random half split, the paper's grid
 (Gaussian widths 2^-3..2^6, polynomial degrees 1..3, on all features and on
 each single one, unit trace), C = 100, a relative gap of 1e-2 or 500
-iterations. The methods are read from the registry (:func:`common.dual_methods`).
+iterations. The methods are read from the registry (:func:`mklopt.bench.runs.dual_methods`).
 """
 
-from .common import CONFIG, Fit, dual_methods, paper_bank, paper_solve, paper_split, test_accuracy
+from mklopt.bench.runs import dual_methods, protocol_bank
+
+from .common import CONFIG, Fit, paper_solve, paper_split, test_accuracy
 
 
 class LevelProtocol(Fit):
@@ -18,7 +20,7 @@ class LevelProtocol(Fit):
 
     def make(self, name, key):
         X_tr, X_te, y_tr, y_te = paper_split(name)
-        bank = paper_bank(X_tr)
+        bank = protocol_bank(X_tr)
 
         def metrics(res):
             return dict(score=test_accuracy(bank, res, y_tr, X_te, y_te),

@@ -1,13 +1,10 @@
 """Every registered mklopt method of the SVM dual, one benchopt solver parametrized by its name.
 
-The names are read from the registry when benchopt imports this file: the
-presets of :mod:`mklopt.methods` (``"level"``, ``"silp"``, ``"sd"``, ...),
-then every other registered name whose class no preset covers. A method
-registered by a plugin (an entry point in the group ``mklopt.methods``, or
-:func:`mklopt.methods.register` in a module the plugin loads) is listed with
-no edit here. A method is skipped on an objective whose feasible set (the
-simplex for ``p = 1``, the Lp ball otherwise) is not the one it optimises
-over, as its first query tells.
+The names are read from the registry when benchopt imports this file
+(:func:`mklopt.bench.runs.dual_methods`: the presets, then every other
+registered name, a plugin's included). A method is skipped on an objective
+whose feasible set (the simplex for ``p = 1``, the Lp ball otherwise) is not
+the one it optimises over, as its first query tells.
 """
 
 import math
@@ -15,8 +12,9 @@ import math
 from benchopt import BaseSolver
 
 from mklopt import solve
+from mklopt.bench.runs import dual_methods, make_method
 from mklopt.domains import LpBall, Simplex
-from mklopt.methods import PRESETS, estimator_params_of, get_method, get_preset, method_names
+from mklopt.methods import PRESETS, estimator_params_of, get_method
 from mklopt.oracles import SVMDual
 from mklopt.stopping import DualityGap, MaxOracleCalls
 
@@ -24,24 +22,10 @@ from mklopt.stopping import DualityGap, MaxOracleCalls
 INNER_TOL = 1e-4
 
 
-def dual_methods():
-    """Preset keys, then the registered names of the SVM dual whose class no earlier entry has."""
-    keys, seen = [], set()
-    for key, preset in PRESETS.items():
-        if getattr(preset.cls, "oracle_kind", "dual") == "dual":
-            keys.append(key)
-            seen.add(preset.cls)
-    for name in method_names(oracle_kind="dual"):
-        if get_method(name) not in seen:
-            keys.append(name)
-            seen.add(get_method(name))
-    return keys
-
-
 def build(key, p):
     """A fresh method: the preset, or the class with ``p`` when it takes one and ``p > 1``."""
     if key in PRESETS:
-        return get_preset(key).make()
+        return make_method(key)
     cls = get_method(key)
     kw = estimator_params_of(cls)
     return cls(**{kw["p"]: p}) if "p" in kw and p != 1 else cls()
