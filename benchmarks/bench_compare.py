@@ -5,16 +5,12 @@
     python benchmarks/bench_compare.py --baseline /tmp/mklopt-base --methods level silp sd
     python benchmarks/bench_compare.py --baseline /tmp/mklopt-base --scale curve-dense-4000
 
-Both trees run ``mklopt bench --protocol level2008 --methods level`` (or the
-``--methods`` given; 5 half splits, medians of 3 timed repeats per solve,
-numba warmed up by the bench) in fresh processes, alternating baseline /
-this tree ``--rounds`` times so that both see the same machine load, after
-one untimed round per tree that fills its numba cache. The table gives, per
-data set and method, the median over rounds of each tree's mean solve time
-and their ratio. With ``--scale CASE ...`` the same for scale cases (each
-``python -m mklopt.bench.scale --child CASE`` in its own process), with the
-oracle calls of both trees. ``--out FILE`` writes the table as a results
-file.
+Both trees run ``mklopt bench --protocol level2008`` (``--methods``, default
+``level``) in fresh processes, alternating ``--rounds`` times after one
+untimed round each that fills its numba cache; per data set and method, the
+median over rounds of each tree's mean solve time and their ratio.
+``--scale CASE ...``: scale cases instead (each in its own process), with
+both trees' oracle calls. ``--out FILE`` writes a results file.
 """
 
 from __future__ import annotations

@@ -4,17 +4,12 @@
     python benchmarks/bench_compile.py --dataset sonar  # another bundled set
     python benchmarks/bench_compile.py --json out.json  # the records, for a table
 
-Runs two fresh processes that share one new, empty ``NUMBA_CACHE_DIR``:
-the first compiles (a first run after install), the second loads every
-kernel from the cache (every later process). In each, ``import mklopt``,
-``datasets.load``, ``MKLClassifier().fit`` and its ``predict`` are timed
-(in one process each: ``MKLOPT_COMPILE_JOBS=1``, so that no helper process
-compiles part of the plan unseen), and every call to
-a numba dispatcher's ``compile`` is recorded: the function, the signature
-(dtype, layout, read-only arrays, literal values), whether it was compiled
-or loaded from the cache, and its seconds. A compile's seconds include the
-functions it calls that compile with it (their rows are marked
-``nested``); the totals count only the outermost ones.
+Two fresh processes share one new, empty ``NUMBA_CACHE_DIR``: the first
+compiles, the second loads from the cache. Each (``MKLOPT_COMPILE_JOBS=1``:
+no helper process) times ``import mklopt``, ``MKLClassifier().fit`` and
+``predict``, and records every numba ``compile`` call: function, signature,
+compiled or loaded, seconds. A compile's seconds include the functions
+compiled with it (rows marked ``nested``); totals count the outermost.
 
 With ``--prepared``, the second process calls
 :func:`mklopt._compile.prepare` first (what a fit does before its

@@ -3,13 +3,10 @@
     git archive 2c42b16 | tar -x -C /tmp/base      # the tree to compare with
     python benchmarks/bench_core_equal.py --baseline /tmp/base
 
-Each tree fits, in a fresh process (``PYTHONPATH=<tree>``), the classifier
-(default grid on raw features, ``multiclass="shared"``, a tight ``tol``
-that chains the exact step, the logistic loss), precomputed kernels,
-MKBoost, ``MKLClassifierCV``, the regressor (both losses), ``MKLRegressorCV``
-and the one-class model, on satellite and diabetes subsets, and records the
-weights, the test decisions and the run counts. The table compares them
-array by array. Public API only.
+Each tree fits in a fresh process (``PYTHONPATH=<tree>``) every estimator
+in several settings (see :func:`fit_all`) on subsets of satellite and
+diabetes; the table compares their weights, test decisions and run counts
+array by array.
 """
 
 from __future__ import annotations

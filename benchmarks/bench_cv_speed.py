@@ -1,25 +1,14 @@
 """MKLClassifierCV against GridSearchCV(MKLClassifier()): medians over repeats, where the time goes.
 
-The setting of the CV benchmark (data, folds and grid: ``StratifiedKFold(5)``
-of a stratified 50 % training half, ``Cs`` 8 values log-spaced from 1e-2 to
-1e3, default parameters), with repeats: every search is timed
-``--repeats`` times (the MKL grid search ``--gs-repeats`` times) in this
-process, interleaved, and the medians are reported; the speed-up is the
-ratio of the two medians of this run. For ``MKLClassifierCV`` the time is
-split into the paths of the folds (``cv_results_["mean_fit_time"]`` times
-the number of folds), the refit (``refit_time_``) and the rest (the one
-kernel bank, the validation decisions, scoring), and the SVM solves of
-the paths are counted per C.
-
-With ``--floor`` it also times ``MKLClassifierCV(tol=1e6)``: every path
-point (and every refit pair) then stops at its first oracle call, so no
-outer method takes a step. It is the time of the warm-started design with
-one SVM solve per point that is not carried over, the least any outer
-method could reach at today's cost of a call, and its ratio to the grid
-search of the same run is the most this design could show.
-
-Run it on two versions of mklopt with the same script to compare them,
-each against its own grid search of the same run:
+``StratifiedKFold(5)`` of a stratified 50 % training half, 8 ``Cs``
+log-spaced from 1e-2 to 1e3, default parameters; every search timed
+``--repeats`` times (the MKL grid search ``--gs-repeats`` times),
+interleaved, medians reported. ``MKLClassifierCV``'s time is split into the
+folds' paths, the refit and the rest (the bank, the decisions, scoring),
+and the paths' SVM solves are counted per C. ``--floor`` also times
+``MKLClassifierCV(tol=1e6)``, where every path point stops at its first
+oracle call: the least any outer method could reach at today's cost of a
+call. Two versions of mklopt, each against its own grid search:
 
     python benchmarks/bench_cv_speed.py
     PYTHONPATH=/path/to/other/checkout python benchmarks/bench_cv_speed.py
@@ -66,13 +55,14 @@ def warm_up():
         MKLClassifier().fit(X[:150], y[:150])
 
 
-def _timed(make, X, y):
+def quiet_fit(make, X, y):
+    """``(estimator, fit seconds)``, warnings silenced (public API only: runs on older trees)."""
     est = make()
-    t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
         est.fit(X, y)
-    return est, time.perf_counter() - t0
+        return est, time.perf_counter() - t0
 
 
 def run(name, n_train, Cs, repeats, gs_repeats, floor=False):
@@ -94,7 +84,7 @@ def run(name, n_train, Cs, repeats, gs_repeats, floor=False):
         for key, make in makers.items():
             if r >= (gs_repeats if key == "gs" else repeats):
                 continue
-            est, secs = _timed(make, X_tr, y_tr)
+            est, secs = quiet_fit(make, X_tr, y_tr)
             times[key].append(secs)
             last[key] = est
             if key == "cv":

@@ -3,23 +3,15 @@
     python benchmarks/bench_formulation_cv.py [--repeats 3] [--datasets digits satellite ...]
         [--out benchmarks/results/formulation_cv.json]
 
-The estimators and data of ``mklopt bench --protocol compare``
-(:mod:`mklopt.bench.compare`: the same half split, ``svc``, ``svc-grid``
-over 5 C x 5 gamma with 5 folds, ``average``: SVC on the uniform average of
-the kernels with C by CV), plus the search before and after successive
-halving: ``mkl-cv`` is ``MKLClassifierCV()`` (its default,
-``search="halving"``), ``mkl-cv-exhaustive`` the same with
-``search="exhaustive"`` (every candidate on every fold, the earlier
-default). Every estimator of a data set is fitted in this one process on
-one BLAS/OpenMP/numba thread (libsvm runs on one core), ``repeats`` times
-interleaved (repeat ``r`` of every estimator, then repeat ``r + 1``), after
-one small fit of the mklopt estimators that compiles (or loads) numba's
-kernels; times are medians.
-
-A second table says where each search's time went (the last repeat's
-fit): per formulation, the (fold, C) points solved, the SVM solves (a
-shared point's joint call counts once) and the seconds of its path points;
-``other`` is the rest of the fit (the bank, the scores, the refit).
+The data, split and references of ``mklopt bench --protocol compare``
+(``svc``, ``svc-grid``, ``average``; :mod:`mklopt.bench.compare`), with
+``mkl-cv`` (``MKLClassifierCV()``, successive halving) and
+``mkl-cv-exhaustive`` (``search="exhaustive"``, the earlier default). One
+BLAS/OpenMP/numba thread, ``repeats`` interleaved fits after
+:func:`mklopt.bench.compare.warm_up`; times are medians. A last table says
+where each search's time went (the last repeat): per formulation, the
+(fold, C) points solved, the SVM solves and the seconds of its path points;
+``other`` is the bank, the scores and the refit.
 """
 
 from __future__ import annotations
@@ -58,7 +50,7 @@ def _fit(make, X, y):
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
         est.fit(X, y)
-    return time.perf_counter() - t0, est
+    return est, time.perf_counter() - t0
 
 
 def _profile(name, e, est, seconds):
@@ -92,7 +84,7 @@ def run(names, repeats, log):
                            "n_test": len(y_te), "n_points": len(y), "seconds_1": []}
             for _ in range(repeats):
                 for e in ESTIMATORS:
-                    secs, est = _fit(make[e], X_tr, y_tr)
+                    est, secs = _fit(make[e], X_tr, y_tr)
                     recs[e]["seconds_1"].append(secs)
                     recs[e]["accuracy"] = float(est.score(X_te, y_te))
                     last[e] = (secs, est)
@@ -111,12 +103,8 @@ def run(names, repeats, log):
 
 
 def tables(records, profile):
-    """The results file's tables: fits, targets and profile, one row per data set and search.
-
-    ``profile`` holds rows ``[data, search, formulation, points, SVM solves,
-    seconds]`` (see :func:`_profile`), laid out here one column per
-    formulation.
-    """
+    """The results file's tables: fits, targets and where the time went (from :func:`_profile`'s
+    rows, one column per formulation)."""
     by = {(r["dataset"], r["estimator"]): r for r in records}
     main, targets, where = [], [], []
     for r in records:
@@ -164,29 +152,12 @@ def tables(records, profile):
     ]
 
 
-def _retable(path):
-    """Rebuild the tables of an existing results file from its records (no new run)."""
-    data = R.read(path)
-    old = data["tables"][-1]
-    if old["columns"][:3] != ["data", "search", "formulation"]:
-        raise SystemExit(f"{path}: its profile table is not in the long layout to rebuild from")
-    new = tables(data["records"], old["rows"])
-    R.write(path, data["name"], data["command"], new, data["records"], source=data["source"],
-            env=data["environment"])
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "formulation_cv.json")
-    ap.add_argument("--retable", action="store_true",
-                    help="only rebuild the tables of --out from its records (no new run)")
     args = ap.parse_args(argv)
-    if args.retable:
-        _retable(args.out)
-        print(R.render_markdown(R.read(args.out)))
-        return 0
     env = R.environment()
     records, profile = run(args.datasets, args.repeats,
                            lambda s: print(s, file=sys.stderr, flush=True))

@@ -18,22 +18,16 @@ from mklopt.methods import get_method, method_names
 from mklopt.testing import check_method
 
 
-def _runs_on_toys(cls):
-    # dual-oracle methods that read no dual problem (not the exact step)
-    return (getattr(cls, "oracle_kind", "dual") == "dual"
-            and not getattr(cls, "needs_problem", False))
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profiles", nargs="+", default=["default", "thorough"],
                     choices=["default", "thorough"])
     args = ap.parse_args()
     classes = {}
-    for name in method_names():
+    for name in method_names(oracle_kind="dual"):
         cls = get_method(name)
-        if _runs_on_toys(cls) and cls not in classes.values():
-            classes[name] = cls
+        if not getattr(cls, "needs_problem", False) and cls not in classes.values():
+            classes[name] = cls  # the toy oracles carry no dual problem for the exact step
     check_method(get_method("level"))  # numba's caches, once
     print("| method | " + " | ".join(f"{p} (s)" for p in args.profiles) + " |")
     print("|---|" + "---|" * len(args.profiles))

@@ -1,34 +1,26 @@
 """Multiclass fit times of ``MKLClassifier()`` against ``SVC()``, and where the time goes.
 
-Every estimator with its defaults on raw features, against
-``make_pipeline(StandardScaler(), SVC())`` fitted on the same stratified
-split in the same process; medians over ``--repeats`` fits, numba warmed
-up on a small fit first. Accuracy is measured on the held-out part.
+Both with their defaults on raw features (``SVC()`` in
+``make_pipeline(StandardScaler(), ...)``), on the same stratified split in
+one process; medians over ``--repeats`` fits after a small warm-up fit;
+accuracy on the held-out part.
 
     python benchmarks/bench_multiclass.py                    # digits 50 %, satellite 50 / 80 %
     python benchmarks/bench_multiclass.py --curve satellite  # ratio against training size
     python benchmarks/bench_multiclass.py --profile digits satellite
     python benchmarks/bench_multiclass.py --profile satellite --warm  # the second fit
     python benchmarks/bench_multiclass.py --profile satellite --fraction 0.8
-    python benchmarks/bench_multiclass.py --tiled 649              # digits, features tiled to d
     python benchmarks/bench_multiclass.py --threads 1 2 default --busy 1  # beside a busy process
     python benchmarks/bench_multiclass.py --thread-cpu digits satellite  # CPU of each thread
 
-``--profile`` runs one fit under cProfile and sums its time into the parts
-of a fit: kernel evaluation, combining the kernel (whole matrix or rows),
-the quadratic forms ``q``, SMO, the outer method's master step, and the
-rest. Run it with ``PYTHONPATH=<another tree>`` to profile another commit.
-
-``--thread-cpu`` (Linux) fits each set once with the default threads and
-prints the CPU time each thread of the process spent in those fits: the
-OpenBLAS workers (the threads that exist after NumPy's first large product,
-before numba runs), the numba (OpenMP) workers and the main thread.
-
-``--threads`` runs every measure with that many BLAS, OpenMP and numba
-threads (``default``: the defaults; several: one column each, interleaved),
-through :func:`mklopt.bench.results.blas_threads`. ``--busy N`` keeps N
-CPU-bound processes (``while True: pass``) running for the whole run, to
-see what threads cost on cores that other jobs use.
+``--profile`` sums one cProfile'd fit into the parts of ``_PARTS`` (kernel
+evaluation, combining, the quadratic forms ``q``, SMO, the master step) and
+the rest. ``--thread-cpu`` (Linux) prints the CPU time each thread (OpenBLAS
+workers, numba workers, the main thread) spent in one default fit of each
+set. ``--threads`` runs every measure with that many BLAS, OpenMP and numba
+threads (``default``; several: one column each, interleaved); ``--busy N``
+runs it all beside N CPU-bound processes. ``PYTHONPATH=<another tree>``
+measures another commit.
 """
 
 from __future__ import annotations
@@ -53,7 +45,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from mklopt import MKLClassifier, datasets
-from mklopt.bench.results import blas_threads
+from mklopt.bench.results import blas_threads, environment
 
 CASES = [("digits", 0.5), ("satellite", 0.5), ("satellite", 0.8)]
 
@@ -72,33 +64,42 @@ _PARTS = [
 ]
 
 
-def load(name, train_fraction, seed=0, tile=None):
-    if name == "digits":
-        X, y = load_digits(return_X_y=True)
-    else:
-        X, y = datasets.load(name)
-    if tile is not None:
-        X = np.tile(X, (1, -(-tile // X.shape[1])))[:, :tile]
+def load(name, train_fraction, seed=0):
+    X, y = load_digits(return_X_y=True) if name == "digits" else datasets.load(name)
     return train_test_split(X, y, train_size=train_fraction, random_state=seed, stratify=y)
 
 
 def warm_up():
     X, y = load_digits(return_X_y=True)
+    quiet_fit(MKLClassifier, X[:200], y[:200])
+
+
+def quiet_fit(make, X, y):
+    """``(estimator, fit seconds)``, warnings silenced. Here, not imported: this script runs
+    on older trees too (``PYTHONPATH``), which need only ``mklopt.bench.results.blas_threads``."""
+    est = make()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        MKLClassifier().fit(X[:200], y[:200])
+        t0 = time.perf_counter()
+        est.fit(X, y)
+        return est, time.perf_counter() - t0
+
+
+@contextlib.contextmanager
+def busy(n):
+    """``n`` CPU-bound processes running inside (each ended through its own handle after)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        time.sleep(0.5 if n else 0.0)
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 def _label(threads):
     return "default threads" if threads is None else f"{threads} thread" + "s" * (threads > 1)
-
-
-def _quiet_fit(make, X, y):
-    est = make()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.fit(X, y)
-    return est
 
 
 def time_fits(X_tr, y_tr, X_te, y_te, repeats, threads=(None,)):
@@ -109,44 +110,43 @@ def time_fits(X_tr, y_tr, X_te, y_te, repeats, threads=(None,)):
         for t in threads:
             for key, make in makers:
                 with blas_threads(t):
-                    t0 = time.perf_counter()
-                    est = _quiet_fit(make, X_tr, y_tr)
-                    secs.setdefault((key, t), []).append(time.perf_counter() - t0)
+                    est, s = quiet_fit(make, X_tr, y_tr)
+                secs.setdefault((key, t), []).append(s)
                 scores[key, t] = float(est.score(X_te, y_te))
     return {k: (statistics.median(v), scores[k]) for k, v in secs.items()}
 
 
-def table(cases, repeats, tile=None, threads=(None,), note=""):
-    print(f"**MKLClassifier() against make_pipeline(StandardScaler(), SVC()), medians of "
-          f"{repeats} fits, {', '.join(map(_label, threads))} (interleaved){note}**")
-    print()
-    head = "| data | n train | d | classes |"
-    for t in threads:
-        head += f" SVC s ({_label(t)}) | MKL s | ratio |"
-    print(head + " accuracy SVC / MKL |")
-    print("|---|---|---|---|" + "---|---|---|" * len(threads) + "---|")
+def _header(title, first, threads):
+    """Print a table's title and header: the ``first`` columns, then three per setting."""
+    print(f"**{title}**\n")
+    print(f"| {' | '.join(first)} |" + "".join(
+        f" SVC s ({_label(t)}) | MKL s | ratio |" for t in threads) + " accuracy SVC / MKL |")
+    print("|---" * len(first) + "|" + "---|---|---|" * len(threads) + "---|")
+
+
+def _row(cells, r, threads):
+    """Print one row: ``cells``, each setting's SVC and MKL medians and ratio, the accuracies."""
+    times = "".join(f" {r['svc', t][0]:.3f} | {r['mkl', t][0]:.3f} | "
+                    f"{r['mkl', t][0] / r['svc', t][0]:.1f}x |" for t in threads)
+    t = threads[0]
+    print(f"| {' | '.join(cells)} |{times} {r['svc', t][1]:.3f} / {r['mkl', t][1]:.3f} |",
+          flush=True)
+
+
+def table(cases, repeats, threads=(None,), note=""):
+    _header(f"MKLClassifier() against make_pipeline(StandardScaler(), SVC()), medians of "
+            f"{repeats} fits, {', '.join(map(_label, threads))} (interleaved){note}",
+            ["data", "n train", "d", "classes"], threads)
     for name, frac in cases:
-        X_tr, X_te, y_tr, y_te = load(name, frac, tile=tile)
+        X_tr, X_te, y_tr, y_te = load(name, frac)
         r = time_fits(X_tr, y_tr, X_te, y_te, repeats, threads)
-        label = f"{name} ({int(100 * frac)} %)" + (f", tiled to d = {tile}" if tile else "")
-        row = (f"| {label} | {X_tr.shape[0]:,} | {X_tr.shape[1]} | "
-               f"{len(np.unique(y_tr))} |")
-        for t in threads:
-            s_, m_ = r["svc", t][0], r["mkl", t][0]
-            row += f" {s_:.3f} | {m_:.3f} | {m_ / s_:.1f}x |"
-        t = threads[0]
-        print(row + f" {r['svc', t][1]:.3f} / {r['mkl', t][1]:.3f} |", flush=True)
+        _row([f"{name} ({int(100 * frac)} %)", f"{X_tr.shape[0]:,}", str(X_tr.shape[1]),
+              str(len(np.unique(y_tr)))], r, threads)
 
 
 def curve(name, sizes, repeats, threads=(None,), note=""):
-    print(f"**Ratio over training size ({name}, fixed 20 % test part), "
-          f"{', '.join(map(_label, threads))}{note}**")
-    print()
-    head = "| n train |"
-    for t in threads:
-        head += f" SVC s ({_label(t)}) | MKL s | ratio |"
-    print(head + " accuracy SVC / MKL |")
-    print("|---|" + "---|---|---|" * len(threads) + "---|")
+    _header(f"Ratio over training size ({name}, fixed 20 % test part), "
+            f"{', '.join(map(_label, threads))}{note}", ["n train"], threads)
     X, y = datasets.load(name)
     X_rest, X_te, y_rest, y_te = train_test_split(X, y, test_size=0.2, random_state=0,
                                                   stratify=y)
@@ -156,13 +156,8 @@ def curve(name, sizes, repeats, threads=(None,), note=""):
                                                 stratify=y_rest)
         else:
             X_tr, y_tr = X_rest, y_rest
-        r = time_fits(X_tr, y_tr, X_te, y_te, repeats, threads)
-        row = f"| {X_tr.shape[0]:,} |"
-        for t in threads:
-            s_, m_ = r["svc", t][0], r["mkl", t][0]
-            row += f" {s_:.3f} | {m_:.3f} | {m_ / s_:.1f}x |"
-        t = threads[0]
-        print(row + f" {r['svc', t][1]:.3f} / {r['mkl', t][1]:.3f} |", flush=True)
+        _row([f"{X_tr.shape[0]:,}"], time_fits(X_tr, y_tr, X_te, y_te, repeats, threads),
+             threads)
 
 
 def _profile_one(X_tr, y_tr, threads, warm):
@@ -171,13 +166,11 @@ def _profile_one(X_tr, y_tr, threads, warm):
         if warm:
             # A first fit maps the bank's memory: the profiled fit then does not
             # pay the first touch of a fresh 1.4 GB (up to 1.5 s on this VM).
-            _quiet_fit(MKLClassifier, X_tr, y_tr)
+            quiet_fit(MKLClassifier, X_tr, y_tr)
         prof = cProfile.Profile()
-        t0 = time.perf_counter()
         prof.enable()
-        clf = _quiet_fit(MKLClassifier, X_tr, y_tr)
+        clf, total = quiet_fit(MKLClassifier, X_tr, y_tr)
         prof.disable()
-        total = time.perf_counter() - t0
     parts = dict.fromkeys([p for p, _ in _PARTS], 0.0)
     for (fname, _, func), (_, _, tottime, _, _) in pstats.Stats(prof).stats.items():
         key = f"{fname}:{func}"
@@ -190,12 +183,8 @@ def _profile_one(X_tr, y_tr, threads, warm):
 
 
 def profile(names, frac, warm=False, threads=(None,), repeats=3, note=""):
-    """One table: the seconds (and share) of each part of a profiled fit, per data set and threads.
-
-    Below the parts: the profiled fit's wall time, the median of ``repeats``
-    unprofiled fits of MKLClassifier() and of SVC in the same setting, and
-    their ratio.
-    """
+    """The seconds (and share) of each part of a profiled fit, per data set and threads; below,
+    the medians of ``repeats`` unprofiled fits of MKLClassifier() and SVC and their ratio."""
     cols, results = [], []
     for name in names:
         X_tr, X_te, y_tr, y_te = load(name, frac)
@@ -242,7 +231,7 @@ def thread_cpu(names, note=""):
     before = _thread_cpu()
     t0 = time.perf_counter()
     for X_tr, y_tr in data:
-        _quiet_fit(MKLClassifier, X_tr, y_tr)
+        quiet_fit(MKLClassifier, X_tr, y_tr)
     wall = time.perf_counter() - t0
     after = _thread_cpu()
     print(f"**CPU time of each thread over one default fit of {', '.join(names)} "
@@ -256,25 +245,9 @@ def thread_cpu(names, note=""):
         print(f"| {kind} | {after[t] - before.get(t, 0.0):.2f} |")
 
 
-@contextlib.contextmanager
-def busy(n):
-    """``n`` CPU-bound processes running inside (each ended through its own handle after)."""
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
-    try:
-        time.sleep(0.5 if n else 0.0)
-        yield
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
-
-
 def _commit():
     """The commit of the imported mklopt, with the load average now."""
-    from mklopt.bench.results import environment
-
-    env = environment()
-    return f"mklopt at {env['commit']}, load {os.getloadavg()[0]:.1f} at the start"
+    return f"mklopt at {environment()['commit']}, load {os.getloadavg()[0]:.1f} at the start"
 
 
 def _case(v):
@@ -298,8 +271,6 @@ def main(argv=None):
                     help="with --profile: the training fraction of the split (default 0.5)")
     ap.add_argument("--warm", action="store_true",
                     help="with --profile: profile the second fit of the process")
-    ap.add_argument("--tiled", type=int, default=None,
-                    help="digits with its features tiled to this many columns")
     ap.add_argument("--threads", type=_threads_arg, nargs="+", default=[None],
                     metavar="N|default", help="thread settings (default: the defaults)")
     ap.add_argument("--cases", type=_case, nargs="+", default=None, metavar="DATA[:PERCENT]",
@@ -320,8 +291,6 @@ def main(argv=None):
             profile(args.profile, args.fraction, args.warm, threads, args.repeats, note)
         elif args.curve:
             curve(args.curve, args.sizes, args.repeats, threads, note)
-        elif args.tiled:
-            table([("digits", 0.5)], args.repeats, tile=args.tiled, threads=threads, note=note)
         else:
             table(args.cases or CASES, args.repeats, threads=threads, note=note)
 

@@ -3,30 +3,20 @@
     python benchmarks/bench_startup.py --python /tmp/after/bin/python \\
         --python /tmp/before/bin/python --repeats 3
 
-Each ``--python`` is the interpreter of a virtualenv where mklopt was
-installed with ``pip install /path/to/clone`` (not editable; no
-scikit-learn, as after a plain install; ``dask[distributed]`` installed in
-every one, since this issue's start commit could not fit without it). For each, interleaved with the
-others, every figure is measured as wall time of a whole new process:
+Each ``--python`` is a virtualenv's interpreter with mklopt from ``pip
+install /path/to/clone`` (not editable, no scikit-learn). Interleaved over
+them, each figure is the wall time of a new process:
 
-- ``first fit``: ``datasets.load("ionosphere")`` and ``MKLClassifier().fit``
-  in a process whose ``NUMBA_CACHE_DIR`` is new and empty (a first run after
-  install);
-- ``second fit``: the same script again, on the cache the first one filled;
+- ``first fit``: load ionosphere and ``MKLClassifier().fit`` with a new,
+  empty ``NUMBA_CACHE_DIR``; ``second fit``: the same on the filled cache;
 - ``import``: ``python -c "import mklopt"``;
-- ``predict``: ``mklopt predict model.npz new.csv`` on ionosphere (50
-  rows), with a model saved by ``mklopt fit``, in a process after a first
-  predict on the same cache (``first predict``: that first one, which
-  compiles the cross kernels);
-- ``bench first line``: a first ``mklopt bench`` (empty cache) until it
-  prints its first line (the first split), not counting the compile message.
+- ``first predict``, ``predict``: ``mklopt predict model.npz new.csv`` (50
+  rows, a model saved by ``mklopt fit``), the first and a later process;
+- ``bench first line``: a first ``mklopt bench`` (empty cache) until its
+  first line other than the compile message (``--no-bench``: skipped).
 
 ``..., CPU`` rows are the user and system seconds of the process and the
-helpers it waited for (numba's compile helper): on a busy machine they
-show the work that the wall time hides. ``--no-bench`` skips the bench.
-
-Medians over ``--repeats`` (each repeat with its own new cache); ``uptime``'s
-load before and after is printed, since the machine may be shared.
+helpers it waited for. Medians over ``--repeats``, each with its own cache.
 """
 
 from __future__ import annotations
@@ -38,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 FIT = ("from mklopt import MKLClassifier, datasets\n"
        "X, y = datasets.load('ionosphere')\n"
@@ -123,12 +114,9 @@ def main(argv=None):
             [args.python[0], "-c", "from mklopt.datasets import data; import os; "
              "print(os.path.dirname(data.__file__))"],
             check=True, capture_output=True, text=True, cwd=work).stdout.strip()
-        with open(os.path.join(src, "ionosphere.csv")) as fh:
-            lines = fh.readlines()
-        with open(os.path.join(work, "ionosphere.csv"), "w") as fh:
-            fh.writelines(lines)
-        with open(os.path.join(work, "new.csv"), "w") as fh:
-            fh.writelines(lines[:51])
+        lines = Path(src, "ionosphere.csv").read_text().splitlines(keepends=True)
+        Path(work, "ionosphere.csv").write_text("".join(lines))
+        Path(work, "new.csv").write_text("".join(lines[:51]))
         results = {p: [] for p in args.python}
         for r in range(args.repeats):
             for p in args.python:
@@ -139,8 +127,7 @@ def main(argv=None):
                     flush=True)
                 if res["bench first line"] != res["bench first line"]:
                     print("  bench gave no line:", res["bench line"], flush=True)
-    keys = ["first fit", "first fit, CPU", "second fit", "second fit, CPU", "import",
-            "first predict", "predict", "predict, CPU", "bench first line"]
+    keys = [k for k in results[args.python[0]][0] if k != "bench line"]
     print("\n| figure | " + " | ".join(args.python) + " |")
     print("|---|" + "---:|" * len(args.python))
     for k in keys:

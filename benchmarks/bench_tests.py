@@ -5,18 +5,13 @@
     python benchmarks/bench_tests.py --burners 2 --runs 3     # three runs in a row, both cores busy
 
 Each run clones the repository (``--repo``, default this checkout) at its
-committed HEAD into a new directory, makes a virtualenv with the Python
-that runs this script, and runs the README's test command there, word for
-word (``pip install ".[test]" && python -m pytest``) in ``bash``: numba's
-cache starts empty, as in a fresh clone. ``--burners N`` keeps N
-CPU-bound processes (``while True: pass``) running for the whole run,
-the install included. ``OPENBLAS_CORETYPE`` is set when ``--coretype`` is
-given.
-
-Prints a table per run (install and pytest seconds, pytest's counts) and
-the ten slowest tests pytest reports (``--durations=10`` is in the
-project's pytest options); wrap it in ``python -m mklopt.bench.results
-OUT.json -- ...`` for a results file. Exits 1 if a run failed.
+committed HEAD, makes a virtualenv with this Python and runs the README's
+test command there word for word in ``bash`` (numba's cache starts empty).
+``--burners N`` keeps N CPU-bound processes running through the whole run,
+the install included. Prints the runs (seconds, pytest's summary) and the
+ten slowest tests pytest reports; wrap it in ``python -m
+mklopt.bench.results OUT.json -- ...`` for a results file. Exits 1 if a run
+failed.
 """
 
 from __future__ import annotations

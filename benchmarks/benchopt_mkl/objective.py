@@ -2,13 +2,10 @@
 
 ``J(w) = max_{0 <= a <= C, y'a = 0} 1'a - a'Y K(w) Y a / 2`` with ``K(w) =
 sum_k w_k K_k`` (Xu et al. 2008, eq. 4; Kloft et al. 2011 for the Lp
-ball), minimised over the simplex (``p = 1``) or the unit Lp ball. Every
-solver returns kernel weights; this objective evaluates ``J`` there with
-mklopt's SVM dual at a tight tolerance, and its certified gap ``J(w) -
-D(a(w))`` with ``D(a) = 1'a - h(q(a)) / 2`` (``h = max_k`` on the simplex,
-the dual norm on the Lp ball: :mod:`mklopt.domains`). A solver that knows a
-better lower bound (mklopt's methods keep the best dual value seen) returns
-it as ``lower``, and the gap is taken against it. The exact reference
+ball), minimised over the simplex (``p = 1``) or the unit Lp ball. ``J`` is
+evaluated at each solver's weights with mklopt's SVM dual at a tight
+tolerance, with the certified gap ``J(w) - D(a(w))`` (:mod:`mklopt.domains`)
+or against a better ``lower`` bound the solver returns. The exact reference
 (cvxpy with Clarabel) also returns the conic optimum, ``reference_value``.
 """
 

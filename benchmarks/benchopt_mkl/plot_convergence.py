@@ -1,12 +1,10 @@
 """Convergence figure and time-to-gap table from a benchopt result file of this benchmark.
 
-Per data set (one row): the certified relative gap against time, the
-relative suboptimality ``(J(w) - J*) / J*`` against time, with ``J*`` the
-exact reference's optimum (cvxpy + Clarabel), and the gap against oracle
-calls (mklopt's methods). One-shot solvers (the reference, SVC on the
-uniform average, MKLpy) are single markers; the reference is a star, with a
-dotted line at the time it took. Prints, per data set and solver, the time
-and oracle calls to a relative gap of 1e-2 (the level paper's tolerance).
+Per data set (one row): the certified gap and ``(J(w) - J*) / J*`` (``J*``:
+the cvxpy + Clarabel reference) against time, and the gap against oracle
+calls. One-shot solvers are single markers, the reference a star with a
+dotted line at its time. Prints each solver's time and oracle calls to a
+gap of 1e-2 (the level paper's tolerance).
 
     python benchmarks/benchopt_mkl/plot_convergence.py RESULT.parquet docs/figures/FIG.png
 """

@@ -1,11 +1,9 @@
 """The bundled binary sets under the level paper's protocol.
 
-A random half split (``split`` seeds it), features standardised on the
-training half (:func:`mklopt.datasets.split`), and the paper's kernel grid
-(:func:`mklopt.kernels.grid`, ``protocol="level2008"``): Gaussian widths
-2^-3..2^6 and polynomial degrees 1..3 on all features and on each single
-feature, 13 (d + 1) kernels, unit trace. ``n_features`` keeps the first
-features only (a smaller grid, for smoke runs).
+A random half split (seed ``split``) standardised on the training half, and
+the paper's grid (:func:`mklopt.kernels.grid`, ``protocol="level2008"``:
+13 (d + 1) kernels, unit trace). ``n_features`` keeps the first features
+only (a smaller grid, for smoke runs).
 """
 
 from benchopt import BaseDataset

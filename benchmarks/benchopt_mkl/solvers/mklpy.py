@@ -1,12 +1,9 @@
 """MKLpy's EasyMKL and AverageMKL on the same kernels (optional: ``pip install MKLpy``).
 
-MKLpy (Lauriola and Aiolli) is not a dependency of mklopt (it pulls in
-PyTorch); without it this solver is skipped with the reason. EasyMKL
-(Aiolli and Donini 2015) learns its weights by another criterion (a
-margin between the classes' convex hulls, with its own ``lam``), so its
-point is evaluated here on mklopt's objective like any other: how good its
-weights are for the SVM dual at this ``C``. Its weights are scaled onto
-the objective's feasible set.
+MKLpy (it pulls in PyTorch) is not a dependency: without it this solver is
+skipped with the reason. EasyMKL (Aiolli and Donini 2015) learns its weights
+by another criterion, so its point is evaluated on this objective like any
+other, its weights scaled onto the feasible set.
 """
 
 import numpy as np
