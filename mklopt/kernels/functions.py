@@ -86,7 +86,8 @@ _HOST_BLOCK = 2**22
 #: Upper-triangle entries (over all kernels) up to which ``matrices`` builds
 #: the bank on one thread (``_jit.groups.kernel_sym_serial``): below it the
 #: threads save a few milliseconds, and the serial loop is what a small first
-#: fit after install compiles (benchmarks/README.md, "First contact").
+#: fit after install compiles (docs/benchmarks.md, "What compiles on the default fit's
+#: path", from benchmarks/results/compile_default_fit.json).
 SERIAL_SYM_ENTRIES = 4_000_000
 
 
