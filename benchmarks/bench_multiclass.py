@@ -69,11 +69,6 @@ def load(name, train_fraction, seed=0):
     return train_test_split(X, y, train_size=train_fraction, random_state=seed, stratify=y)
 
 
-def warm_up():
-    X, y = load_digits(return_X_y=True)
-    quiet_fit(MKLClassifier, X[:200], y[:200])
-
-
 def quiet_fit(make, X, y):
     """``(estimator, fit seconds)``, warnings silenced. Here, not imported: this script runs
     on older trees too (``PYTHONPATH``), which need only ``mklopt.bench.results.blas_threads``."""
@@ -96,6 +91,11 @@ def busy(n):
         for p in procs:
             p.kill()
             p.wait()
+
+
+def warm_up():
+    X, y = load_digits(return_X_y=True)
+    quiet_fit(MKLClassifier, X[:200], y[:200])
 
 
 def _label(threads):
