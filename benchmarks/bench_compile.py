@@ -2,7 +2,6 @@
 
     python benchmarks/bench_compile.py                  # ionosphere, MKLClassifier() defaults
     python benchmarks/bench_compile.py --dataset sonar  # another bundled set
-    python benchmarks/bench_compile.py --json out.json  # the records, for a table
 
 Two fresh processes share one new, empty ``NUMBA_CACHE_DIR``: the first
 compiles, the second loads from the cache. Each (``MKLOPT_COMPILE_JOBS=1``:
@@ -56,46 +55,31 @@ def child(dataset, prepared):
             ))
 
     nd.Dispatcher.compile = compile
-    t_numba = time.perf_counter()
+    out = dict(numba_import=time.perf_counter() - t0)
 
-    t = time.perf_counter()
-    import mklopt
-    from mklopt import MKLClassifier, datasets
+    def timed(key, fn):
+        t = time.perf_counter()
+        res = fn()
+        out[key] = time.perf_counter() - t
+        return res
 
-    t_import = time.perf_counter() - t
-    t = time.perf_counter()
-    X, y = datasets.load(dataset)
-    t_load = time.perf_counter() - t
-    t_prepare = 0.0
+    def load_mklopt():
+        from mklopt import MKLClassifier, datasets  # noqa: F401  (the estimators load too)
+        return sys.modules["mklopt"]
+
+    mklopt = timed("import_mklopt", load_mklopt)
+    X, y = timed("load", lambda: mklopt.datasets.load(dataset))
+    out["prepare"] = 0.0
     if prepared:
         from mklopt._compile import prepare
 
-        t = time.perf_counter()
-        prepare()
-        t_prepare = time.perf_counter() - t
-    n_before_fit = len(records)
-    t = time.perf_counter()
-    clf = MKLClassifier().fit(X, y)
-    t_fit = time.perf_counter() - t
-    t = time.perf_counter()
-    clf.fit(X, y)
-    t_refit = time.perf_counter() - t
-    t = time.perf_counter()
-    clf.predict(X)
-    t_predict = time.perf_counter() - t
-    json.dump(dict(
-        version=mklopt.__version__,
-        numba_import=t_numba - t0,
-        import_mklopt=t_import,
-        load=t_load,
-        prepare=t_prepare,
-        fit=t_fit,
-        refit=t_refit,
-        predict=t_predict,
-        rel_gap=float(clf.result_.rel_gap),
-        records=records,
-        n_before_fit=n_before_fit,
-    ), sys.stdout)
+        timed("prepare", prepare)
+    out["n_before_fit"] = len(records)
+    clf = timed("fit", lambda: mklopt.MKLClassifier().fit(X, y))
+    timed("refit", lambda: clf.fit(X, y))
+    timed("predict", lambda: clf.predict(X))
+    json.dump(dict(out, version=mklopt.__version__, rel_gap=float(clf.result_.rel_gap),
+                   records=records), sys.stdout)
 
 
 def run(dataset, cache, prepared=False):
@@ -145,7 +129,6 @@ def main(argv=None):
     ap.add_argument("--dataset", default="ionosphere")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--prepared", action="store_true")
-    ap.add_argument("--json")
     args = ap.parse_args(argv)
     if args.child:
         return child(args.dataset, args.prepared)
@@ -168,9 +151,6 @@ def main(argv=None):
         left = second["records"][second["n_before_fit"]:]
         print(f"\nafter prepare(), the fit itself loaded or compiled {len(left)} more: "
               + ", ".join(sorted({r['function'] for r in left})))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(dict(first=first, second=second), fh, indent=1)
     return 0
 
 

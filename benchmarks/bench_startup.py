@@ -78,10 +78,9 @@ def measure(python, work, bench=True):
     out = {}
     cache = tempfile.mkdtemp(prefix="numba-", dir=work)
     env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-    out["first fit"] = wall([python, "-c", FIT], env=env, cwd=work)
-    out["first fit, CPU"] = CPU["last"]
-    out["second fit"] = wall([python, "-c", FIT], env=env, cwd=work)
-    out["second fit, CPU"] = CPU["last"]
+    for key in ("first fit", "second fit"):
+        out[key] = wall([python, "-c", FIT], env=env, cwd=work)
+        out[f"{key}, CPU"] = CPU["last"]
     out["import"] = wall([python, "-c", "import mklopt"], env=env, cwd=work)
     data = os.path.join(work, "ionosphere.csv")
     model = os.path.join(work, "model.npz")  # saved by the first --python, read by all
