@@ -285,3 +285,22 @@ def test_tables_names_a_block_whose_results_file_is_missing(tmp_path, capsys):
     (tmp_path / "results").mkdir()
     assert _tables("--page", page, "--results", tmp_path / "results", "--check") == 1
     assert "names a missing results file" in capsys.readouterr().err
+
+
+def test_precomputed_row_fits_mkl_on_the_kernels_easymkl_gets():
+    """On a binary set the stacked matrices are MKLClassifier's own kernels: the same model."""
+    from mklopt import MKLClassifier, datasets
+    from mklopt.bench import compare as C
+
+    X, y, kernels = C.load("ionosphere")
+    X_tr, X_te, y_tr, y_te = datasets.split(X, y, 0.5, seed=0, stratify=True)
+    pre = C.factories(kernels, X.shape[1])["mkl-precomputed"]().fit(X_tr, y_tr)
+    own = MKLClassifier(kernels=kernels).fit(X_tr, y_tr)
+    assert pre.model_.kernels == "precomputed" and pre.model_.n_kernels_ == own.n_kernels_
+    d_pre = pre.model_.decision_function(np.stack(pre.bank_.single(X_te)))
+    d_own = own.decision_function(X_te)
+    # the same problem (its kernels in another order): the same optimum, to solver tolerance
+    assert np.abs(d_pre - d_own).max() <= 1e-6 * np.abs(d_own).max()
+    w_pre, w_own = pre.model_.kernel_weights_["weight"], own.kernel_weights_["weight"]
+    np.testing.assert_allclose(np.sort(w_pre), np.sort(w_own), atol=1e-6)
+    assert pre.score(X_te, y_te) == own.score(X_te, y_te)
