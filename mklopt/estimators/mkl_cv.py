@@ -778,10 +778,9 @@ def _halving_search(est, Cs, setup, forms, progress, where_of, done_of, tick_of,
                 continue
             done = done_of(f, cidx.size)
             if r == 0:
-                g = _neighbour(formulations, f, list(guides))
                 train, test = setup.bank_splits[0]
                 fold = _fit_fold(setup.bank, setup.targets, train, test, setup.pairs, Cs[cidx],
-                                 form, None if g is None else guides[g], where_of(f)(0),
+                                 form, _first_guide(formulations, f, guides), where_of(f)(0),
                                  tick_of(f, 0))
                 if done is not None:
                     done(0, fold)
@@ -1019,6 +1018,33 @@ def _neighbour(formulations, f, solved):
 
 #: Whether a finite p > 1 starts its first fold from a neighbouring norm's weights.
 _WARM_OVER_P = True
+#: Whether shared weights start their first fold from the per-pair weights' mean.
+_WARM_SHARED = True
+
+
+def _first_guide(formulations, f, guides):
+    """The guide of formulation ``f``'s first fold (see :func:`_fit_folds`), or None.
+
+    ``guides`` holds the first-fold weights (per path, per C) of the
+    formulations solved so far. A finite ``1 < p < inf`` follows its
+    nearest solved norm (:func:`_neighbour`). Shared weights
+    (``multiclass="shared"``) follow, at every C, the mean of the per-pair
+    weights of the same norm when those are solved: the shared vector is
+    one weight vector for every pair, and the per-pair optima of the same
+    fold bracket it.
+    """
+    g = _neighbour(formulations, f, list(guides))
+    if g is not None:
+        return guides[g]
+    form = formulations[f]
+    if not _WARM_SHARED or form.get("multiclass") != "shared":
+        return None
+    same = [h for h in guides if formulations[h].get("multiclass") == "ovo"
+            and _p_of(formulations[h]) == _p_of(form)]
+    if not same:
+        return None
+    paths = guides[same[0]]
+    return [[np.mean([path[c] for path in paths], axis=0) for c in range(len(paths[0]))]]
 
 
 @dataclass
@@ -1135,13 +1161,12 @@ def search(est, Cs, setup, plan, n_samples, point="(fold, C)"):
             scores, fit_time, score_time, n_calls, paths, halving = _halving_search(
                 est, Cs, setup, forms, progress, where_of, done_of, tick_of, factor)
         for f, (_, form, _) in enumerate(forms if factor is None else ()):
-            g = _neighbour(formulations, f, list(guides))
             out_guide = []
             folds = _fit_folds(setup.bank, setup.targets, setup.bank_splits, setup.pairs, Cs,
                                form, est.n_jobs, where_of(f),
                                (lambda k, f=f: tick_of(f, k)) if progress.on else None,
                                done_of(f, n_c), est.client,
-                               first_guide=None if g is None else guides[g],
+                               first_guide=_first_guide(formulations, f, guides),
                                out_guide=out_guide)
             guides[f] = out_guide[0]
             all_folds.append(folds)

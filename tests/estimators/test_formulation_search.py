@@ -191,6 +191,40 @@ def test_warm_start_over_p_reaches_the_cold_certified_value(three_classes, monke
                               cold.paths_[1]["n_oracle_calls"][0])
 
 
+def test_shared_weights_start_from_the_per_pair_mean_and_reach_the_cold_value(
+        three_classes, monkeypatch):
+    X, y = three_classes
+    forms = [{"p": 1.0}, {"p": 1.0, "multiclass": "shared"}]
+    guides = []
+    real = mkl_cv._first_guide
+
+    def spy(formulations, f, solved):
+        out = real(formulations, f, solved)
+        guides.append((f, {g: solved[g] for g in solved}, out))
+        return out
+
+    monkeypatch.setattr(mkl_cv, "_first_guide", spy)
+    warm, _ = _cv(X, y, formulations=forms, search="exhaustive")
+    (f0, _, g0), (f1, solved, g1) = guides
+    assert (f0, g0) == (0, None)  # L1 per pair: nothing solved before it
+    assert f1 == 1 and len(g1) == 1 and len(g1[0]) == len(CS)  # one path, every C
+    per_pair = solved[0]  # the per-pair first-fold weights: 3 pairs x 3 Cs
+    for c in range(len(CS)):
+        np.testing.assert_allclose(g1[0][c], np.mean([path[c] for path in per_pair], axis=0))
+        assert abs(g1[0][c].sum() - 1.0) < 1e-12 and np.all(g1[0][c] >= 0)  # on the simplex
+    monkeypatch.setattr(mkl_cv, "_first_guide", real)
+    monkeypatch.setattr(mkl_cv, "_WARM_SHARED", False)
+    cold, _ = _cv(X, y, formulations=forms, search="exhaustive")
+    for f in range(2):
+        for fit in (warm, cold):
+            assert np.all(fit.paths_[f]["converged"])
+        # only the start differs: the same certified optimum
+        np.testing.assert_allclose(warm.paths_[f]["value"], cold.paths_[f]["value"],
+                                   rtol=2 * TOL)
+    np.testing.assert_array_equal(warm.paths_[0]["n_oracle_calls"],
+                                  cold.paths_[0]["n_oracle_calls"])
+
+
 def test_the_neighbour_of_a_norm():
     forms = [{"p": 1.0}, {"p": 1.5}, {"p": 2.0}, {"p": np.inf}, {"p": 4.0, "multiclass": "x"}]
     assert mkl_cv._neighbour(forms, 1, [0]) is None  # not from L1
