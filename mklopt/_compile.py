@@ -39,9 +39,11 @@ log = logging.getLogger("mklopt")
 #: Seconds of compiling after which the process says what it is doing.
 SAY_AFTER = 2.0
 
-#: Seconds the default fit's kernels take to compile on a quiet 2-core
-#: machine (benchmarks/README.md, "Compilation"): the estimate of the
-#: message when nothing better is known.
+#: Seconds the default fit's kernels take to compile on a 2-core machine,
+#: rounded up: the estimate of the message when nothing better is known.
+#: Measured: 19.1 s in a quiet process (docs/benchmarks.md, "What compiles
+#: on the default fit's path"), 24.1 s under load (benchmarks/README.md at
+#: commit 89ee8cc, "First contact").
 REFERENCE_SECONDS = 30.0
 
 _ECHO = contextvars.ContextVar("mklopt_compile_echo", default=False)

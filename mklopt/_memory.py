@@ -138,9 +138,9 @@ def empty_by_rows(shape, dtype=np.float64):
     ``madvise``, the default of many Linux distributions), a matrix of which
     SMO writes a few hundred scattered rows paid for up to the whole of it:
     the first oracle call of a satellite pair (2,312 points, 193 rows
-    combined) took 95-110 ms instead of 14 ms (benchmarks/README.md, "Work
-    matrices on plain pages"). Plain pages cost a fault per 4 KiB
-    actually written. Where ``madvise`` is unavailable this is
+    combined) took 95-110 ms instead of 14 ms (benchmarks/README.md at
+    commit 89ee8cc, "Work matrices on plain pages"). Plain pages cost a
+    fault per 4 KiB actually written. Where ``madvise`` is unavailable this is
     :func:`numpy.empty`.
 
     Parameters

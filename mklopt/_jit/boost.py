@@ -47,7 +47,8 @@ from .smo import smo_rho, smo_solve, smo_violation
 #: Samples of more distinct points than this are solved with shrinking,
 #: smaller ones without: on weak SVMs of 20-70 points setting variables
 #: aside costs more than it saves (a weak SVM inside its round went from
-#: 0.98-1.69x one bare shrinking solve to about 1x; benchmarks/README.md).
+#: 0.98-1.69x one bare shrinking solve to about 1x; benchmarks/README.md
+#: at commit 89ee8cc, "Time per weak SVM").
 SHRINK_ABOVE = 1000
 
 

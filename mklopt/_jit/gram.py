@@ -63,12 +63,12 @@ from .groups import CHUNK, GAUSSIAN, _ipow, _kernel_chunk, _needs
 #: sums per pair; what they cost is writing and reading back two blocks of
 #: products, and a few multi-threaded calls per group, each of which may
 #: wait for the second core, while both paths apply the kernels alike.
-#: Measured at n = 1000 (benchmarks/README.md, "Kernels through BLAS"): with
-#: a Gaussian and a polynomial kernel the products win from a few features
-#: (0.5-0.9x); with the MKBoost grid's 17 kernels they lose up to 128
-#: features on 2 shared cores (1.1-1.6x) and cross near 64-128 features on
-#: one thread (1.11x at 16, 0.97x at 64, 0.75x at 256); at 512 features
-#: they win whatever the number of kernels (0.4-0.8x).
+#: Measured at n = 1000 (benchmarks/README.md at commit 89ee8cc, "Kernels
+#: through BLAS"): with a Gaussian and a polynomial kernel the products win
+#: from a few features (0.5-0.9x); with the MKBoost grid's 17 kernels they
+#: lose up to 128 features on 2 shared cores (1.1-1.6x) and cross near
+#: 64-128 features on one thread (1.11x at 16, 0.97x at 64, 0.75x at 256);
+#: at 512 features they win whatever the number of kernels (0.4-0.8x).
 WIDE_MIN = 16
 #: See :data:`WIDE_MIN`.
 WIDE_PER_KERNEL = 8

@@ -43,7 +43,9 @@ the loop). The choices (ties go to the last index) and iterates are those
 of the rules above; measured against the branching passes, the same
 iterations in 1.2-2.2x fewer seconds (ionosphere, pima, letter 3,000,
 shuttle 4,000, SVR on diabetes), and against one pass that carries the
-index, in a third to a half of the time (``benchmarks/README.md``).
+index, in a third to a half of the time (``benchmarks/README.md`` at
+commit ``89ee8cc``, "Larger single-kernel solves; branch-free selection"
+and "SMO's selection in two passes").
 
 While no variable is set aside the index list ``act`` is the identity
 (``_shrink`` keeps the active ones in ascending order, unshrinking
@@ -224,7 +226,8 @@ def _select_j(K, dvar, rows, mapped, F, pl, act, n_act, i, gmax, obj):
     second pass from the back finds the last index that attains it. One
     pass carrying the index along spent most of its time waiting for the
     division of the previous element: 4.5 against 0.9 ns per variable
-    (benchmarks/README.md, "SMO's selection in two passes").
+    (benchmarks/README.md at commit 89ee8cc, "SMO's selection in two
+    passes").
     """
     gmin = np.inf
     if gmax == -np.inf:

@@ -85,7 +85,8 @@ BAYES_ERROR = 0.10
 #: p = 1 to 50 at p = inf), hence the wide grid.
 TOY_C = (0.01, 0.1, 1.0, 10.0, 100.0)
 #: Default training sizes of the timing experiment (minutes on 2 cores) and
-#: the full grid (``--sizes``; see benchmarks/README.md for the command).
+#: the full grid (``--sizes``; the command is in benchmarks/README.md at
+#: commit 89ee8cc, "Kloft et al. 2010: sparse against non-sparse MKL").
 TIME_SIZES = (250, 500, 1000)
 FULL_TIME_SIZES = (250, 500, 1000, 2000, 4000)
 #: The timing experiment's 50 Gaussian widths (standardised features).

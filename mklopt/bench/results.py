@@ -11,8 +11,9 @@ A results file is a JSON object::
 earlier journal came from. ``tables`` holds rendered tables (``title``,
 ``columns``, ``rows`` of cells, optional ``notes``), ``records`` the raw
 measurements a protocol keeps. ``benchmarks/tables.py`` renders the tables
-into ``benchmarks/README.md``. A script that prints markdown tables writes
-one through ``python -m mklopt.bench.results OUT.json -- python SCRIPT ...``.
+into ``benchmarks/README.md`` and ``docs/benchmarks.md``. A script that
+prints markdown tables writes one through
+``python -m mklopt.bench.results OUT.json -- python SCRIPT ...``.
 
 The helpers :func:`median_time`, :func:`peak_memory_mb` and
 :func:`blas_threads` are the shared timer of the benchmarks: medians over

@@ -65,7 +65,8 @@ _CHAIN_SWITCH = 1e-2
 #: working set (Level on a working set, the whole bank priced now and then)
 #: above. On sonar with random Gaussian kernels the two cross between 1,000
 #: and 3,000 kernels (Level 0.43 / 0.93 / 2.8 s at 1,000 / 3,000 / 10,000
-#: kernels, the working set 0.49 / 0.54 / 0.93 s; benchmarks/README.md).
+#: kernels, the working set 0.49 / 0.54 / 0.93 s; added with commit 0b4aacb,
+#: in docs/large.md, "Many kernels: a working set"; no results file has them).
 AUTO_WORKING_SET_ABOVE = 2000
 
 

@@ -179,7 +179,8 @@ STORAGES = ("auto", "dense", "on_the_fly", "products", "feature_map")
 
 #: ``"auto"`` computes on the fly when at least this share of the kernels is
 #: read from tables (vote, breast: 94 % and 90 % of the level grid; letter:
-#: 94 %); see benchmarks/README.md, "Storage chosen by auto".
+#: 94 %); see benchmarks/README.md at commit 89ee8cc, "Storage chosen by
+#: auto" and "Scale curves on letter".
 AUTO_TABLE_SHARE = 0.5
 
 #: Registered storages: name -> :class:`StorageEntry`; one entry per factory.
@@ -418,8 +419,8 @@ def shared_storage(storage, X, specs, max_memory=None, reads="few"):
     * ``reads="few"``, the pairs of one multiclass fit (a few calls each):
       products whenever they pay and fit under ``max_memory``. Writing a
       dense bank (and touching its fresh pages) costs more than the pairs'
-      reads of the products (benchmarks/README.md, "One bank of distances
-      and inner products").
+      reads of the products (benchmarks/README.md at commit 89ee8cc, "One
+      bank of distances and inner products").
     * ``reads="many"``, the paths over ``C`` of a cross-validation (tens
       of calls per fold and pair): products only where a dense bank does
       not fit under ``max_memory`` and ``"auto"`` would compute every entry

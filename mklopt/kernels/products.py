@@ -208,7 +208,8 @@ class ProductStorage(_IndexView):
         # first writes fault in a few hundred pages). With the lower triangle
         # written beside the upper one, the build took 0.197 s at satellite
         # 80 % (two 5,148 x 5,148 matrices) where fill, build and mirror took
-        # 0.25 s (benchmarks/README.md, "Both triangles in one pass").
+        # 0.25 s (benchmarks/README.md at commit 89ee8cc, "Both triangles in
+        # one pass").
         stop = current_flag()
         groups = np.arange(plan.n_groups, dtype=np.int64)
         narrow, wide = plan.split(groups)

@@ -39,8 +39,8 @@ __all__ = ["ViewStorage", "q_by_features"]
 # The cost model of ViewStorage.q_from_features, measured on satellite
 # (36 features, 17 kernels, pairs of 665-1,700 points) and digits (64
 # features, pairs of 180 points) inside multiclass fits on this project's
-# 2-core machine; benchmarks/README.md, "Pairs read the bank class by class;
-# quadratic forms from the features".
+# 2-core machine; benchmarks/README.md at commit 89ee8cc, "Pairs read the
+# bank class by class; quadratic forms from the features".
 #: Bytes per second of the scattered reads of a bank far larger than the caches.
 Q_GATHER_BYTES_PER_S = 6.5e9
 #: Seconds per support pair and per unit of work (a feature of a group or a kernel).

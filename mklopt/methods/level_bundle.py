@@ -80,14 +80,15 @@ class LevelBundle(MethodBase):
     ``lambda`` is ``lam`` throughout, or starts at ``lam`` and is raised to
     ``lam_final`` when ``Delta_i / |l_i| < switch`` (the paper's experiments
     use 0.9 -> 0.99 below 0.01). The default, 0.6 held fixed, was chosen by
-    measurement (``benchmarks/README.md``, "Level's lambda"). A fixed
-    lambda of 0.7 needed 26-54 % fewer oracle calls than the paper's
-    schedule to a relative gap of 1e-2 and 1.2-6.7 times fewer to 1e-4 on
-    the six bundled data sets under the paper's protocol (3 splits each),
-    and about 30 % fewer on letter at n = 2,000-4,000. Against 0.7, 0.6
-    needs as many calls in total on those 18 runs (268 against 271 to 1e-2,
-    866 against 867 to 1e-4) and 8 % fewer for the one-vs-one pairs of
-    ``MKLClassifier`` (iris, wine, digits and satellite, 3 splits, C = 1
+    measurement (``benchmarks/README.md`` at commit ``89ee8cc``, "Level's
+    λ"; for 0.6, "SMO's selection in two passes, the projection on demand,
+    λ = 0.6"). A fixed lambda of 0.7 needed 26-54 % fewer oracle calls than
+    the paper's schedule to a relative gap of 1e-2 and 1.2-6.7 times fewer
+    to 1e-4 on the six bundled data sets under the paper's protocol (3
+    splits each), and about 30 % fewer on letter at n = 2,000-4,000. Against
+    0.7, 0.6 needs as many calls in total on those 18 runs (268 against 271
+    to 1e-2, 866 against 867 to 1e-4) and 8 % fewer for the one-vs-one pairs
+    of ``MKLClassifier`` (iris, wine, digits and satellite, 3 splits, C = 1
     and 100: 1,901 against 2,058; fewer in 23 of the 24 runs), which start
     from a neighbouring pair's weights. A lower level moves each step
     further towards the model's minimiser. The raised value lives in the

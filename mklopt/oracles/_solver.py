@@ -89,8 +89,8 @@ MATRIX_CALLS_AFTER_CAP = 4
 #: Kernel entries (rows x columns x kernels with a weight) from which the
 #: rows a warm start's gradient reads are combined on threads: about a
 #: millisecond of work from stored products, against tens of microseconds
-#: to start the threads (benchmarks/README.md, "A warm start's rows on two
-#: threads").
+#: to start the threads (benchmarks/README.md at commit 89ee8cc, "A warm
+#: start's rows on two threads").
 FILL_PARALLEL_MIN = 2**18
 
 
