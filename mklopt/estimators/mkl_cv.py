@@ -453,9 +453,24 @@ def check_exact_storage(name, storage):
         )
 
 
-def one_bank(est, Xs, plan):
-    """The search's one bank: raw kernels of all points, each problem normalising its view."""
-    storage = shared_storage(est.storage, Xs, plan.specs, est.max_memory, reads="many")
+def one_bank(est, Xs, plan, n_classes=None):
+    """The search's one bank: raw kernels of all points, each problem normalising its view.
+
+    Its storage follows :func:`~mklopt.kernels.factory.shared_storage`:
+    ``reads="many"`` when every candidate is scored on every fold (a path
+    over every ``C`` per fold and problem), ``reads="few"`` under
+    successive halving with several formulations, where most candidates
+    are solved on one fold only: there the stored distances and inner
+    products (one to two matrices per feature group) cost less than
+    writing, and first touching, a dense bank of every kernel. Measured in
+    fresh processes, one thread, at satellite's 50 % split: 14.2-16.6 s
+    against 15.9-18.1 s for the default search (17 kernels: 0.17 GB
+    against 1.4 GB), and 31.6 s against 41.9 s with 68 kernels on four
+    views (0.66 GB against 5.6 GB). The values are the same bit for bit.
+    """
+    halving = _halving_factor(est, len(resolve_formulations(est, n_classes))) is not None
+    storage = shared_storage(est.storage, Xs, plan.specs, est.max_memory,
+                             reads="few" if halving else "many")
     return KernelBank.from_specs(Xs, plan.specs, storage=storage, normalize=None,
                                  cache_size=est.cache_size, max_memory=est.max_memory)
 
@@ -1700,7 +1715,7 @@ class MKLClassifierCV(SharedClientMixin, ClassifierMixin, EstimatorCore, BaseEst
                 # of every bank row (see MKLBase._prepare_problems).
                 order, position = class_order(y_idx)
                 Xs = Xs[order]
-            bank = one_bank(self, Xs, plan)
+            bank = one_bank(self, Xs, plan, classes.shape[0])
         splits = _splits(self.cv, X, y, y_idx)
         if position is None:
             bank_y, bank_splits = y_idx, splits

@@ -421,10 +421,12 @@ def shared_storage(storage, X, specs, max_memory=None, reads="few"):
       dense bank (and touching its fresh pages) costs more than the pairs'
       reads of the products (benchmarks/README.md at commit 89ee8cc, "One
       bank of distances and inner products").
-    * ``reads="many"``, the paths over ``C`` of a cross-validation (tens
-      of calls per fold and pair): products only where a dense bank does
-      not fit under ``max_memory`` and ``"auto"`` would compute every entry
-      from the features, at a far higher cost per read.
+    * ``reads="many"``, the paths over ``C`` of a cross-validation that
+      scores every candidate on every fold (tens of calls per fold and
+      pair): products only where a dense bank does not fit under
+      ``max_memory`` and ``"auto"`` would compute every entry from the
+      features, at a far higher cost per read. (Successive halving reads
+      its bank on few folds per candidate and passes ``"few"``.)
 
     Either way not where ``"auto"`` computes on the fly for the kernels on
     features with few distinct values (small tables are cheaper still).

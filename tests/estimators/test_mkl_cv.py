@@ -112,6 +112,37 @@ def test_one_bank_for_all_folds_and_pairs(three_classes, monkeypatch):
     assert built == [X.shape[0]]
 
 
+def test_the_halving_search_reads_stored_products_with_a_dense_banks_values(
+        three_classes, monkeypatch):
+    """storage="auto": products under halving, a dense bank when every candidate runs every fold."""
+    from mklopt.kernels import grid
+
+    X, y = three_classes
+    specs = list(grid(X.shape[1], protocol="mkboost2013"))  # 17 kernels on one group
+    storages = []
+    original = KernelBank.from_specs.__func__
+
+    def recording(cls, X, specs, *args, **kwargs):
+        bank = original(cls, X, specs, *args, **kwargs)
+        storages.append(bank.storage.name)
+        return bank
+
+    monkeypatch.setattr(KernelBank, "from_specs", classmethod(recording))
+    fits = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for search, storage in [("halving", "auto"), ("halving", "dense"),
+                                ("exhaustive", "auto")]:
+            fits[search, storage] = MKLClassifierCV(
+                Cs=CS, cv=3, kernels=specs, search=search, storage=storage).fit(X, y)
+    assert storages == ["products", "dense", "dense"]
+    a, b = fits["halving", "auto"], fits["halving", "dense"]
+    for key in [k for k in a.cv_results_ if k.startswith("split")] + ["mean_test_score"]:
+        np.testing.assert_array_equal(a.cv_results_[key], b.cv_results_[key])
+    np.testing.assert_array_equal(a.path_value_, b.path_value_)
+    assert a.best_params_ == b.best_params_
+
+
 def test_path_points_are_certified_and_match_cold_fits(binary):
     X, y = binary
     tol = 1e-3

@@ -299,13 +299,18 @@ def test_multiclass_fit_holds_products_and_gives_the_dense_model(monkeypatch):
     assert np.array_equal(a.decision_function(Xt), b.decision_function(Xt))
 
 
-def test_cv_estimator_holds_products_only_where_dense_does_not_fit(monkeypatch):
+def test_cv_estimator_holds_products_under_halving_or_where_dense_does_not_fit(monkeypatch):
     X, y = datasets.load("satellite")
     X, y = X[:240], y[:240]
-    kw = dict(Cs=[0.1, 10.0], cv=3)
+    kw = dict(Cs=[0.1, 10.0], cv=3, search="exhaustive")
     seen = spy_from_specs(monkeypatch)
     _quiet(MKLClassifierCV(**kw), X, y)
     assert [kw_.get("storage") for _, kw_ in seen] == ["auto"]  # its paths read a lot: dense
+    seen.clear()
+    # the default search, successive halving over formulations: most
+    # candidates run on one fold, and the products are the cheaper bank
+    _quiet(MKLClassifierCV(Cs=[0.1, 10.0], cv=3), X, y)
+    assert [kw_.get("storage") for _, kw_ in seen] == ["products"]
     seen.clear()
     # 8.3 MB dense (17 kernels on 240 points), 1.4 MB as products: a limit
     # between them holds the products, where "auto" alone would compute on
