@@ -162,7 +162,14 @@ class UniformAverage:
         return float(np.mean(self.search_.predict(Kx) == y))
 
 
-class MKLpyModel:
+class _ScoredByPredict:
+    """``score``: the accuracy of ``predict``, for the protocol's wrappers."""
+
+    def score(self, X, y):
+        return float(np.mean(self.predict(X) == np.asarray(y)))
+
+
+class MKLpyModel(_ScoredByPredict):
     """MKLpy's EasyMKL or AverageMKL (their defaults, one-vs-one) on the same kernels.
 
     MKLpy takes a list of kernel matrices: at fit, the ``m`` training
@@ -194,11 +201,9 @@ class MKLpyModel:
             codes = np.asarray(self.model_.predict(self.bank_.single(X)))
         return self.classes_[codes.astype(np.intp)]
 
-    def score(self, X, y):
-        return float(np.mean(self.predict(X) == np.asarray(y)))
 
 
-class PrecomputedMKL:
+class PrecomputedMKL(_ScoredByPredict):
     """``MKLClassifier(kernels="precomputed")`` on the kernel matrices :class:`MKLpyModel` gets.
 
     At fit, the ``m`` training kernels of :class:`_Bank` stacked as an
@@ -218,8 +223,6 @@ class PrecomputedMKL:
     def predict(self, X):
         return self.model_.predict(np.stack(self.bank_.single(X)))
 
-    def score(self, X, y):
-        return float(np.mean(self.predict(X) == np.asarray(y)))
 
 
 def _mklpy_reason():

@@ -173,17 +173,22 @@ def test_p_inf_is_svc_on_the_uniform_sum_of_the_normalised_kernels(binary):
 
 
 # ------------------------------------------------------------------ warm over p
+def _same_certified_values(warm, cold, n_formulations):
+    """Every path point of both searches converged, to the same value within the gaps."""
+    for f in range(n_formulations):
+        for fit in (warm, cold):
+            assert np.all(fit.paths_[f]["converged"])
+        np.testing.assert_allclose(warm.paths_[f]["value"], cold.paths_[f]["value"],
+                                   rtol=2 * TOL)
+
+
 def test_warm_start_over_p_reaches_the_cold_certified_value(three_classes, monkeypatch):
     X, y = three_classes
     forms = [{"p": 1.5}, {"p": 2.0}, {"p": 3.0}]
     warm, _ = _cv(X, y, formulations=forms, search="exhaustive")
     monkeypatch.setattr(mkl_cv, "_WARM_OVER_P", False)
     cold, _ = _cv(X, y, formulations=forms, search="exhaustive")
-    for f in range(3):
-        for fit in (warm, cold):
-            assert np.all(fit.paths_[f]["converged"])
-        np.testing.assert_allclose(warm.paths_[f]["value"], cold.paths_[f]["value"],
-                                   rtol=2 * TOL)
+    _same_certified_values(warm, cold, 3)
     # p = 1.5 has no solved neighbour: the same run; p = 2 and 3 start elsewhere
     np.testing.assert_array_equal(warm.paths_[0]["n_oracle_calls"],
                                   cold.paths_[0]["n_oracle_calls"])
@@ -215,12 +220,7 @@ def test_shared_weights_start_from_the_per_pair_mean_and_reach_the_cold_value(
     monkeypatch.setattr(mkl_cv, "_first_guide", real)
     monkeypatch.setattr(mkl_cv, "_WARM_SHARED", False)
     cold, _ = _cv(X, y, formulations=forms, search="exhaustive")
-    for f in range(2):
-        for fit in (warm, cold):
-            assert np.all(fit.paths_[f]["converged"])
-        # only the start differs: the same certified optimum
-        np.testing.assert_allclose(warm.paths_[f]["value"], cold.paths_[f]["value"],
-                                   rtol=2 * TOL)
+    _same_certified_values(warm, cold, 2)  # only the start differs
     np.testing.assert_array_equal(warm.paths_[0]["n_oracle_calls"],
                                   cold.paths_[0]["n_oracle_calls"])
 
