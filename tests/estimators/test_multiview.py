@@ -130,13 +130,14 @@ def _indefinite(n, lam_rel, seed=0):
 
 def test_lanczos_estimate_is_never_below_lambda_min_and_catches_indefinite():
     for seed in range(3):
-        A = _indefinite(400, -1e-3, seed)
+        A = _indefinite(600, -1e-3, seed)
         lam = np.linalg.eigvalsh(A)[0]
         est = psd_mod.lambda_min_estimate(A, seed=seed)
         assert est >= lam - 1e-12  # a Ritz value: never below lambda_min
-        ok, exact = psd_mod.psd_test(A)  # the Lanczos path (n > 300)
+        ok, exact = psd_mod.psd_test(A)  # the Lanczos path (n > _EXACT_N)
+        assert A.shape[0] > psd_mod._EXACT_N
         assert not ok and exact == pytest.approx(lam, rel=1e-8)
-    X = np.random.default_rng(0).standard_normal((400, 5))
+    X = np.random.default_rng(0).standard_normal((600, 5))
     bank = KernelBank.from_specs(X, [rbf(0.5), rbf(4.0), linear()], storage="dense")
     for K in bank.K:  # PSD kernels pass, rank-deficient ones included
         assert psd_mod.psd_test(np.array(K))[0]
