@@ -327,7 +327,7 @@ class KernelBank:
             (``lambda_min < -1e-8 trace``), see :mod:`mklopt.kernels.psd`:
             ``"check"`` refuses them (a Lanczos estimate of the smallest
             eigenvalue, a few dozen products ``K v`` per kernel; exact up to
-            300 samples); ``"clip"`` projects the training kernel on the PSD
+            500 samples); ``"clip"`` projects the training kernel on the PSD
             cone, ``K~ = V_+ diag(lam_+) V_+'``, and test kernels through the
             same projection, ``K~_test = K_test V_+ V_+'``; ``"shift"`` adds
             ``-lambda_min I`` (test kernels unchanged, the added term being
