@@ -306,7 +306,11 @@ class SmoothQuadraticOracle:
         the system has no finite solution.
         """
         m = self.n_kernels
-        S = np.flatnonzero(w > 0)
+        # A weight left at rounding level (1e-16, say, after a cut) is not on
+        # the face: kept there, Newton would pull its q_k up to the others'
+        # and the cut at its zero would leave no step at all (found by
+        # hypothesis: two identical kernels, one at 2e-16, stalled at 5e-7).
+        S = np.flatnonzero(w > 1e-12 * w.max())
         top = int(np.argmax(q))
         if top not in S:  # a kernel with a larger q_k enters the face
             S = np.union1d(S, [top])

@@ -70,3 +70,22 @@ def test_proportional_kernels_do_not_stall_the_polish():
     value, bound = oracle.certified_l1_optimum()
     assert bound <= 1e-12 * abs(value)
     _no_point_below(oracle, value - bound, 0)
+
+
+def test_a_weight_at_rounding_level_leaves_the_newton_face():
+    # Found by hypothesis under load in a fresh clone: kernels 3 and 4 are
+    # the same matrix; a cut left kernel 3 at 2e-16, Newton's face kept it
+    # and asked its q_k to rise to the others', the cut at its zero left no
+    # step, and the polish stalled at 5e-7 (4.5e-8 after the conic restart).
+    diag = np.array([[0.1, 1.1, 0.1, 0.1],
+                     [0.1, 0.1, 1.1, 0.1],
+                     [0.1, 0.1, 0.1, 4.1],
+                     [0.1, 0.1, 0.1, 0.1],
+                     [0.1, 0.1, 0.1, 0.1]])
+    oracle = SmoothQuadraticOracle(np.array([-0.25, -1.0, -2.0, -0.25]),
+                                   np.stack([np.diag(r) for r in diag]))
+    value, bound, w = oracle._polish_l1(np.full(5, 0.2))
+    assert bound <= 1e-12 * abs(value)  # Newton alone, without the conic restart
+    value, bound = oracle.certified_l1_optimum()
+    assert bound <= 1e-12 * abs(value)
+    _no_point_below(oracle, value - bound, 0)
