@@ -202,7 +202,6 @@ class MKLpyModel(_ScoredByPredict):
         return self.classes_[codes.astype(np.intp)]
 
 
-
 class PrecomputedMKL(_ScoredByPredict):
     """``MKLClassifier(kernels="precomputed")`` on the kernel matrices :class:`MKLpyModel` gets.
 
@@ -222,7 +221,6 @@ class PrecomputedMKL(_ScoredByPredict):
 
     def predict(self, X):
         return self.model_.predict(np.stack(self.bank_.single(X)))
-
 
 
 def _mklpy_reason():
