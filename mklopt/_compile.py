@@ -464,6 +464,14 @@ def _paths():
 
         MKLClassifier(max_iter=5).fit(X, y3)
 
+    def precomputed():
+        from mklopt import MKLClassifier
+
+        G = X @ X.T
+        sq = np.diag(G)
+        K = np.stack([G, np.exp(-0.5 * (sq[:, None] + sq[None, :] - 2.0 * G))])
+        MKLClassifier(kernels="precomputed", max_iter=5).fit(K, y)
+
     paths = [("MKLClassifier, default fit", lambda: prepare("MKLClassifier"))]
     paths.append(("MKLClassifier, default fit (the rest)", clf()))
     paths += [(f"MKLClassifier(method={m!r})", clf(method=m))
@@ -474,6 +482,7 @@ def _paths():
         ("MKLClassifier(storage='on_the_fly')", clf(storage="on_the_fly")),
         ("MKLClassifier(loss='logistic')", clf(loss="logistic")),
         ("MKLClassifier on three classes", multiclass),
+        ("MKLClassifier(kernels='precomputed')", precomputed),
         ("MKLRegressor", regressor),
         ("MKLOneClass", one_class),
         ("MKBoostClassifier", boost),

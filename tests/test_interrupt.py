@@ -302,9 +302,9 @@ def test_time_limit_holds_while_precomputed_kernels_are_checked(monkeypatch):
 
     real = bank_module._check_kernel
 
-    def slow(Kk, k):
+    def slow(*args):
         time.sleep(1.0)
-        return real(Kk, k)
+        return real(*args)
 
     monkeypatch.setattr(bank_module, "_check_kernel", slow)
     X, y = _data(300, seed=4)

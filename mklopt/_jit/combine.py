@@ -312,3 +312,47 @@ def view_diag(K, w, kernels, gidx, out):
             a += 1
         out[i] = o
     return out
+
+
+#: Rows and columns of the tiles :func:`symmetry_scan` pairs ``A[i, j]``
+#: and ``A[j, i]`` in: a tile and its mirror stay in cache.
+SCAN_TILE = 64
+
+
+@njit(**JIT)
+def symmetry_scan(A, stop):
+    """``(finite, amax, asym)`` of a square matrix in one pass.
+
+    ``finite`` says whether every entry is finite; ``amax = max |A_ij|`` and
+    ``asym = max |A_ij - A_ji|`` (meaningless when not ``finite``). ``A`` is
+    a C-contiguous float64 or float32 matrix; each pair ``i <= j`` is read
+    once, in tiles of :data:`SCAN_TILE` whose mirrors stay in cache, where
+    ``max(abs(A))`` and ``max(abs(A - A.T))`` in NumPy read the matrix three
+    times and the transpose against the cache. A non-finite entry makes
+    ``x * 0`` NaN, so one running sum of those detects any. A set
+    ``stop[0]`` ends the scan between two tiles (the result is then
+    incomplete; the caller drops it).
+    """
+    n = A.shape[0]
+    amax = 0.0
+    asym = 0.0
+    nan = 0.0
+    for i0 in range(0, n, SCAN_TILE):
+        if stopped(stop):
+            break
+        i1 = min(n, i0 + SCAN_TILE)
+        for j0 in range(i0, n, SCAN_TILE):
+            j1 = min(n, j0 + SCAN_TILE)
+            for i in range(i0, i1):
+                row = A[i]
+                for j in range(max(j0, i), j1):
+                    a = np.float64(row[j])
+                    b = np.float64(A[j, i])
+                    nan += a * 0.0 + b * 0.0
+                    d = abs(a - b)
+                    if d > asym:
+                        asym = d
+                    a = max(abs(a), abs(b))
+                    if a > amax:
+                        amax = a
+    return nan == 0.0, amax, asym

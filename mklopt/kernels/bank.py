@@ -34,7 +34,15 @@ from .factory import (
 )
 from .feature_maps import FeatureMap
 from .functions import KernelFunctions, _check_indices, _check_specs
-from .psd import PSD_OPTIONS, check_symmetric, indefinite_error, psd_test, repair_kernel
+from .psd import (
+    _EXACT_N,
+    PSD_OPTIONS,
+    check_symmetric,
+    indefinite_error,
+    psd_test,
+    repair_kernel,
+    scan_kernel,
+)
 from .sharded import ShardedStorage
 from .storage import DenseStorage
 
@@ -45,8 +53,6 @@ _SYM_RTOL = 1e-8
 # Default budget of the solvers' row cache: this many MB, or a quarter of
 # the memory limit if that is smaller.
 _CACHE_MB = 2048
-# Rows per chunk when scanning a (possibly memory-mapped) matrix.
-_SCAN_ROWS = 2048
 
 
 def _check_dtype(dtype, name="dtype"):
@@ -432,23 +438,27 @@ class KernelBank:
             for k in range(m):
                 arr[k] = K[k] if mats is None else mats[k]
 
+        # Finiteness of every kernel first, then symmetry and the PSD test:
+        # one jitted pass per kernel gives both of the first two.
+        scans = []
         for k in range(m):
-            for r0 in range(0, n1, _SCAN_ROWS):
-                if not np.all(np.isfinite(arr[k, r0 : r0 + _SCAN_ROWS])):
-                    raise ValueError(f"K[{k}] contains NaN or infinity")
+            check_stop()
+            scans.append(scan_kernel(arr[k], k))
         maps = [None] * m
         if check:
+            # One scratch matrix for the exact PSD tests of all the kernels.
+            scratch = np.empty((n1, n1)) if psd != "trust" and n1 <= _EXACT_N else None
             for k in range(m):
                 # One kernel's test at a time: a fit's time limit or Ctrl-C
                 # stops between two of them.
                 check_stop()
                 if repair:
-                    check_symmetric(arr[k], k, _SYM_RTOL)
-                    maps[k] = repair_kernel(arr[k], psd, k)
+                    check_symmetric(arr[k], k, _SYM_RTOL, scans[k])
+                    maps[k] = repair_kernel(arr[k], psd, k, scratch)
                 elif psd == "check":
-                    _check_kernel(arr[k], k)
+                    _check_kernel(arr[k], k, scans[k], scratch)
                 else:
-                    check_symmetric(arr[k], k, _SYM_RTOL)
+                    check_symmetric(arr[k], k, _SYM_RTOL, scans[k])
 
         scales = np.ones(m)
         factors = None
@@ -803,16 +813,17 @@ class KernelBank:
         )
 
 
-def _check_kernel(Kk, k):
+def _check_kernel(Kk, k, scan=None, scratch=None):
     """Symmetry and PSD test of one kernel matrix (raises ValueError naming ``k``).
 
-    The PSD test is :func:`mklopt.kernels.psd.psd_test`: exact up to 300
+    The PSD test is :func:`mklopt.kernels.psd.psd_test`: exact up to 500
     samples, a Lanczos estimate of the smallest eigenvalue above (confirmed
-    exactly before an error).
+    exactly before an error). ``scan`` and ``scratch`` as for
+    :func:`~mklopt.kernels.psd.check_symmetric` and ``psd_test``.
     """
     A = np.asarray(Kk)
-    check_symmetric(A, k, _SYM_RTOL)
-    ok, lam = psd_test(A)
+    check_symmetric(A, k, _SYM_RTOL, scan)
+    ok, lam = psd_test(A, scratch)
     if not ok:
         raise indefinite_error(k, lam, float(np.trace(A)))
 

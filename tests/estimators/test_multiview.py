@@ -143,6 +143,26 @@ def test_lanczos_estimate_is_never_below_lambda_min_and_catches_indefinite():
         assert psd_mod.psd_test(np.array(K))[0]
 
 
+def test_exact_psd_test_shares_its_scratch_across_kernels():
+    # One scratch for every kernel (as from_matrices passes it): each answer
+    # is that kernel's own, whatever the scratch held before.
+    n = 60
+    assert n <= psd_mod._EXACT_N
+    scratch = np.full((n, n), np.nan)
+    for lam_rel, want in ((1e-3, True), (-1e-3, False), (0.0, True), (-0.05, False)):
+        A = _indefinite(n, lam_rel, seed=2)
+        ok, lam = psd_mod.psd_test(A, scratch)
+        assert ok is want
+        assert ok == psd_mod.psd_test(A)[0]
+        if not ok:
+            assert lam == pytest.approx(np.linalg.eigvalsh(A)[0], rel=1e-8)
+    # The user's matrices are never written.
+    A = _indefinite(n, -1e-3, seed=3)
+    before = A.copy()
+    KernelBank.from_matrices([A, np.eye(n)], psd="shift")
+    np.testing.assert_array_equal(A, before)
+
+
 def test_psd_check_error_names_the_option():
     S = _indefinite(40, -0.2)
     with pytest.raises(ValueError, match=r"K\[0\] is not positive semi-definite.*psd='clip'"):

@@ -541,6 +541,31 @@ def _py(fn):
     return getattr(fn, "py_func", fn)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 150), st.sampled_from([np.float64, np.float32]), st.data())
+def test_symmetry_scan_matches_numpy(n, dtype, data):
+    """One pass gives NumPy's max|A|, max|A - A'| and isfinite, across tile edges."""
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    r = np.random.default_rng(seed)
+    A = r.standard_normal((n, n))
+    A = (A + A.T) / 2 if data.draw(st.booleans()) else A
+    if data.draw(st.booleans()):  # one entry perturbed, anywhere
+        A[r.integers(n), r.integers(n)] += r.uniform(-1e-3, 1e-3)
+    bad = data.draw(st.sampled_from([None, np.nan, np.inf, -np.inf]))
+    if bad is not None:
+        A[r.integers(n), r.integers(n)] = bad
+    A = np.ascontiguousarray(A, dtype=dtype)
+    finite, amax, asym = jc.symmetry_scan(readonly(A), GO)
+    assert finite == bool(np.isfinite(A).all())
+    if finite:
+        A64 = A.astype(np.float64)
+        assert amax == np.max(np.abs(A64))
+        assert asym == np.max(np.abs(A64 - A64.T))
+    with np.errstate(invalid="ignore"):  # inf * 0 in the uncompiled body
+        f2, a2, s2 = _py(jc.symmetry_scan)(A, GO)
+    assert f2 == finite and (not finite or (a2, s2) == (amax, asym))
+
+
 def test_py_func_paths_agree_on_tiny_inputs(rng):
     """Run the uncompiled bodies too (coverage and a second opinion)."""
     specs = [rbf(0.7), poly(2, [1]), linear([0])]
