@@ -130,15 +130,27 @@ class _Bank:
         """The combination ``w`` of the kernels between ``X_new`` and the training set."""
         return self.bank.combine_cross(self._features(X_new), w)
 
-    def single(self, X_new=None):
-        """Each kernel alone, on the training set or between ``X_new`` and it."""
-        out = []
+    def stack(self, X_new=None):
+        """Each kernel alone, ``(m, rows, n_train)``: on the training set, or from ``X_new`` to it.
+
+        Written into one array, so that :class:`PrecomputedMKL` gets its
+        ``(m, n, n)`` input without a copy and MKLpy its list (:meth:`single`)
+        as views of the same matrices.
+        """
+        rows = self.bank.n_samples if X_new is None else len(X_new)
+        out = np.empty((self.m, rows, self.bank.n_samples))
         for k in range(self.m):
             w = np.zeros(self.m)
             w[k] = 1.0
-            out.append(np.array(self.bank.combine(w)) if X_new is None
-                       else np.asarray(self.combine_cross(X_new, w)))
+            if X_new is None:
+                self.bank.combine(w, out[k])
+            else:
+                out[k] = self.combine_cross(X_new, w)
         return out
+
+    def single(self, X_new=None):
+        """:meth:`stack` as a list of ``m`` matrices, the input MKLpy takes."""
+        return list(self.stack(X_new))
 
 
 class UniformAverage:
@@ -216,11 +228,11 @@ class PrecomputedMKL(_ScoredByPredict):
         from ..estimators import MKLClassifier
 
         self.bank_ = _Bank(X, self.kernels)
-        self.model_ = MKLClassifier(kernels="precomputed").fit(np.stack(self.bank_.single()), y)
+        self.model_ = MKLClassifier(kernels="precomputed").fit(self.bank_.stack(), y)
         return self
 
     def predict(self, X):
-        return self.model_.predict(np.stack(self.bank_.single(X)))
+        return self.model_.predict(self.bank_.stack(X))
 
 
 def _mklpy_reason():
