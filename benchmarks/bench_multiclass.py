@@ -1,9 +1,8 @@
 """Multiclass fit times of ``MKLClassifier()`` against ``SVC()``, and where the time goes.
 
-Both with their defaults on raw features (``SVC()`` in
-``make_pipeline(StandardScaler(), ...)``), on the same stratified split in
-one process; medians over ``--repeats`` fits after a small warm-up fit;
-accuracy on the held-out part.
+Both with their defaults on raw features (``SVC()`` in ``make_pipeline(StandardScaler(), ...)``),
+on the same stratified split in one process; medians over ``--repeats`` fits after a small
+warm-up fit; accuracy on the held-out part.
 
     python benchmarks/bench_multiclass.py                    # digits 50 %, satellite 50 / 80 %
     python benchmarks/bench_multiclass.py --curve satellite  # ratio against training size
@@ -13,14 +12,13 @@ accuracy on the held-out part.
     python benchmarks/bench_multiclass.py --threads 1 2 default --busy 1  # beside a busy process
     python benchmarks/bench_multiclass.py --thread-cpu digits satellite  # CPU of each thread
 
-``--profile`` sums one cProfile'd fit into the parts of ``_PARTS`` (kernel
-evaluation, combining, the quadratic forms ``q``, SMO, the master step) and
-the rest. ``--thread-cpu`` (Linux) prints the CPU time each thread (OpenBLAS
-workers, numba workers, the main thread) spent in one default fit of each
-set. ``--threads`` runs every measure with that many BLAS, OpenMP and numba
-threads (``default``; several: one column each, interleaved); ``--busy N``
-runs it all beside N CPU-bound processes. ``PYTHONPATH=<another tree>``
-measures another commit.
+``--profile`` sums one cProfile'd fit into the parts of ``_PARTS`` (kernel evaluation, combining,
+the quadratic forms ``q``, SMO, the master step) and the rest, and times ``max_iter=1`` fits too
+(one outer step: the floor of any fit). ``--thread-cpu`` (Linux) prints the CPU time each thread
+(OpenBLAS and numba workers, the main thread) spent in one default fit of each set.
+``--threads`` runs every measure with that many BLAS, OpenMP and numba threads (``default``;
+several: one column each, interleaved); ``--busy N`` runs it beside N CPU-bound processes.
+``PYTHONPATH=<another tree>`` measures another commit.
 """
 
 from __future__ import annotations
@@ -102,18 +100,20 @@ def _label(threads):
     return "default threads" if threads is None else f"{threads} thread" + "s" * (threads > 1)
 
 
-def time_fits(X_tr, y_tr, X_te, y_te, repeats, threads=(None,)):
-    """``{(key, threads): (median seconds, accuracy)}``; the settings interleaved per repeat."""
+def time_fits(X_tr, y_tr, X_te, y_te, repeats, threads=(None,), floor=False):
+    """``{(key, threads): (median s, accuracy, oracle calls)}``, interleaved; floor: max_iter=1."""
     secs, scores = {}, {}
-    makers = (("svc", lambda: make_pipeline(StandardScaler(), SVC())), ("mkl", MKLClassifier))
+    makers = (("svc", lambda: make_pipeline(StandardScaler(), SVC())), ("mkl", MKLClassifier)) + (
+        (("step", lambda: MKLClassifier(max_iter=1)),) if floor else ())
     for _ in range(repeats):
         for t in threads:
             for key, make in makers:
                 with blas_threads(t):
                     est, s = quiet_fit(make, X_tr, y_tr)
                 secs.setdefault((key, t), []).append(s)
-                scores[key, t] = float(est.score(X_te, y_te))
-    return {k: (statistics.median(v), scores[k]) for k, v in secs.items()}
+                scores[key, t] = (float(est.score(X_te, y_te)),
+                                  int(np.sum(getattr(est, "n_oracle_calls_", 0))))
+    return {k: (statistics.median(v), *scores[k]) for k, v in secs.items()}
 
 
 def _header(title, first, threads):
@@ -190,9 +190,9 @@ def profile(names, frac, warm=False, threads=(None,), repeats=3, note=""):
         X_tr, X_te, y_tr, y_te = load(name, frac)
         for t in threads:
             parts, total, clf = _profile_one(X_tr, y_tr, t, warm)
-            fits = time_fits(X_tr, y_tr, X_te, y_te, repeats, (t,))
+            f = time_fits(X_tr, y_tr, X_te, y_te, repeats, (t,), floor=True)
             cols.append(f"{name} ({int(100 * frac)} %), {_label(t)}")
-            results.append((parts, total, clf, fits[("svc", t)][0], fits[("mkl", t)][0]))
+            results.append((parts, total, clf, f["step", t], f["svc", t][0], f["mkl", t][0]))
     print(f"**Where a fit of MKLClassifier() goes (cProfile, one fit{', warm' * warm}); "
           f"fit times are medians of {repeats} unprofiled fits{note}**")
     print()
@@ -206,8 +206,9 @@ def profile(names, frac, warm=False, threads=(None,), repeats=3, note=""):
         f"{len(c.models_)}, {int(np.sum(c.n_oracle_calls_))}" for _, _, c, *_ in results) + " |")
     print("| MKLClassifier() fit | " + " | ".join(f"{m:.3f} s" for *_, m in results) + " |")
     print("| SVC fit | " + " | ".join(f"{s_:.3f} s" for *_, s_, _ in results) + " |")
-    print("| ratio | " + " | ".join(f"{m / s_:.1f}x" for *_, s_, m in results) + " |",
-          flush=True)
+    print("| ratio | " + " | ".join(f"{m / s_:.1f}x" for *_, s_, m in results) + " |")
+    print("| max_iter=1 (one outer step): fit, oracle calls, ratio | " + " | ".join(
+        f"{f[0]:.3f} s, {f[2]}, {f[0] / s_:.1f}x" for *_, f, s_, _ in results) + " |", flush=True)
 
 
 def _thread_cpu():
@@ -235,8 +236,7 @@ def thread_cpu(names, note=""):
     wall = time.perf_counter() - t0
     after = _thread_cpu()
     print(f"**CPU time of each thread over one default fit of {', '.join(names)} "
-          f"({wall:.2f} s wall){note}**")
-    print()
+          f"({wall:.2f} s wall){note}**\n")
     print("| thread | CPU s in the fits |")
     print("|---|---|")
     for t in sorted(after):
