@@ -139,13 +139,14 @@ class _Bank:
         """
         rows = self.bank.n_samples if X_new is None else len(X_new)
         out = np.empty((self.m, rows, self.bank.n_samples))
+        Z = None if X_new is None else self._features(X_new)  # standardised once, not per kernel
         for k in range(self.m):
             w = np.zeros(self.m)
             w[k] = 1.0
-            if X_new is None:
+            if Z is None:
                 self.bank.combine(w, out[k])
             else:
-                out[k] = self.combine_cross(X_new, w)
+                out[k] = self.bank.combine_cross(Z, w)
         return out
 
     def single(self, X_new=None):
