@@ -356,3 +356,38 @@ def symmetry_scan(A, stop):
                     if a > amax:
                         amax = a
     return nan == 0.0, amax, asym
+
+
+@njit(**JIT)
+def diagonally_dominant(A, shift, slack):
+    """Whether ``A_ii + shift >= (1 + n eps) sum_{j != i} |A_ij| + slack`` for every row ``i``.
+
+    A sufficient test that the symmetric matrix of ``A``'s rows is PSD
+    within ``shift``: by Gershgorin's circle theorem every eigenvalue lies
+    in a disc centred at some ``A_ii`` of radius ``sum_{j != i} |A_ij|``,
+    so ``lambda_min >= min_i (A_ii - sum_{j != i} |A_ij|) >= -shift``. The
+    factor ``1 + n eps`` covers the rounding of the float64 sums; the
+    caller's ``slack`` covers an asymmetry (``(n - 1) max|A - A'|`` bounds
+    the radius of either triangle's symmetric matrix beyond the row's).
+    ``A`` is a C-contiguous float64 or float32 matrix. A row that fails
+    ends the test: a kernel that is not dominant (a wide Gaussian, any
+    polynomial kernel) is rejected after a few entries of its first row.
+    """
+    n = A.shape[0]
+    grow = 1.0 + n * 2.220446049250313e-16
+    for i in range(n):
+        row = A[i]
+        d = np.float64(row[i])
+        if d + shift - slack < 0.0:
+            return False
+        # The whole row's sum, the diagonal included: |d| + radius <= d + budget.
+        budget = abs(d) * grow + d + shift - slack
+        s = 0.0
+        for j0 in range(0, n, 64):  # the budget is checked between blocks of 64 entries
+            t = 0.0
+            for j in range(j0, min(n, j0 + 64)):
+                t += abs(np.float64(row[j]))
+            s += t
+            if s * grow > budget:
+                return False
+    return True

@@ -454,7 +454,7 @@ class KernelBank:
                 check_stop()
                 if repair:
                     check_symmetric(arr[k], k, _SYM_RTOL, scans[k])
-                    maps[k] = repair_kernel(arr[k], psd, k, scratch)
+                    maps[k] = repair_kernel(arr[k], psd, k, scratch, scans[k][1])
                 elif psd == "check":
                     _check_kernel(arr[k], k, scans[k], scratch)
                 else:
@@ -823,7 +823,7 @@ def _check_kernel(Kk, k, scan=None, scratch=None):
     """
     A = np.asarray(Kk)
     check_symmetric(A, k, _SYM_RTOL, scan)
-    ok, lam = psd_test(A, scratch)
+    ok, lam = psd_test(A, scratch, None if scan is None else scan[1])
     if not ok:
         raise indefinite_error(k, lam, float(np.trace(A)))
 

@@ -17,7 +17,8 @@ with ``kernels="precomputed"`` take ``psd=``:
     never below ``lambda_min``, so a PSD kernel is never refused; an
     indefinite one whose negative eigenvalues are above about ``-1e-3
     lambda_max`` may pass. Matrices of at most 500 samples get the exact
-    test.
+    test. A diagonally dominant kernel (a narrow Gaussian) passes before
+    either, on Gershgorin's circle theorem (see :func:`psd_test`).
 ``"clip"``
     Replace the training kernel by its projection on the PSD cone, the
     negative eigenvalues set to zero. With ``K = V diag(lam) V'`` and
@@ -123,14 +124,22 @@ def _lambda_min_exact(A):
                                    check_finite=False)[0])
 
 
-def psd_test(A, scratch=None):
+def psd_test(A, scratch=None, asym=None):
     """``(ok, lambda_min)`` for the symmetric ``A``; ``lambda_min`` exact when not ``ok``.
 
     ``ok`` when ``lambda_min >= -1e-8 trace`` (see the module docstring for
     what the Lanczos estimate can miss); ``lambda_min`` is None when ``ok``
     was decided without computing it.
 
-    Up to :data:`_EXACT_N` samples the test is one Cholesky factorisation
+    A diagonally dominant ``A`` passes first, on Gershgorin's circle theorem
+    (:func:`mklopt._jit.combine.diagonally_dominant`: ``A_ii + 1e-8 trace >=
+    sum_{j != i} |A_ij|`` for every row, one pass at most, ended by the first
+    row that fails): a narrow Gaussian kernel is certified without a
+    factorisation. ``asym``, ``max|A - A'|`` when the caller has it (from
+    :func:`scan_kernel`), widens the radii by ``(n - 1) asym``; None skips
+    this test.
+
+    Then, up to :data:`_EXACT_N` samples, the test is one Cholesky factorisation
     of ``A + 1e-8 trace(A) I`` (LAPACK's ``dpotrf``, in place on a copy),
     with the exact smallest eigenvalue when it fails. ``scratch``, an
     ``(n, n)`` float64 C-contiguous array, holds that copy: a caller testing
@@ -141,6 +150,11 @@ def psd_test(A, scratch=None):
     n = A.shape[0]
     tr = float(np.trace(A))
     tol = _PSD_RTOL * abs(tr)
+    if asym is not None and tr > 0.0:
+        from .._jit import combine, readonly
+
+        if combine.diagonally_dominant(readonly(np.asarray(A)), tol, (n - 1) * float(asym)):
+            return True, None
     if n <= _EXACT_N:
         if tr > 0.0 and _shifted_cholesky(A, _PSD_RTOL * tr, scratch):
             return True, None
@@ -233,17 +247,17 @@ class PSDMap:
         return rows
 
 
-def repair_kernel(A, mode, k, scratch=None):
+def repair_kernel(A, mode, k, scratch=None, asym=None):
     """Check the symmetric kernel ``A`` (written in place) under ``psd=mode``; its map or None.
 
     ``mode`` ``"check"`` raises on an indefinite kernel, ``"clip"`` and
     ``"shift"`` repair ``A`` in place and return its :class:`PSDMap`,
     ``"trust"`` does nothing. A kernel that passes is never changed.
-    ``scratch`` as for :func:`psd_test`.
+    ``scratch`` and ``asym`` as for :func:`psd_test`.
     """
     if mode == "trust":
         return None
-    ok, lam = psd_test(A, scratch)
+    ok, lam = psd_test(A, scratch, asym)
     if ok:
         return None
     tr = float(np.trace(A))

@@ -143,6 +143,31 @@ def test_lanczos_estimate_is_never_below_lambda_min_and_catches_indefinite():
         assert psd_mod.psd_test(np.array(K))[0]
 
 
+def test_diagonally_dominant_kernels_pass_without_a_factorisation(monkeypatch):
+    # A narrow Gaussian kernel is certified by Gershgorin's theorem; a wide
+    # one and an indefinite kernel still go through the exact test.
+    X = np.random.default_rng(1).standard_normal((80, 4))
+    bank = KernelBank.from_specs(X, [rbf(0.05), rbf(4.0)], storage="dense")
+    narrow, wide = (np.array(K) for K in bank.K)
+    calls = []
+    real = psd_mod._shifted_cholesky
+    monkeypatch.setattr(psd_mod, "_shifted_cholesky",
+                        lambda *a: calls.append(1) or real(*a))
+    assert psd_mod.psd_test(narrow, asym=0.0) == (True, None) and not calls
+    assert psd_mod.psd_test(wide, asym=0.0)[0] and len(calls) == 1
+    assert psd_mod.psd_test(narrow)[0] and len(calls) == 2  # no asym: no Gershgorin test
+    # Dominant in its rows, but its upper triangle's symmetric matrix (the
+    # one the factorisation reads) is indefinite: the asymmetry's slack
+    # sends it to the factorisation.
+    A = np.array([[1.0, 0.95, 0.0], [0.0, 1.0, 0.95], [0.95, 0.0, 1.0]])
+    assert np.linalg.eigvalsh(np.triu(A) + np.triu(A, 1).T)[0] < -0.3
+    psd_mod.psd_test(A, asym=0.95)
+    assert len(calls) == 3
+    with pytest.raises(ValueError, match=r"K\[1\] is not positive semi-definite"):
+        KernelBank.from_matrices([narrow, _indefinite(80, -1e-3, seed=0)])
+    KernelBank.from_matrices([narrow, wide])  # both PSD: accepted
+
+
 def test_exact_psd_test_shares_its_scratch_across_kernels():
     # One scratch for every kernel (as from_matrices passes it): each answer
     # is that kernel's own, whatever the scratch held before.

@@ -566,6 +566,45 @@ def test_symmetry_scan_matches_numpy(n, dtype, data):
     assert f2 == finite and (not finite or (a2, s2) == (amax, asym))
 
 
+def _dominance_twin(A, shift, slack):
+    """NumPy twin of :func:`mklopt._jit.combine.diagonally_dominant`."""
+    A = A.astype(np.float64)
+    d = np.diag(A)
+    radius = np.abs(A).sum(axis=1) - np.abs(d)
+    return bool(np.all(radius * (1.0 + A.shape[0] * np.finfo(float).eps) <= d + shift - slack))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 150), st.sampled_from([np.float64, np.float32]), st.data())
+def test_diagonally_dominant_matches_numpy_and_certifies_psd(n, dtype, data):
+    """The Gershgorin test agrees with its twin, and what it passes is PSD within the shift."""
+    r = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    A = r.standard_normal((n, n))
+    A = (A + A.T) / 2
+    np.fill_diagonal(A, 0.0)
+    # Each row's diagonal a factor away from its radius, clear of the boundary.
+    factor = data.draw(st.sampled_from([0.5, 0.9, 1.1, 2.0]))
+    np.fill_diagonal(A, factor * np.abs(A).sum(axis=1) + (n == 1))
+    if n > 1 and data.draw(st.booleans()):  # a symmetric pair that breaks two rows' dominance
+        i, j = r.choice(n, 2, replace=False)
+        A[i, j] = A[j, i] = A[i, j] + 3.0 * (A[i, i] + A[j, j] + 1.0)
+    asym = 0.0
+    if n > 1 and data.draw(st.booleans()):  # an asymmetric pair, widening the radii
+        i, j = r.choice(n, 2, replace=False)
+        A[i, j] += 1e-3
+        asym = 1e-3
+    A = np.ascontiguousarray(A, dtype=dtype)
+    shift = 1e-8 * float(np.trace(A.astype(np.float64)))
+    slack = (n - 1) * asym
+    got = jc.diagonally_dominant(readonly(A), shift, slack)
+    assert got == _dominance_twin(A, shift, slack)
+    assert _py(jc.diagonally_dominant)(A, shift, slack) == got
+    if got:  # Gershgorin: either triangle's symmetric matrix has lambda_min >= -shift
+        A64 = A.astype(np.float64)
+        for T in (np.tril(A64) + np.tril(A64, -1).T, np.triu(A64) + np.triu(A64, 1).T):
+            assert np.linalg.eigvalsh(T)[0] >= -shift - 1e-12 * np.abs(A64).max()
+
+
 def test_py_func_paths_agree_on_tiny_inputs(rng):
     """Run the uncompiled bodies too (coverage and a second opinion)."""
     specs = [rbf(0.7), poly(2, [1]), linear([0])]
