@@ -65,7 +65,15 @@ def _version(module):
         mod = __import__(module)
     except ImportError:
         return None
-    return getattr(mod, "__version__", "?")
+    version = getattr(mod, "__version__", None)
+    if version is None:  # MKLpy has no __version__: the installed distribution's
+        from importlib import metadata
+
+        try:
+            version = metadata.version(module)
+        except metadata.PackageNotFoundError:
+            version = "?"
+    return version
 
 
 def environment():
@@ -76,6 +84,10 @@ def environment():
         load = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         load = None
+    versions = {m: _version(m) for m in ("numpy", "scipy", "numba", "sklearn", "threadpoolctl",
+                                         "MKLpy")}
+    if versions["MKLpy"] is not None:  # MKLpy's speed is torch's
+        versions["torch"] = _version("torch")
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "commit": _commit(os.path.dirname(os.path.dirname(os.path.abspath(mklopt.__file__)))),
@@ -83,8 +95,7 @@ def environment():
                     "processor": platform.machine(), "cpus": os.cpu_count()},
         "load_average": load,
         "versions": {"python": platform.python_version(), "mklopt": mklopt.__version__,
-                     **{m: _version(m) for m in ("numpy", "scipy", "numba", "sklearn",
-                                                 "threadpoolctl", "MKLpy")}},
+                     **versions},
     }
 
 
