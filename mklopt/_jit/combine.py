@@ -378,9 +378,8 @@ def diagonally_dominant(A, shift, slack):
     for i in range(n):
         row = A[i]
         d = np.float64(row[i])
-        if d + shift - slack < 0.0:
-            return False
-        # The whole row's sum, the diagonal included: |d| + radius <= d + budget.
+        # The whole row's sum, the diagonal included: |d| + radius <= budget
+        # (a row with d + shift - slack < 0 fails by the block holding d).
         budget = abs(d) * grow + d + shift - slack
         s = 0.0
         for j0 in range(0, n, 64):  # the budget is checked between blocks of 64 entries

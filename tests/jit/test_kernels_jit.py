@@ -588,6 +588,9 @@ def test_diagonally_dominant_matches_numpy_and_certifies_psd(n, dtype, data):
     if n > 1 and data.draw(st.booleans()):  # a symmetric pair that breaks two rows' dominance
         i, j = r.choice(n, 2, replace=False)
         A[i, j] = A[j, i] = A[i, j] + 3.0 * (A[i, i] + A[j, j] + 1.0)
+    if data.draw(st.booleans()):  # a negative diagonal entry, past the first block when n > 64
+        i = data.draw(st.integers(0, n - 1))
+        A[i, i] = -A[i, i] - 1.0
     asym = 0.0
     if n > 1 and data.draw(st.booleans()):  # an asymmetric pair, widening the radii
         i, j = r.choice(n, 2, replace=False)
