@@ -287,14 +287,16 @@ class ProductStorage(_IndexView):
         :func:`~mklopt.kernels.views.q_by_features`, when the storage knows
         its kernel functions. That model charges the gather of every
         kernel's lines, where the products read one matrix per feature
-        group; the features still win from a few hundred support points,
+        group; the features still win from about 200 support points on,
         because :func:`~mklopt._jit.groups.quad_forms_by_rows` runs in
         parallel and reads the features in order, while
         :func:`~mklopt._jit.products.product_quad_forms` is serial and
         gathers scattered columns. Measured on one satellite pair of 662 rows
-        with 68 kernels on 4 groups (2 cores, medians of 7): products
-        against features 0.27 / 0.34 ms at ``|S| = 50``, 3.3 / 1.4 ms at
-        200, 17.5 / 7.3 ms at 500, 22.5 / 13.1 ms at 662.
+        with 68 kernels on 4 groups (2 cores, medians of 7, both paths
+        forced in turn in one process; the forms agree to 2e-13): products
+        against features 0.27 / 0.34 ms at ``|S| = 50`` (the one size where
+        the products are faster, by 0.07 ms), 3.3 / 1.4 ms at 200,
+        17.5 / 7.3 ms at 500, 22.5 / 13.1 ms at 662.
         """
         fn = self.functions
         return fn is not None and q_by_features(fn, n_support, n_kernels, self.n_samples)
