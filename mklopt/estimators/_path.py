@@ -350,6 +350,10 @@ def c_path(bank, y, Cs, new_method, stop, inner_tol, callback=None, make_oracle=
                 on_point(here, f"rel. gap {prev.rel_gap:.2e}, no oracle call (the previous "
                          "solution: no dual variable at its bound)")
             continue
+        if prev_oracle is not None and hasattr(oracle, "adopt_rows"):
+            # The rows of K(w) its last call combined: this point's first
+            # call is at those weights (without a guide's step).
+            oracle.adopt_rows(prev_oracle)
         method = new_method()
         resumable = prev is not None and _takes_handover(method)
         record = bool(getattr(method, "uses_cuts", False))

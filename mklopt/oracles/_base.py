@@ -142,6 +142,19 @@ class DualOracle:
         self.last_stats = None
         self._solver = DualSolver(bank, self.problem)
 
+    def adopt_rows(self, other):
+        """Take over the kernel rows ``other`` computed, when they are this oracle's.
+
+        ``other`` an oracle of the same problem on the same bank view at
+        another ``C`` (a C path's previous point): the combined rows of its
+        last call's weights do not depend on ``C``, so a first call at those
+        weights reuses them (:meth:`~mklopt.oracles._solver.DualSolver.adopt`).
+        The answers are those of a fresh oracle, bit for bit. Returns whether
+        the rows were taken.
+        """
+        solver = getattr(other, "_solver", None)
+        return solver is not None and self._solver.adopt(solver)
+
     # ---- hooks ---------------------------------------------------------------
     def _start(self):
         """A feasible cold start (default: zero, feasible when ``total == 0``)."""

@@ -31,9 +31,14 @@ workers, so a block costs ``8 |B|^2`` bytes and a product ``8 n``, never
 fetches that matrix once and finishes on it (``DualSolver._remote_reads``).
 
 Cached rows belong to one weight vector: a call at new weights starts with
-an empty cache. Within a call, the rows that rebuild the gradient of a warm
-start (those of the support vectors) are the ones SMO reads most, so they
-are cached as they are computed. The row requests are batched (one per
+an empty cache, and a call at the weights of the call before it reuses the
+rows (or the whole matrix) that call computed. They do not depend on the
+problem's bounds, so a solver of the same problem on the same storage at
+another ``C`` can take them over (:meth:`DualSolver.adopt`): a C path's next
+point is first solved at the weights its predecessor ended at. Within a
+call, the rows that rebuild the gradient of a warm start (those of the
+support vectors) are the ones SMO reads most, so they are cached as they
+are computed. The row requests are batched (one per
 block, and the gradient in chunks), which keeps the number of round trips
 small when the storage is remote.
 
@@ -204,12 +209,14 @@ class DualSolver:
         self.cache = (
             None if self.whole_matrix or self.remote else RowCache(n, budget // (8 * n))
         )
-        self._w = None
         # Storages that can combine single rows cheaply (dense banks and
         # their index views) let SMO combine the rows it reads, and no
         # others, on the whole-matrix path.
         self._source = getattr(self.storage, "row_source", None) if self.whole_matrix else None
         self._filled = np.zeros(n, dtype=np.uint8) if self._source is not None else None
+        # The weights whose rows _K (whole-matrix path) or the cache (block
+        # path) hold; None: nothing held.
+        self._w = None
         P = problem
         self._identity = P.n_variables == n and np.array_equal(P.rows, np.arange(n))
 
@@ -240,13 +247,46 @@ class DualSolver:
         stats.seconds = time.perf_counter() - t0
         return grad, stats
 
+    def _holds(self, w):
+        """Whether the rows held are those of ``K(w)``."""
+        return self._w is not None and np.array_equal(self._w, w)
+
+    def adopt(self, other):
+        """Take over ``other``'s computed rows, if they are rows of this solver's kernels.
+
+        ``other`` must solve the same problem's rows on the same storage (the
+        same bank view), on the same path; its bounds (``C``) may differ,
+        since ``K(w)`` does not depend on them. The rows move: ``other``
+        keeps none (it computes afresh if called again). Returns whether
+        they were taken.
+        """
+        if (not isinstance(other, DualSolver) or other is self or other._w is None
+                or other.storage is not self.storage or other.n != self.n
+                or other.whole_matrix != self.whole_matrix or other.remote or self.remote
+                or (other._source is None) != (self._source is None)
+                or not np.array_equal(other.problem.rows, self.problem.rows)):
+            return False
+        self._w, other._w = other._w, None
+        if self.whole_matrix:
+            self._K, other._K = other._K, empty_by_rows((self.n, self.n))
+            if self._filled is not None:
+                self._filled, other._filled = other._filled, np.zeros(self.n, dtype=np.uint8)
+        else:
+            self.cache, other.cache = other.cache, self.cache
+            other.cache.clear()
+        return True
+
     # ------------------------------------------------------------ whole matrix
     def _solve_whole(self, w, a, tol, max_iter, stop):
         if self._source is not None:
             return self._solve_lazy(w, a, tol, max_iter, stop)
         P = self.problem
         t0 = time.perf_counter()
-        K = self.storage.combine(w, self._K)
+        K = self._K
+        if not self._holds(w):
+            self._w = None
+            K = self.storage.combine(w, K)
+            self._w = np.array(w, dtype=np.float64)
         row_seconds = time.perf_counter() - t0
         if np.any(a != 0.0):
             grad = smo_gradient(K, P.rows, P.signs, P.linear, a, np.empty(a.shape[0]))
@@ -266,7 +306,9 @@ class DualSolver:
         # (A storage of stored products adds the recipes and its kernels' diagonals.)
         ri, rf, diag_raw = src[4:] if len(src) == 7 else (NO_RI, NO_RF, NO_DIAG)
         filled = self._filled
-        filled[:] = 0
+        if not self._holds(w):
+            filled[:] = 0
+            self._w = np.array(w, dtype=np.float64)
         K = self._K
         # The diagonal summed as the rows are, so that the iterates are those
         # of the whole-matrix path on the same matrix.
@@ -280,6 +322,7 @@ class DualSolver:
             # rows: the small batches of most calls skip the np.unique.)
             if fill_tasks(n_support, gidx.shape[0], ks.size) > 1:
                 need = np.unique(P.rows[support])
+                need = need[filled[need] == 0]
                 tasks = fill_tasks(need.size, gidx.shape[0], ks.size)
                 if tasks > 1:
                     with FILL_THREADS(need.size * gidx.shape[0] * ks.size):
@@ -318,9 +361,9 @@ class DualSolver:
                                    stop=stop)
         cache = self.cache
         hits0 = cache.n_hits
-        if self._w is None or not np.array_equal(self._w, w):
+        if not self._holds(w):
             cache.clear()
-            self._w = w.copy()
+            self._w = np.array(w, dtype=np.float64)
         compute = self._rows(w, stats)
 
         def block(kr):

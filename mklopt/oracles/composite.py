@@ -189,6 +189,20 @@ class CompositeOracle:
     def n_unconverged(self):
         return sum(int(getattr(o, "n_unconverged", 0)) for o in self.parts)
 
+    def adopt_rows(self, other):
+        """Each part takes over the kernel rows of ``other``'s part in its place.
+
+        ``other`` a composite of the same parts' problems at another ``C``
+        (see :meth:`mklopt.oracles.SVMDual.adopt_rows`); parts without the
+        method keep their own. Returns whether every part took its rows.
+        """
+        parts = getattr(other, "parts", None)
+        if parts is None or len(parts) != len(self.parts):
+            return False
+        took = [hasattr(mine, "adopt_rows") and bool(mine.adopt_rows(theirs))
+                for mine, theirs in zip(self.parts, parts, strict=True)]
+        return all(took)
+
     def split(self, alpha):
         """The parts' ``alpha`` vectors from a concatenated one (views, not copies).
 
