@@ -282,11 +282,12 @@ class DualSolver:
             return self._solve_lazy(w, a, tol, max_iter, stop)
         P = self.problem
         t0 = time.perf_counter()
-        K = self._K
         if not self._holds(w):
             self._w = None
-            K = self.storage.combine(w, K)
+            # (What combine returns is held: a user storage may not write ``out``.)
+            self._K = self.storage.combine(w, self._K)
             self._w = np.array(w, dtype=np.float64)
+        K = self._K
         row_seconds = time.perf_counter() - t0
         if np.any(a != 0.0):
             grad = smo_gradient(K, P.rows, P.signs, P.linear, a, np.empty(a.shape[0]))
